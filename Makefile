@@ -10,7 +10,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X github.com/narwhal-go/narwhal/internal/version.Version=$(VERSION)
 FUZZTIME    ?= 60s
 
-.PHONY: all build test lint fmt-check vet staticcheck gotest fuzz tools clean help
+.PHONY: all build test lint fmt-check vet staticcheck gotest node-checks fuzz tools clean help
 
 all: build
 
@@ -20,7 +20,7 @@ help: ## list targets
 build: ## build every command into bin/
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
 
-test: lint gotest ## everything CI runs
+test: lint gotest node-checks ## everything CI runs
 
 lint: fmt-check vet staticcheck ## gofmt, go vet, staticcheck
 
@@ -41,6 +41,18 @@ staticcheck: $(STATICCHECK)
 
 gotest: ## go tests with the race detector (fuzz seed corpora included)
 	$(GO) test -race -count=1 -timeout 12m ./...
+
+NODE_DIR := scripts/node
+
+# Node packages for cross-language checks (independent implementations that
+# our Go code must agree with). No lock file: it would name registry hosts;
+# package.json pins exact versions instead.
+$(NODE_DIR)/node_modules/.installed: $(NODE_DIR)/package.json
+	cd $(NODE_DIR) && npm install --no-package-lock --no-audit --no-fund --loglevel=error
+	touch $@
+
+node-checks: $(NODE_DIR)/node_modules/.installed ## checks that run under Node
+	@for s in scripts/*.mjs; do [ -e "$$s" ] || continue; echo "node $$s"; node "$$s"; done
 
 fuzz: ## run the fuzz targets for FUZZTIME each
 	$(GO) test ./internal/fleet -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME)
