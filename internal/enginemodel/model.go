@@ -1,0 +1,391 @@
+// Package enginemodel is the timing and capacity model of one vLLM engine
+// running continuous batching: which requests a step admits, which it
+// preempts, and how long the step takes. It has no I/O, no goroutines and
+// no clock: a driver asks for the next step, waits its Duration on whatever
+// clock it has (real, fake or virtual), then reports the step complete.
+// simengine drives it with ports.Clock; the fleet simulator drives the very
+// same code under virtual time.
+package enginemodel
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Timing prices work; profile.Row implements it. Times are in seconds.
+type Timing interface {
+	PrefillTime(n int) float64
+	CachedPrefillTime(cached, uncached int) (float64, bool)
+	TokenInterval(tokens, requests int) float64
+}
+
+// Config sizes the engine.
+type Config struct {
+	Timing           Timing
+	KVCapacityTokens int // GPU KV cache size in tokens
+	BlockSize        int // tokens per KV block (vLLM default 16)
+	MaxNumSeqs       int // max running requests (vLLM --max-num-seqs)
+	MaxBatchedTokens int // prompt tokens one prefill step may compute (--max-num-batched-tokens)
+}
+
+// Request is one engine request.
+type Request struct {
+	ID           string
+	PromptTokens int
+	MaxTokens    int
+	// CachedTokens already have KV on this engine (a NIXL pull or a prefix
+	// hit). When they cover all but the last prompt token the request skips
+	// the prefill step and its first token comes from the next decode step,
+	// as on a vLLM decode engine.
+	CachedTokens int
+	// Hold keeps the request's KV blocks after it finishes until Release:
+	// a prefill leg holding its blocks under a NIXL lease.
+	Hold bool
+}
+
+// Kind is what a step computes.
+type Kind int
+
+const (
+	Prefill Kind = iota + 1
+	Decode
+)
+
+func (k Kind) String() string {
+	if k == Prefill {
+		return "prefill"
+	}
+	return "decode"
+}
+
+// Step is one forward pass the driver must wait out.
+type Step struct {
+	Kind      Kind
+	Duration  time.Duration
+	IDs       []string // requests computed by the step
+	Preempted []string // requests pushed back to waiting before the step
+	// ResidentTokens and Running are the decode operating point the
+	// duration was priced at (0 for prefill steps).
+	ResidentTokens, Running int
+	seq                     uint64
+}
+
+// EventKind says what happened to a request when a step completed.
+type EventKind int
+
+const (
+	Token    EventKind = iota + 1 // one output token; Index counts from 0
+	Finished                      // reached MaxTokens
+)
+
+// Event is one outcome of a completed step, in request admission order.
+type Event struct {
+	Kind  EventKind
+	ID    string
+	Index int
+}
+
+type req struct {
+	Request
+	generated int
+	computed  int // tokens with KV on this engine
+	blocks    int // blocks allocated
+	running   bool
+	finished  bool
+}
+
+// Model is one engine's scheduler state. Not safe for concurrent use.
+type Model struct {
+	cfg         Config
+	totalBlocks int
+	usedBlocks  int
+	waiting     []*req
+	running     []*req // admission order
+	all         map[string]*req
+	inflight    *Step
+	seq         uint64
+	preemptions int
+}
+
+// New checks cfg and returns an idle model.
+func New(cfg Config) (*Model, error) {
+	if cfg.Timing == nil {
+		return nil, errors.New("enginemodel: Timing is required (pass a profile row)")
+	}
+	if cfg.BlockSize <= 0 {
+		cfg.BlockSize = 16
+	}
+	if cfg.KVCapacityTokens < cfg.BlockSize {
+		return nil, fmt.Errorf("enginemodel: KVCapacityTokens %d is below one block of %d tokens", cfg.KVCapacityTokens, cfg.BlockSize)
+	}
+	if cfg.MaxNumSeqs <= 0 {
+		cfg.MaxNumSeqs = 256
+	}
+	if cfg.MaxBatchedTokens <= 0 {
+		cfg.MaxBatchedTokens = 8192
+	}
+	return &Model{cfg: cfg, totalBlocks: cfg.KVCapacityTokens / cfg.BlockSize, all: map[string]*req{}}, nil
+}
+
+// Stats is the scheduler's gauges.
+type Stats struct {
+	Running, Waiting        int
+	UsedBlocks, TotalBlocks int
+	Preemptions             int
+	Held                    int // finished requests still holding blocks
+	BlockSize               int
+	ResidentTokens          int
+}
+
+// Stats reports the current gauges.
+func (m *Model) Stats() Stats {
+	s := Stats{Running: len(m.running), Waiting: len(m.waiting), UsedBlocks: m.usedBlocks,
+		TotalBlocks: m.totalBlocks, Preemptions: m.preemptions, BlockSize: m.cfg.BlockSize}
+	for _, r := range m.all {
+		if r.finished {
+			s.Held++
+		}
+	}
+	for _, r := range m.running {
+		s.ResidentTokens += r.computed
+	}
+	return s
+}
+
+// Add queues a request at the back of the waiting queue.
+func (m *Model) Add(r Request) error {
+	if r.ID == "" || m.all[r.ID] != nil {
+		return fmt.Errorf("enginemodel: request id %q is empty or already in use", r.ID)
+	}
+	if r.PromptTokens <= 0 || r.MaxTokens <= 0 {
+		return fmt.Errorf("enginemodel: request %s needs a prompt and max tokens (got %d, %d)", r.ID, r.PromptTokens, r.MaxTokens)
+	}
+	if m.blocksFor(r.PromptTokens+r.MaxTokens) > m.totalBlocks {
+		return fmt.Errorf("enginemodel: request %s needs %d tokens of KV, more than the engine's %d", r.ID, r.PromptTokens+r.MaxTokens, m.cfg.KVCapacityTokens)
+	}
+	q := &req{Request: r, computed: min(max(r.CachedTokens, 0), r.PromptTokens)}
+	m.all[r.ID] = q
+	m.waiting = append(m.waiting, q)
+	return nil
+}
+
+// Idle reports whether there is nothing to compute.
+func (m *Model) Idle() bool { return len(m.running) == 0 && len(m.waiting) == 0 }
+
+func (m *Model) blocksFor(tokens int) int {
+	return (tokens + m.cfg.BlockSize - 1) / m.cfg.BlockSize
+}
+
+// Next plans the next step, or reports false when there is nothing to do or
+// a step is already in flight. Prefill has priority: a step either prefills
+// newly admitted requests or decodes one token for every running request.
+func (m *Model) Next() (Step, bool) {
+	if m.inflight != nil {
+		return Step{}, false
+	}
+	admitted := m.admit()
+	var prefill []*req
+	for _, r := range admitted {
+		if r.computed < r.PromptTokens+r.generated-1 {
+			prefill = append(prefill, r)
+		}
+	}
+	m.seq++
+	if len(prefill) > 0 {
+		s := Step{Kind: Prefill, seq: m.seq}
+		var secs float64
+		for _, r := range prefill {
+			secs += m.prefillCost(r)
+			s.IDs = append(s.IDs, r.ID)
+		}
+		s.Duration = seconds(secs)
+		m.inflight = &s
+		return s, true
+	}
+	if len(m.running) == 0 {
+		return Step{}, false
+	}
+	s := Step{Kind: Decode, seq: m.seq, Preempted: m.makeRoom()}
+	for _, r := range m.running {
+		s.IDs = append(s.IDs, r.ID)
+		s.ResidentTokens += r.computed
+	}
+	s.Running = len(m.running)
+	s.Duration = seconds(m.cfg.Timing.TokenInterval(s.ResidentTokens, s.Running))
+	m.inflight = &s
+	return s, true
+}
+
+func (m *Model) prefillCost(r *req) float64 {
+	total := r.PromptTokens + r.generated // recompute after preemption includes the output so far
+	if r.computed <= 0 {
+		return m.cfg.Timing.PrefillTime(total)
+	}
+	if v, ok := m.cfg.Timing.CachedPrefillTime(r.computed, total-r.computed); ok {
+		return v
+	}
+	return m.cfg.Timing.PrefillTime(total - r.computed)
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s*1e9 + 0.5) }
+
+// admit moves waiting requests to running in FIFO order while their KV fits
+// (prompt, output so far and one new token) and seats remain. It stops at
+// the first that does not fit, as vLLM's FCFS scheduler does.
+func (m *Model) admit() []*req {
+	var out []*req
+	budget := m.cfg.MaxBatchedTokens
+	for len(m.waiting) > 0 && len(m.running) < m.cfg.MaxNumSeqs {
+		r := m.waiting[0]
+		need := m.blocksFor(r.PromptTokens + r.generated + 1)
+		work := r.PromptTokens + r.generated - r.computed
+		if m.usedBlocks-r.blocks+need > m.totalBlocks || (len(out) > 0 && work > budget) {
+			break
+		}
+		budget -= work
+		m.usedBlocks += need - r.blocks
+		r.blocks = need
+		r.running = true
+		m.waiting = m.waiting[1:]
+		m.running = append(m.running, r)
+		out = append(out, r)
+	}
+	return out
+}
+
+// makeRoom preempts the most recently admitted requests until every running
+// request can grow by one token (vLLM's recompute preemption). The victims
+// lose their KV and go back to the front of the queue.
+func (m *Model) makeRoom() []string {
+	var victims []string
+	for len(m.running) > 1 {
+		extra := 0
+		for _, r := range m.running {
+			extra += m.blocksFor(r.computed+1) - r.blocks
+		}
+		if m.usedBlocks+extra <= m.totalBlocks {
+			break
+		}
+		v := m.running[len(m.running)-1]
+		m.running = m.running[:len(m.running)-1]
+		m.freeBlocks(v)
+		v.running, v.computed = false, 0
+		m.waiting = append([]*req{v}, m.waiting...)
+		m.preemptions++
+		victims = append(victims, v.ID)
+	}
+	for _, r := range m.running {
+		need := m.blocksFor(r.computed + 1)
+		if need > r.blocks {
+			m.usedBlocks += need - r.blocks
+			r.blocks = need
+		}
+	}
+	return victims
+}
+
+func (m *Model) freeBlocks(r *req) {
+	m.usedBlocks -= r.blocks
+	r.blocks = 0
+}
+
+// Complete applies the in-flight step and returns its events. Requests that
+// were aborted while the step ran are skipped.
+func (m *Model) Complete(s Step) []Event {
+	if m.inflight == nil || m.inflight.seq != s.seq {
+		return nil
+	}
+	m.inflight = nil
+	var evs []Event
+	for _, id := range s.IDs {
+		r := m.all[id]
+		if r == nil || !r.running {
+			continue
+		}
+		if s.Kind == Prefill {
+			r.computed = r.PromptTokens + r.generated
+			if r.generated > 0 {
+				continue // a recomputed request resumes at the next decode step
+			}
+		} else {
+			r.computed = max(r.computed, r.PromptTokens+r.generated)
+		}
+		evs = append(evs, Event{Kind: Token, ID: id, Index: r.generated})
+		r.generated++
+		if r.generated >= r.MaxTokens {
+			evs = append(evs, Event{Kind: Finished, ID: id})
+			m.finish(r)
+		}
+	}
+	return evs
+}
+
+// finish takes r out of the batch, keeping its blocks when it holds them.
+func (m *Model) finish(r *req) {
+	m.removeRunning(r)
+	r.running = false
+	if r.Hold {
+		r.finished = true
+		return
+	}
+	m.freeBlocks(r)
+	delete(m.all, r.ID)
+}
+
+func (m *Model) removeRunning(r *req) {
+	for i, x := range m.running {
+		if x == r {
+			m.running = append(m.running[:i], m.running[i+1:]...)
+			return
+		}
+	}
+}
+
+// Stop ends a request early (a stop string matched, or the client left),
+// wherever it is. Held requests keep their blocks until Release. It reports
+// whether the request was known.
+func (m *Model) Stop(id string) bool {
+	r := m.all[id]
+	if r == nil || r.finished {
+		return false
+	}
+	if r.running {
+		m.finish(r)
+		return true
+	}
+	for i, x := range m.waiting {
+		if x == r {
+			m.waiting = append(m.waiting[:i], m.waiting[i+1:]...)
+			break
+		}
+	}
+	if r.Hold && r.computed > 0 {
+		r.finished = true
+		return true
+	}
+	m.freeBlocks(r)
+	delete(m.all, id)
+	return true
+}
+
+// Release frees a finished request's held blocks (a lease ended or the
+// consumer read them) or drops a request outright.
+func (m *Model) Release(id string) {
+	r := m.all[id]
+	if r == nil {
+		return
+	}
+	if !r.finished {
+		r.Hold = false
+		m.Stop(id)
+		return
+	}
+	m.freeBlocks(r)
+	delete(m.all, id)
+}
+
+// Reset drops everything, as a process restart loses all resident KV.
+func (m *Model) Reset() {
+	m.waiting, m.running, m.all, m.inflight, m.usedBlocks = nil, nil, map[string]*req{}, nil, 0
+}

@@ -1,0 +1,169 @@
+package enginemodel
+
+import (
+	"testing"
+	"time"
+)
+
+// linear is a Timing whose numbers are easy to check by hand.
+type linear struct{}
+
+func (linear) PrefillTime(n int) float64 { return 0.001 * float64(n) }
+func (linear) CachedPrefillTime(c, u int) (float64, bool) {
+	return 0, false
+}
+func (linear) TokenInterval(tokens, requests int) float64 {
+	return 0.010 + 0.0001*float64(tokens) + 0.001*float64(requests)
+}
+
+func newModel(t *testing.T, capTokens int) *Model {
+	t.Helper()
+	m, err := New(Config{Timing: linear{}, KVCapacityTokens: capTokens, BlockSize: 16, MaxNumSeqs: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func ms(f float64) time.Duration { return seconds(f) }
+
+// run drives m to idle and returns, per request, the times of its tokens.
+func run(t *testing.T, m *Model, limit int) (map[string][]time.Duration, []Step) {
+	t.Helper()
+	var now time.Duration
+	times := map[string][]time.Duration{}
+	var steps []Step
+	for i := 0; i < limit; i++ {
+		s, ok := m.Next()
+		if !ok {
+			return times, steps
+		}
+		steps = append(steps, s)
+		now += s.Duration
+		for _, e := range m.Complete(s) {
+			if e.Kind == Token {
+				times[e.ID] = append(times[e.ID], now)
+			}
+		}
+	}
+	t.Fatalf("model not idle after %d steps", limit)
+	return nil, nil
+}
+
+func TestSingleRequestFollowsCurves(t *testing.T) {
+	m := newModel(t, 1600)
+	if err := m.Add(Request{ID: "a", PromptTokens: 100, MaxTokens: 4}); err != nil {
+		t.Fatal(err)
+	}
+	times, _ := run(t, m, 20)
+	want := []time.Duration{ms(0.1)}
+	for k := 1; k < 4; k++ {
+		want = append(want, want[k-1]+ms(linear{}.TokenInterval(100+k-1, 1)))
+	}
+	if len(times["a"]) != 4 {
+		t.Fatalf("tokens = %v", times["a"])
+	}
+	for i := range want {
+		if times["a"][i] != want[i] {
+			t.Errorf("token %d at %v, want %v", i, times["a"][i], want[i])
+		}
+	}
+	if st := m.Stats(); st.UsedBlocks != 0 || !m.Idle() {
+		t.Errorf("blocks not freed: %+v", st)
+	}
+}
+
+func TestRemoteKVSkipsPrefill(t *testing.T) {
+	m := newModel(t, 1600)
+	if err := m.Add(Request{ID: "d", PromptTokens: 100, MaxTokens: 2, CachedTokens: 100}); err != nil {
+		t.Fatal(err)
+	}
+	times, steps := run(t, m, 10)
+	if steps[0].Kind != Decode || times["d"][0] != ms(linear{}.TokenInterval(100, 1)) {
+		t.Fatalf("first step %+v, first token %v", steps[0], times["d"])
+	}
+}
+
+func TestHoldKeepsBlocksUntilRelease(t *testing.T) {
+	m := newModel(t, 1600)
+	_ = m.Add(Request{ID: "p", PromptTokens: 40, MaxTokens: 1, Hold: true})
+	run(t, m, 5)
+	if st := m.Stats(); st.UsedBlocks != 3 || st.Held != 1 {
+		t.Fatalf("held stats %+v, want 3 blocks held", st)
+	}
+	m.Release("p")
+	if st := m.Stats(); st.UsedBlocks != 0 || st.Held != 0 {
+		t.Fatalf("after release %+v", st)
+	}
+}
+
+func TestQueueingAndPreemption(t *testing.T) {
+	cases := []struct {
+		name            string
+		capTokens       int
+		reqs            []Request
+		wantPreemptions int
+		wantFirstSteps  []Kind
+	}{
+		{"both fit, one prefill step", 1600, []Request{{ID: "a", PromptTokens: 30, MaxTokens: 3}, {ID: "b", PromptTokens: 30, MaxTokens: 3}}, 0, []Kind{Prefill, Decode}},
+		// 64 tokens = 4 blocks: each needs 2 blocks to start and a third
+		// after 32 tokens, so the younger one is preempted and recomputed.
+		{"preempt the younger", 64, []Request{{ID: "a", PromptTokens: 31, MaxTokens: 20}, {ID: "b", PromptTokens: 31, MaxTokens: 20}}, 1, []Kind{Prefill, Decode}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := newModel(t, c.capTokens)
+			for _, r := range c.reqs {
+				if err := m.Add(r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			times, steps := run(t, m, 500)
+			for i, k := range c.wantFirstSteps {
+				if steps[i].Kind != k {
+					t.Errorf("step %d kind %v, want %v", i, steps[i].Kind, k)
+				}
+			}
+			for _, r := range c.reqs {
+				if len(times[r.ID]) != r.MaxTokens {
+					t.Errorf("%s got %d tokens, want %d", r.ID, len(times[r.ID]), r.MaxTokens)
+				}
+			}
+			if st := m.Stats(); st.Preemptions != c.wantPreemptions || st.UsedBlocks != 0 {
+				t.Errorf("stats %+v, want %d preemptions and no blocks", st, c.wantPreemptions)
+			}
+		})
+	}
+}
+
+func TestAddRejects(t *testing.T) {
+	m := newModel(t, 64)
+	for _, r := range []Request{{ID: "", PromptTokens: 1, MaxTokens: 1}, {ID: "x", PromptTokens: 0, MaxTokens: 1}, {ID: "big", PromptTokens: 60, MaxTokens: 10}} {
+		if err := m.Add(r); err == nil {
+			t.Errorf("Add(%+v) accepted", r)
+		}
+	}
+	_ = m.Add(Request{ID: "x", PromptTokens: 1, MaxTokens: 1})
+	if err := m.Add(Request{ID: "x", PromptTokens: 1, MaxTokens: 1}); err == nil {
+		t.Error("duplicate id accepted")
+	}
+}
+
+func TestStopMidStepAndReset(t *testing.T) {
+	m := newModel(t, 1600)
+	_ = m.Add(Request{ID: "a", PromptTokens: 10, MaxTokens: 5})
+	s, _ := m.Next()
+	m.Stop("a")
+	if evs := m.Complete(s); len(evs) != 0 {
+		t.Fatalf("stopped request produced %v", evs)
+	}
+	_ = m.Add(Request{ID: "b", PromptTokens: 10, MaxTokens: 5})
+	m.Next()
+	m.Reset()
+	if !m.Idle() || m.Stats().UsedBlocks != 0 {
+		t.Fatal("reset left state")
+	}
+	if _, ok := m.Next(); ok {
+		t.Fatal("step after reset")
+	}
+}
