@@ -1,0 +1,55 @@
+package fleet
+
+import (
+	"regexp"
+	"strings"
+)
+
+// wholeReference is the only reference form an endpoint may use: the
+// entire value is ${NAME}.
+var wholeReference = regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$`)
+
+// readEndpoint reads url or attestation_url of one engine entry, resolving
+// a whole-value ${NAME} reference from lookup. url loses every trailing '/'.
+func readEndpoint(s section, key string, lookup LookupFunc) string {
+	var raw string
+	v, present := s.m[key]
+	if !present {
+		return ""
+	}
+	if _, isStr := v.(string); !isStr {
+		s.str(key, &raw) // reports the kind problem
+		return ""
+	}
+	raw = v.(string)
+	resolved, msg := resolveReference(raw, lookup)
+	if msg != "" {
+		s.ps.add(s.field(key), "%s%s", s.field(key), msg)
+		return ""
+	}
+	if key == "url" {
+		resolved = strings.TrimRight(resolved, "/")
+	}
+	return resolved
+}
+
+// resolveReference returns value with a whole-value reference replaced, or
+// the tail of a problem message ("" when fine). Expansion never recurses.
+func resolveReference(value string, lookup LookupFunc) (string, string) {
+	if !strings.Contains(value, "${") {
+		return value, ""
+	}
+	m := wholeReference.FindStringSubmatch(value)
+	if m == nil {
+		return "", " requires a whole-value ${VARIABLE} reference"
+	}
+	name := m[1]
+	got, ok := lookup(name)
+	if !ok || strings.TrimSpace(got) == "" {
+		return "", ": environment variable " + name + " is unset or empty"
+	}
+	if strings.Contains(got, "${") {
+		return "", ": environment variable " + name + " contains another reference"
+	}
+	return got, ""
+}
