@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/narwhal-go/narwhal/internal/cmdresult"
 	"github.com/narwhal-go/narwhal/internal/version"
 )
 
@@ -47,8 +50,12 @@ func Invalid(err error) error { return &ExitError{Code: ExitInvalid, Err: err} }
 // Silent exits with code after the command printed its own diagnostics.
 func Silent(code int) error { return &ExitError{Code: code, Printed: true} }
 
-// usageError marks a problem cobra found in the arguments.
+// usageError marks a problem with the command line itself.
 type usageError struct{ error }
+
+// Usage is an argument problem found by the command (exit 2, and an
+// invalid_arguments error in JSON mode).
+func Usage(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
 // NewRoot returns a cobra command with narwhal's conventions: --version,
 // no cobra-printed errors or usage on failure, argument errors as exit 2.
@@ -56,19 +63,28 @@ func NewRoot(use, short string) *cobra.Command {
 	c := &cobra.Command{
 		Use:           use,
 		Short:         short,
-		Version:       version.String(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	c.SetVersionTemplate("{{.Version}}\n")
+	// Every command, not only the root, answers --version (Run intercepts
+	// it); the flag is declared so that help lists it.
+	c.PersistentFlags().Bool("version", false, "print the version and exit")
 	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	return c
 }
 
 // Run executes root with args and returns the process exit code. Errors are
-// printed as one line on stderr, prefixed with the command's path.
-func Run(root *cobra.Command, args []string, stderr io.Writer) int {
+// printed as one line on stderr, prefixed with the command's path. With
+// --format json anywhere in args, a usage error also prints a
+// command-result envelope on stdout, so scripts always get one object.
+func Run(root *cobra.Command, args []string, stdout, stderr io.Writer) int {
+	if versionRequested(args) {
+		fmt.Fprintln(stdout, version.String())
+		return ExitOK
+	}
 	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	cmd, err := root.ExecuteC()
 	if err == nil {
 		return ExitOK
@@ -80,15 +96,67 @@ func Run(root *cobra.Command, args []string, stderr io.Writer) int {
 		}
 		return ee.Code
 	}
-	// Anything else cobra returns (unknown command, bad flag, wrong number
-	// of arguments) is a usage problem.
+	// Anything else (unknown command, bad flag, wrong number of arguments,
+	// a Usage error) is a problem with the command line.
 	fmt.Fprintf(stderr, "%s: %v (see '%s --help')\n", cmd.CommandPath(), err, cmd.CommandPath())
+	if JSONRequested(args) {
+		writeUsageResult(stdout, root, cmd, err)
+	}
 	return ExitInvalid
 }
 
 // Main runs root on the process arguments and exits.
 func Main(root *cobra.Command) {
-	os.Exit(Run(root, os.Args[1:], os.Stderr))
+	os.Exit(Run(root, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func versionRequested(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if a == "--version" {
+			return true
+		}
+	}
+	return false
+}
+
+// JSONRequested reports whether --format json appears in args before a
+// literal "--".
+func JSONRequested(args []string) bool {
+	for i, a := range args {
+		switch {
+		case a == "--":
+			return false
+		case a == "--format=json":
+			return true
+		case a == "--format" && i+1 < len(args) && args[i+1] == "json":
+			return true
+		}
+	}
+	return false
+}
+
+var optionToken = regexp.MustCompile(`--[a-z][a-z0-9-]*`)
+
+func writeUsageResult(w io.Writer, root, cmd *cobra.Command, err error) {
+	p := cmdresult.Problem{Code: "invalid_arguments", Message: err.Error(), Command: root.Name(), Stage: "arguments"}
+	if f := optionToken.FindString(err.Error()); f != "" {
+		p.Field = f
+	}
+	res := cmdresult.Result{Command: root.Name(), Operation: Operation(cmd), Status: cmdresult.InvalidInput,
+		Errors: []cmdresult.Problem{p}}
+	_ = res.Write(w, cmdresult.NewRedactor(os.Environ()))
+}
+
+// Operation is a command's path below the root: "config validate".
+func Operation(cmd *cobra.Command) string {
+	path := cmd.CommandPath()
+	if i := strings.IndexByte(path, ' '); i >= 0 {
+		return path[i+1:]
+	}
+	return "run"
 }
 
 // IsUsage reports whether err is an argument error found by cobra.

@@ -131,3 +131,21 @@ func toGeneric(v any) (any, error) {
 	}
 	return out, nil
 }
+
+// SortedJSON renders v with every object's keys sorted (nested structs
+// included), no HTML escaping, and a trailing newline: the deterministic
+// form commands print.
+func SortedJSON(v any, indent string) ([]byte, error) {
+	generic, err := toGeneric(v)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", indent)
+	if err := enc.Encode(generic); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

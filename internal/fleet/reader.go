@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"encoding/json"
 	"math"
 	"sort"
 	"strings"
@@ -163,8 +162,3 @@ func (s section) policyNumber(key string, dst *float64) {
 	*dst = math.NaN()
 }
 
-// isNumberLiteral reports whether v is a JSON number.
-func isNumberLiteral(v any) bool {
-	_, ok := v.(json.Number)
-	return ok
-}
