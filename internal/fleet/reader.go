@@ -161,4 +161,3 @@ func (s section) policyNumber(key string, dst *float64) {
 	}
 	*dst = math.NaN()
 }
-
