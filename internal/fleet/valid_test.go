@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -304,5 +305,20 @@ func TestSaveRoundTripOfExample(t *testing.T) {
 		if bytes.Contains(data, []byte(absent)) {
 			t.Errorf("saved document keeps annotation %s", absent)
 		}
+	}
+}
+
+func TestAPIKey(t *testing.T) {
+	e := EngineSettings{}
+	if k, err := e.APIKey(noEnv); k != "" || err != nil || e.AuthMode() != "boundary" {
+		t.Errorf("no variable named: %q %v %s", k, err, e.AuthMode())
+	}
+	e.EngineAPIKeyEnv = "NARWHAL_ENGINE_KEY"
+	if _, err := e.APIKey(noEnv); err == nil || !strings.Contains(err.Error(), "engine_api_key_env NARWHAL_ENGINE_KEY is not set in the environment") {
+		t.Errorf("unset: err = %v", err)
+	}
+	k, err := e.APIKey(env(map[string]string{"NARWHAL_ENGINE_KEY": "tok"}))
+	if k != "tok" || err != nil || e.AuthMode() != "engine-credential" {
+		t.Errorf("set: %q %v", k, err)
 	}
 }
