@@ -137,3 +137,5 @@ func postRaw(t testing.TB, url string, raw []byte, hdr ...string) (*http.Respons
 	out, _ := io.ReadAll(resp.Body)
 	return resp, out
 }
+
+func jsonEncode(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }

@@ -1,0 +1,102 @@
+package simengine
+
+import (
+	"bufio"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/narwhal-go/narwhal/internal/ports"
+)
+
+// TestTimingFollowsProfile measures TTFT and every token interval of a
+// stream under a fake clock and compares them with the profile's curves
+// exactly (to the nanosecond rounding of one step).
+func TestTimingFollowsProfile(t *testing.T) {
+	clk := ports.NewFake(time.Unix(1_700_000_000, 0))
+	prof := DefaultProfile("sim-0")
+	e := startEngine(t, func(c *Config) { c.Clock = clk; c.Profile = prof })
+	prompt := strings.Repeat("word ", 900)
+	n := CountTokens(prompt)
+	const maxTokens = 6
+	start := clk.Now()
+
+	type tok struct {
+		at  time.Time
+		err error
+	}
+	toks := make(chan tok, maxTokens+4)
+	go func() {
+		defer close(toks)
+		resp, err := client.Post(e.URL()+"/v1/completions", "application/json", strings.NewReader(
+			`{"model":"sim-model","prompt":"`+prompt+`","max_tokens":6,"stream":true}`))
+		if err != nil {
+			toks <- tok{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if line := sc.Text(); strings.HasPrefix(line, "data: {") {
+				toks <- tok{at: clk.Now()}
+			}
+		}
+	}()
+
+	want := []time.Duration{seconds(prof.PrefillTime(n))}
+	for k := 1; k < maxTokens; k++ {
+		want = append(want, want[k-1]+seconds(prof.TokenInterval(n+k-1, 1)))
+	}
+	for k := 0; k < maxTokens; k++ {
+		waitFor(t, func() bool { _, ok := clk.NextDeadline(); return ok })
+		at, _ := clk.NextDeadline()
+		clk.Set(at)
+		select {
+		case tk, ok := <-toks:
+			if !ok || tk.err != nil {
+				t.Fatalf("token %d: stream ended (%v)", k, tk.err)
+			}
+			if got := tk.at.Sub(start); got != want[k] {
+				t.Errorf("token %d at %v, want %v", k, got, want[k])
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("token %d never arrived", k)
+		}
+	}
+	for range toks { // drain the usage-less end of stream
+	}
+}
+
+func TestLatencyMultiplierAndStall(t *testing.T) {
+	cases := []struct {
+		name   string
+		faults Faults
+		want   func(prefill time.Duration) time.Duration
+	}{
+		{"none", Faults{}, func(p time.Duration) time.Duration { return p }},
+		{"x3", Faults{LatencyMultiplier: 3}, func(p time.Duration) time.Duration { return time.Duration(float64(p) * 3) }},
+		{"stall 7s", Faults{StallSeconds: 7}, func(p time.Duration) time.Duration { return p + 7*time.Second }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			clk := ports.NewFake(time.Unix(1_700_000_000, 0))
+			prof := DefaultProfile("sim-0")
+			e := startEngine(t, func(cf *Config) { cf.Clock = clk; cf.Profile = prof; cf.Faults = c.faults })
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				resp, err := client.Post(e.URL()+"/v1/completions", "application/json", strings.NewReader(`{"model":"sim-model","prompt":"hello there","max_tokens":1}`))
+				if err == nil {
+					resp.Body.Close()
+				}
+			}()
+			waitFor(t, func() bool { _, ok := clk.NextDeadline(); return ok })
+			at, _ := clk.NextDeadline()
+			if got, want := at.Sub(clk.Now()), c.want(seconds(prof.PrefillTime(CountTokens("hello there")))); got != want {
+				t.Errorf("first step lasts %v, want %v", got, want)
+			}
+			clk.Set(at)
+			<-done
+		})
+	}
+}
