@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/narwhal-go/narwhal/internal/cli"
+	"github.com/narwhal-go/narwhal/internal/profile"
+	"github.com/narwhal-go/narwhal/internal/simengine"
+)
+
+type simFlags struct {
+	host, model, profilePath, profileIID, engineID, vllmVersion, apiKey, failStartup string
+	port, maxModelLen, kvCap, scPort, adminPort                                      int
+	lease                                                                            time.Duration
+	faults                                                                           simengine.Faults
+}
+
+func (f *simFlags) register(c *cobra.Command, single bool) {
+	fs := c.Flags()
+	fs.StringVar(&f.host, "host", "127.0.0.1", "address to bind")
+	fs.StringVar(&f.model, "model", "sim-model", "served model name (also the NIXL hash's model factor)")
+	fs.StringVar(&f.profilePath, "profile", "", "narwhal.profiles store; empty uses the built-in 8B-like profile")
+	fs.StringVar(&f.vllmVersion, "vllm-version", "0.21.0", "version reported by /version and hashed for NIXL compatibility")
+	fs.IntVar(&f.maxModelLen, "max-model-len", 4096, "context length")
+	fs.IntVar(&f.kvCap, "kv-capacity-tokens", 0, "GPU KV cache size in tokens (default: the profile's, else 65536)")
+	fs.StringVar(&f.apiKey, "api-key", "", "require Authorization: Bearer <key> on /v1 paths")
+	fs.DurationVar(&f.lease, "kv-lease-duration", 30*time.Second, "how long a prefill's KV waits for its consumer")
+	fs.Float64Var(&f.faults.LatencyMultiplier, "fault-latency-multiplier", 0, "scale every step's duration")
+	fs.Float64Var(&f.faults.HTTP500Rate, "fault-http-500-rate", 0, "probability of an HTTP 500 per completion request")
+	fs.IntVar(&f.faults.DropAfterTokens, "fault-drop-after-tokens", 0, "cut every stream after N tokens")
+	fs.BoolVar(&f.faults.Unhealthy, "fault-unhealthy", false, "/health answers 503")
+	fs.BoolVar(&f.faults.CorruptKV, "fault-corrupt-kv", false, "corrupt KV served to consumers")
+	fs.StringVar(&f.failStartup, "fail-startup", "", "fail like vLLM: kv-cache-too-small or cuda-oom")
+	if single {
+		fs.IntVar(&f.port, "port", 8000, "HTTP port (0 picks a free one)")
+		fs.StringVar(&f.profileIID, "profile-iid", "", "row of --profile to use (default: the first)")
+		fs.StringVar(&f.engineID, "engine-id", "", "NIXL engine id (default: random)")
+		fs.IntVar(&f.scPort, "side-channel-port", 0, "KV side-channel port (0 picks a free one)")
+		fs.IntVar(&f.adminPort, "admin-port", 0, "loopback fault admin port (0 picks a free one)")
+	}
+}
+
+// config builds engine i's configuration.
+func (f *simFlags) config(store *profile.Store, i int) (simengine.Config, error) {
+	row := simengine.DefaultProfile(fmt.Sprintf("engine-%d", i))
+	if store != nil {
+		switch {
+		case f.profileIID != "":
+			r, ok := store.Get(f.profileIID)
+			if !ok {
+				return simengine.Config{}, fmt.Errorf("--profile-iid %s: no such row in %s", f.profileIID, f.profilePath)
+			}
+			row = r
+		case len(store.Profiles) > 0:
+			row = store.Profiles[i%len(store.Profiles)]
+		}
+	}
+	switch f.failStartup {
+	case "", "kv-cache-too-small", "cuda-oom":
+	default:
+		return simengine.Config{}, fmt.Errorf("--fail-startup %q: use kv-cache-too-small or cuda-oom", f.failStartup)
+	}
+	id := simengine.DefaultIdentity(f.model)
+	id.VLLMVersion = f.vllmVersion
+	return simengine.Config{Host: f.host, Port: f.port, Model: f.model, MaxModelLen: f.maxModelLen, Profile: row,
+		KVCapacityTokens: f.kvCap, EngineID: f.engineID, Identity: id, APIKey: f.apiKey, SideChannelPort: f.scPort,
+		AdminPort: f.adminPort, LeaseDuration: f.lease, Faults: f.faults, FailStartup: f.failStartup,
+		Seed: uint64(i), StartupLog: os.Stderr,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))}, nil
+}
+
+func (f *simFlags) store() (*profile.Store, error) {
+	if f.profilePath == "" {
+		return nil, nil
+	}
+	return profile.Load(f.profilePath)
+}
+
+func newSimCmd() *cobra.Command {
+	f := &simFlags{}
+	c := &cobra.Command{
+		Use:   "sim",
+		Short: "Serve one simulated vLLM engine (NixlConnector, kv_both) until SIGINT/SIGTERM",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			st, err := f.store()
+			if err != nil {
+				return cli.Invalid(err)
+			}
+			cfg, err := f.config(st, 0)
+			if err != nil {
+				return cli.Invalid(err)
+			}
+			e, err := simengine.Start(cfg)
+			if err != nil {
+				return startErr(err)
+			}
+			fmt.Fprintf(c.OutOrStdout(), "%s admin=%s side_channel=%s engine_id=%s\n", e.URL(), e.AdminURL(), e.SideChannelAddr(), e.EngineID())
+			waitSignal(c.Context())
+			return e.Close()
+		},
+	}
+	f.register(c, true)
+	return c
+}
+
+func newSimFleetCmd() *cobra.Command {
+	f := &simFlags{}
+	var n int
+	c := &cobra.Command{
+		Use:   "sim-fleet",
+		Short: "Serve N simulated vLLM engines on free loopback ports and print their URLs",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			st, err := f.store()
+			if err != nil {
+				return cli.Invalid(err)
+			}
+			if n <= 0 {
+				return cli.Invalid(fmt.Errorf("--engines must be ≥ 1, got %d", n))
+			}
+			var cfgErr error
+			fl, err := simengine.StartFleet(n, simengine.Config{}, func(i int) simengine.Config {
+				cfg, err := f.config(st, i)
+				if err != nil && cfgErr == nil {
+					cfgErr = err
+				}
+				return cfg
+			})
+			if cfgErr != nil {
+				return cli.Invalid(cfgErr)
+			}
+			if err != nil {
+				return startErr(err)
+			}
+			for i, e := range fl.Engines {
+				fmt.Fprintf(c.OutOrStdout(), "engine-%d %s admin=%s engine_id=%s\n", i, e.URL(), e.AdminURL(), e.EngineID())
+			}
+			waitSignal(c.Context())
+			return fl.Close()
+		},
+	}
+	f.register(c, false)
+	c.Flags().IntVar(&n, "engines", 2, "number of engines")
+	return c
+}
+
+func startErr(err error) error {
+	var se *simengine.StartupError
+	if errors.As(err, &se) {
+		return cli.Failed(err)
+	}
+	return cli.Failed(err)
+}
+
+// waitSignal blocks until SIGINT, SIGTERM or ctx ends.
+func waitSignal(ctx context.Context) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+}
