@@ -1,0 +1,103 @@
+package sched
+
+// Monitor events. The router (or the simulator) reports what happened on
+// the wire; the core keeps resident work and the per-interval windows.
+
+// Track registers a sized request so that later events can find it.
+func (c *Core) Track(r Request) *Request {
+	req := r
+	c.requests[r.RID] = &req
+	return &req
+}
+
+// Dispatched records a leg sent to engine iid.
+func (c *Core) Dispatched(now float64, iid, rid string, phase Phase) {
+	i, r := c.byIID[iid], c.requests[rid]
+	if i == nil || r == nil {
+		return
+	}
+	c.unplace(r, now)
+	r.phase, r.at = phase, iid
+	if phase == Prefill {
+		r.producer = iid
+		r.price = i.prof.PrefillTime(r.InputLen)
+		i.integrate(now)
+		i.prefill[rid] = r
+		i.prefillPrice += r.price
+		i.prefillTokens += r.kv()
+		return
+	}
+	r.sawToken, r.tokensHere = false, 0
+	i.decode[rid] = r
+	i.decodeTokens += r.kv()
+}
+
+// PrefillDone records the producer's completion: the request leaves the
+// prefill map and waits for its decode leg.
+func (c *Core) PrefillDone(now float64, iid, rid string) {
+	if r := c.requests[rid]; r != nil && r.at == iid && r.phase == Prefill {
+		c.unplace(r, now)
+	}
+}
+
+// OutputTokens records n decode tokens of rid on engine iid. The gap
+// before the first token on an engine is not an inter-token gap: it spans
+// the KV transfer and queueing.
+func (c *Core) OutputTokens(now float64, iid, rid string, n int) {
+	i, r := c.byIID[iid], c.requests[rid]
+	if i == nil || r == nil || n <= 0 {
+		return
+	}
+	c.grow(r, n)
+	if r.sawToken {
+		i.win.addGap((now-r.lastToken)/float64(n), n)
+	}
+	r.sawToken, r.lastToken = true, now
+	r.tokensHere += n
+}
+
+// Finished forgets rid everywhere.
+func (c *Core) Finished(now float64, rid string) {
+	if r := c.requests[rid]; r != nil {
+		c.unplace(r, now)
+		delete(c.requests, rid)
+	}
+}
+
+// unplace removes r from the engine it is resident on.
+func (c *Core) unplace(r *Request, now float64) {
+	i := c.byIID[r.at]
+	r.at = ""
+	if i == nil {
+		return
+	}
+	if _, ok := i.prefill[r.RID]; ok {
+		i.integrate(now)
+		delete(i.prefill, r.RID)
+		i.prefillPrice -= r.price
+		i.prefillTokens -= r.kv()
+		if len(i.prefill) == 0 { // keep rounding error from accumulating
+			i.prefillPrice, i.prefillTokens = 0, 0
+		}
+	}
+	if _, ok := i.decode[r.RID]; ok {
+		delete(i.decode, r.RID)
+		i.decodeTokens -= r.kv()
+		if len(i.decode) == 0 {
+			i.decodeTokens = 0
+		}
+	}
+}
+
+// grow adds n output tokens to r and to the running sums of the engine it
+// is resident on, so that unplace subtracts exactly what was added.
+func (c *Core) grow(r *Request, n int) {
+	if i := c.byIID[r.at]; i != nil {
+		if r.phase == Prefill {
+			i.prefillTokens += n
+		} else {
+			i.decodeTokens += n
+		}
+	}
+	r.OutputLen += n
+}

@@ -1,0 +1,231 @@
+package sched
+
+import (
+	"math"
+
+	"github.com/narwhal-go/narwhal/internal/fleet"
+)
+
+// Cost is Arrow's lexicographic cost pair.
+type Cost struct{ Primary, Secondary float64 }
+
+// less orders costs lexicographically; callers break ties by iid.
+func (a Cost) less(b Cost) bool {
+	if a.Primary != b.Primary {
+		return a.Primary < b.Primary
+	}
+	return a.Secondary < b.Secondary
+}
+
+// PrefillCost is cost_P(r, i): (decode KV held by i, seconds until r's
+// prefill would finish on i).
+func (c *Core) PrefillCost(r *Request, i *Instance) Cost {
+	return Cost{
+		Primary:   float64(i.decodeTokens),
+		Secondary: i.prefillPrice + i.prof.PrefillTime(r.InputLen) + c.penalty(i),
+	}
+}
+
+// DecodeCost is cost_D(r, i): (prefill KV resident on i, tokens beyond the
+// batch that still meets the TPOT target; ≤ 0 fits).
+func (c *Core) DecodeCost(r *Request, i *Instance) Cost {
+	mt := i.prof.MT(c.opt.TPOT/i.correction, len(i.decode)+1)
+	return Cost{
+		Primary:   float64(i.prefillTokens),
+		Secondary: float64(i.decodeTokens+r.kv()) - mt + c.penalty(i)/c.opt.TPOT,
+	}
+}
+
+// Placement is where a leg goes and what it is expected to cost.
+type Placement struct {
+	IID        string
+	Cost       Cost
+	MeetsSLO   bool
+	Fallback   bool    // aggregate fallback: no live engine of the leg's role
+	OwnPrefill float64 // T(r, i) alone, without queue or penalty
+}
+
+// Refusal is a reason the core will not place a leg now.
+type Refusal struct {
+	Status     int    // HTTP status the router answers with
+	Type       string // error type and code
+	Cause      string // refused_cause / reason for the journal
+	RetryAfter int    // seconds; 0 means no Retry-After header
+	Message    string
+}
+
+func (r *Refusal) Error() string { return r.Message }
+
+// Refusal causes.
+const (
+	CausePrompt            = "prompt"
+	CauseQueue             = "queue"
+	CauseAggregateUnpriced = "aggregate_unpriced"
+	CauseTPOT              = "tpot"
+	CauseKVCapacity        = "kv_capacity"
+	CauseNoEngine          = "no_engine"
+)
+
+// candidates returns the live engines of role outside exclude, or under
+// aggregate fallback every live unpinned engine outside exclude.
+func (c *Core) candidates(role fleet.Role, exclude map[string]bool) (out []*Instance, fallback bool) {
+	for _, i := range c.instances {
+		if i.Live && i.Role == role && !exclude[i.IID] {
+			out = append(out, i)
+		}
+	}
+	if len(out) > 0 {
+		return out, false
+	}
+	for _, i := range c.instances {
+		if i.Live && !i.Pin && !exclude[i.IID] {
+			out = append(out, i)
+		}
+	}
+	return out, true
+}
+
+// cheapest returns the lexicographically cheapest candidate that meets the
+// SLO, else the cheapest overall; ties go to the lowest iid because
+// candidates come sorted.
+func cheapest(cands []*Instance, cost func(*Instance) Cost, meets func(Cost) bool) (best *Instance, bestCost Cost, met bool) {
+	for _, i := range cands {
+		k := cost(i)
+		m := meets(k)
+		if best == nil || (m && !met) || (m == met && k.less(bestCost)) {
+			best, bestCost, met = i, k, m
+		}
+	}
+	return best, bestCost, met
+}
+
+// PlacePrefill chooses the prefill engine for r (Algorithm 1 steps 2 and 4;
+// placement never changes roles). With check set and predictive admission
+// on, it also runs the TTFT admission check with elapsed seconds already
+// spent by the request.
+func (c *Core) PlacePrefill(r *Request, exclude map[string]bool, elapsed float64, check bool) (Placement, *Refusal) {
+	cands, fallback := c.candidates(fleet.Prefill, exclude)
+	if len(cands) == 0 {
+		return Placement{}, &Refusal{Status: 503, Type: "no_schedulable_engines", Cause: CauseNoEngine, RetryAfter: 1,
+			Message: "no engine can take the prefill leg"}
+	}
+	cost := func(i *Instance) Cost {
+		k := c.PrefillCost(r, i)
+		if fallback && len(i.decode) > 0 {
+			// An engine busy decoding cannot price a prefill it would have
+			// to interleave with that work.
+			k.Secondary = math.Inf(1)
+		}
+		return k
+	}
+	best, k, met := cheapest(cands, cost, func(k Cost) bool { return k.Secondary <= c.opt.TTFT })
+	if !met {
+		c.unserved++
+	}
+	p := Placement{IID: best.IID, Cost: k, MeetsSLO: met, Fallback: fallback, OwnPrefill: best.prof.PrefillTime(r.InputLen)}
+	if check && c.opt.Predictive {
+		if ref := c.admitTTFT(p, elapsed); ref != nil {
+			return p, ref
+		}
+	}
+	return p, nil
+}
+
+// admitTTFT refuses when the cheapest prefill path cannot meet the TTFT
+// budget: the prompt alone is too long, the queue is too deep, or no
+// engine can price the leg at all.
+func (c *Core) admitTTFT(p Placement, elapsed float64) *Refusal {
+	b := c.budget()
+	price := elapsed + p.Cost.Secondary
+	if price <= b {
+		return nil
+	}
+	switch {
+	case math.IsInf(p.Cost.Secondary, 1):
+		return &Refusal{Status: 429, Type: "server_overloaded_error", Cause: CauseAggregateUnpriced, RetryAfter: 1,
+			Message: "no prefill engine is live and every fallback engine is busy decoding; retry shortly"}
+	case p.OwnPrefill > b:
+		return &Refusal{Status: 429, Type: "server_overloaded_error", Cause: CausePrompt,
+			Message: "the prompt alone cannot be prefilled within the TTFT target: shorten the prompt or raise slo.ttft_s"}
+	}
+	return &Refusal{Status: 429, Type: "server_overloaded_error", Cause: CauseQueue,
+		RetryAfter: max(1, int(math.Ceil(price-elapsed-b))),
+		Message:    "prefill queues cannot meet the TTFT target now; retry later"}
+}
+
+// PlaceDecode chooses the decode engine for r. The producer is avoided
+// whenever any other candidate exists; decode runs on it only when it is
+// the only engine left.
+func (c *Core) PlaceDecode(r *Request, exclude map[string]bool) (Placement, *Refusal) {
+	cands, fallback := c.candidates(fleet.Decode, exclude)
+	if len(cands) > 1 && r.producer != "" {
+		others := make([]*Instance, 0, len(cands))
+		for _, i := range cands {
+			if i.IID != r.producer {
+				others = append(others, i)
+			}
+		}
+		if len(others) > 0 {
+			cands = others
+		}
+	}
+	if len(cands) == 0 {
+		return Placement{}, &Refusal{Status: 503, Type: "backend_unavailable", Cause: CauseNoEngine, RetryAfter: 1,
+			Message: "no engine can take the decode leg"}
+	}
+	best, k, met := cheapest(cands, func(i *Instance) Cost { return c.DecodeCost(r, i) },
+		func(k Cost) bool { return k.Secondary <= 0 })
+	if !met {
+		c.unserved++
+	}
+	return Placement{IID: best.IID, Cost: k, MeetsSLO: met, Fallback: fallback}, nil
+}
+
+// AdmitDecode is the decode admission check, reduced to what the core can
+// project without seats: the request's KV must fit the live decode pool's
+// token bounds (unless it would be alone), and some live decode engine
+// must meet the TPOT target with it added — or it would miss the target
+// even on an idle engine, in which case refusing it helps nobody.
+func (c *Core) AdmitDecode(r *Request) *Refusal {
+	if !c.opt.Predictive {
+		return nil
+	}
+	var pool []*Instance
+	for _, i := range c.instances {
+		if i.Live && i.Role == fleet.Decode {
+			if i.prof.DecodeMaxRequests == nil {
+				return nil // an engine without a decode domain cannot be projected
+			}
+			pool = append(pool, i)
+		}
+	}
+	if len(pool) == 0 {
+		return nil
+	}
+	peak := r.InputLen + r.WantedLen
+	limit, resident, bounded := 0, 0, true
+	for _, i := range pool {
+		lim, ok := i.prof.DecodeTokenLimit()
+		bounded = bounded && ok
+		limit += lim
+		resident += i.decodeTokens
+	}
+	if bounded && resident > 0 && resident+peak > limit {
+		return &Refusal{Status: 429, Type: "server_overloaded_error", Cause: CauseKVCapacity, RetryAfter: 1,
+			Message: "the decode pool's KV capacity is full; retry shortly"}
+	}
+	meets, idleMeets := false, false
+	for _, i := range pool {
+		if i.prof.TokenInterval(i.decodeTokens+r.kv(), len(i.decode)+1)*i.correction <= c.opt.TPOT {
+			meets = true
+		}
+		if i.prof.TokenInterval(r.kv(), 1)*i.correction <= c.opt.TPOT {
+			idleMeets = true
+		}
+	}
+	if !meets && idleMeets {
+		return &Refusal{Status: 429, Type: "server_overloaded_error", Cause: CauseTPOT, RetryAfter: 1,
+			Message: "no decode engine can meet the TPOT target with this request now; retry shortly"}
+	}
+	return nil
+}

@@ -1,0 +1,166 @@
+// Package sched is narwhal's deterministic scheduling core: engine
+// instances with their resident prefill and decode work, Arrow's
+// lexicographic cost pairs, prefill and decode placement (Algorithm 1 steps
+// 2 and 4), the predictive admission projection, and SLO-relative loads.
+//
+// It is a pure state machine in the manner of etcd's raft: it never reads a
+// clock, sleeps, starts a goroutine or touches the network or disk. Time
+// comes in as an argument (seconds on a monotonic scale chosen by the
+// caller), so the router drives it with the real clock and the simulator
+// with a virtual one. A Core is not safe for concurrent use; the router
+// serialises calls with one mutex.
+package sched
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/profile"
+)
+
+// Phase is the leg a request is in.
+type Phase int
+
+// The two phases.
+const (
+	Prefill Phase = iota
+	Decode
+)
+
+func (p Phase) String() string {
+	if p == Prefill {
+		return "prefill"
+	}
+	return "decode"
+}
+
+// Options are the fleet values the core needs.
+type Options struct {
+	TTFT, TPOT        float64 // slo.ttft_s, slo.tpot_s
+	AdmissionMargin   float64 // serving.admission_margin
+	Predictive        bool    // serving.admission == "predictive"
+	ProbationPenaltyS float64 // recovery.health.probation_penalty_s
+	CorrectionAlpha   float64 // controller.reactive.decode_correction_alpha
+	CorrectionMin     float64
+	CorrectionMax     float64
+	CorrectionSamples int
+}
+
+// OptionsFrom reads Options from a validated fleet.
+func OptionsFrom(c *fleet.Config) Options {
+	r := c.Controller.Reactive
+	return Options{
+		TTFT: c.SLO.TTFT, TPOT: c.SLO.TPOT,
+		AdmissionMargin:   c.Serving.AdmissionMargin,
+		Predictive:        c.Serving.Admission == fleet.AdmissionPredictive,
+		ProbationPenaltyS: c.Recovery.Health.ProbationPenaltyS,
+		CorrectionAlpha:   r.DecodeCorrectionAlpha,
+		CorrectionMin:     r.DecodeCorrectionMin,
+		CorrectionMax:     r.DecodeCorrectionMax,
+		CorrectionSamples: r.DecodeCorrectionMinSamples,
+	}
+}
+
+// Request is what the core knows of one original request.
+type Request struct {
+	RID       string
+	InputLen  int // sized prompt tokens
+	WantedLen int // output cap; 0 when uncapped
+	OutputLen int // decode tokens observed so far
+
+	phase      Phase
+	producer   string // iid of the prefill leg's engine, once dispatched
+	at         string // iid where it is resident now, "" when not resident
+	price      float64
+	lastToken  float64 // time of the last decode token, for gaps
+	sawToken   bool
+	tokensHere int
+}
+
+// kv is L(r): the request's KV length in tokens.
+func (r *Request) kv() int { return r.InputLen + r.OutputLen }
+
+// Instance is one engine as the scheduler sees it.
+type Instance struct {
+	IID  string
+	Role fleet.Role
+	Pin  bool
+	Live bool
+	// Probation adds the probation penalty to this engine's prices.
+	Probation bool
+
+	prof       profile.Row
+	correction float64 // live/profile decode interval ratio, starts at 1
+
+	prefill map[string]*Request
+	decode  map[string]*Request
+	// Running sums keep placement O(engines) however many requests are
+	// resident.
+	prefillPrice  float64 // Σ T(p, i) over resident prefill
+	prefillTokens int     // Σ L(p)
+	decodeTokens  int     // Σ L(d)
+
+	win window // the current monitor interval's observations
+}
+
+// Core is the scheduling state of one fleet.
+type Core struct {
+	opt       Options
+	instances []*Instance // sorted by iid: deterministic iteration and ties
+	byIID     map[string]*Instance
+	requests  map[string]*Request
+
+	unserved int
+}
+
+// New builds a core for the fleet's engines with one profile row each.
+func New(c *fleet.Config, profiles *profile.Store) (*Core, error) {
+	core := &Core{opt: OptionsFrom(c), byIID: map[string]*Instance{}, requests: map[string]*Request{}}
+	for _, e := range c.Engines {
+		row, ok := profiles.Get(e.IID)
+		if !ok {
+			return nil, fmt.Errorf("sched: engine %s has no profile row: profile every configured engine", e.IID)
+		}
+		inst := &Instance{IID: e.IID, Role: e.Role, Pin: e.Pin, Live: true, prof: row, correction: 1,
+			prefill: map[string]*Request{}, decode: map[string]*Request{}}
+		core.instances = append(core.instances, inst)
+		core.byIID[e.IID] = inst
+	}
+	sort.Slice(core.instances, func(i, j int) bool { return core.instances[i].IID < core.instances[j].IID })
+	return core, nil
+}
+
+// Instance returns the engine iid, or nil.
+func (c *Core) Instance(iid string) *Instance { return c.byIID[iid] }
+
+// SetLive puts an engine in or out of placement (lifecycle, breaker).
+func (c *Core) SetLive(iid string, live bool) {
+	if i := c.byIID[iid]; i != nil {
+		i.Live = live
+	}
+}
+
+// SetRole relabels an engine; resident work finishes where it is.
+func (c *Core) SetRole(iid string, role fleet.Role) {
+	if i := c.byIID[iid]; i != nil {
+		i.Role = role
+	}
+}
+
+// Unserved counts placements where no engine met the SLO.
+func (c *Core) Unserved() int { return c.unserved }
+
+// penalty is the probation penalty of i in seconds.
+func (c *Core) penalty(i *Instance) float64 {
+	if i.Probation {
+		return c.opt.ProbationPenaltyS
+	}
+	return 0
+}
+
+// budget is the TTFT budget with the admission margin.
+func (c *Core) budget() float64 { return c.opt.TTFT * (1 + c.opt.AdmissionMargin) }
+
+func finite(f float64) bool { return !math.IsInf(f, 0) && !math.IsNaN(f) }

@@ -1,0 +1,54 @@
+package sched
+
+import "github.com/narwhal-go/narwhal/internal/fleet"
+
+// EngineView is one engine in a Snapshot.
+type EngineView struct {
+	IID             string     `json:"iid"`
+	Role            fleet.Role `json:"role"`
+	Pin             bool       `json:"pin"`
+	Live            bool       `json:"live"`
+	ResidentPrefill int        `json:"resident_prefill"`
+	ResidentDecode  int        `json:"resident_decode"`
+	PrefillTokens   int        `json:"prefill_tokens"`
+	DecodeTokens    int        `json:"decode_tokens"`
+	PrefillQueueS   float64    `json:"prefill_queue_s"`
+	Correction      float64    `json:"decode_correction"`
+	Load            EngineLoad `json:"load"`
+}
+
+// Snapshot is an immutable view of the core, for /narwhal/state and
+// metrics; readers never touch the core itself.
+type Snapshot struct {
+	At       float64      `json:"at"`
+	Engines  []EngineView `json:"engines"` // sorted by iid
+	Load     Loads        `json:"load"`
+	Unserved int          `json:"unserved"`
+	Tracked  int          `json:"tracked"`
+}
+
+// Pool lists the iids labelled role.
+func (s *Snapshot) Pool(role fleet.Role) []string {
+	out := []string{}
+	for _, e := range s.Engines {
+		if e.Role == role {
+			out = append(out, e.IID)
+		}
+	}
+	return out
+}
+
+// Snapshot copies the state out at now.
+func (c *Core) Snapshot(now float64) *Snapshot {
+	s := &Snapshot{At: now, Load: c.PoolLoads(now), Unserved: c.unserved, Tracked: len(c.requests)}
+	for _, i := range c.instances {
+		s.Engines = append(s.Engines, EngineView{
+			IID: i.IID, Role: i.Role, Pin: i.Pin, Live: i.Live,
+			ResidentPrefill: len(i.prefill), ResidentDecode: len(i.decode),
+			PrefillTokens: i.prefillTokens, DecodeTokens: i.decodeTokens,
+			PrefillQueueS: i.prefillPrice, Correction: i.correction,
+			Load: c.engineLoad(i, now),
+		})
+	}
+	return s
+}
