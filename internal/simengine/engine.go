@@ -154,6 +154,9 @@ func Start(cfg Config) (*Engine, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
+	if cfg.EngineID == "" {
+		cfg.EngineID = cfg.IDs.NewID()
+	}
 	if err := startupLog(cfg); err != nil {
 		return nil, err
 	}

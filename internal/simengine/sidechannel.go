@@ -161,6 +161,7 @@ func (e *Engine) pull(ctx context.Context, p decodeParams) (remoteKV, error) {
 		return remoteKV{}, fmt.Errorf("NIXL compatibility hash mismatch. Local: %s, Remote: %s", local, meta.CompatibilityHash)
 	}
 	if meta.EngineID != p.engineID {
+		//lint:ignore ST1005 the text is vLLM's own, which log scrapers match
 		return remoteKV{}, fmt.Errorf("Remote NIXL agent engine ID mismatch. Expected %s, received %s.", p.engineID, meta.EngineID)
 	}
 	var rd scRead
