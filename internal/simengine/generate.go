@@ -25,6 +25,7 @@ type genBody struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	Stop             json.RawMessage `json:"stop"`
+	ReturnTokenIDs   bool            `json:"return_token_ids"`
 	RequestID        string          `json:"request_id"`
 	KVTransferParams map[string]any  `json:"kv_transfer_params"`
 }
@@ -40,6 +41,7 @@ type gen struct {
 	minTokens    int
 	stream       bool
 	includeUsage bool
+	tokenIDs     bool // return_token_ids: each choice carries the ids it generated
 	stops        []string
 	prefillLeg   bool
 	decode       *decodeParams
@@ -128,6 +130,7 @@ func (e *Engine) parse(r *http.Request, chat bool) (g gen, status int, typ, msg 
 	}
 	g.chat, g.stream, g.minTokens = chat, b.Stream, b.MinTokens
 	g.includeUsage = b.StreamOptions != nil && b.StreamOptions.IncludeUsage
+	g.tokenIDs = b.ReturnTokenIDs
 	base := r.Header.Get("X-Request-Id")
 	if base == "" {
 		base = b.RequestID

@@ -23,6 +23,7 @@ type genRun struct {
 	text       strings.Builder
 	sent       int // bytes of text already streamed
 	tokens     int
+	pending    []int64 // ids generated since the last chunk
 	finish     string
 	stopReason any
 	buf        []byte
@@ -132,7 +133,9 @@ func (x *genRun) consume(s *sink) bool {
 func (x *genRun) token(i int) {
 	g := &x.g
 	prev := x.text.Len()
-	x.text.WriteString(TokenText(x.digest, i))
+	word := TokenText(x.digest, i)
+	x.text.WriteString(word)
+	x.pending = append(x.pending, Tokenize(word)...)
 	x.tokens++
 	if x.tokens >= g.maxTokens {
 		x.finish = "length"
@@ -199,12 +202,24 @@ func (x *genRun) writeChunk() {
 		}
 	}
 	b, _ := json.Marshal(delta)
+	ids := x.takeIDs()
 	if g.chat {
-		x.event(x.chatChunk(`{"content":`+string(b)+`}`, fin, stop))
+		x.event(x.chatChunk(`{"content":`+string(b)+`}`, fin, stop+ids))
 	} else {
 		x.event(x.prefix("text_completion") + `"choices":[{"index":0,"text":` + string(b) +
-			`,"logprobs":null,"finish_reason":` + fin + `,"stop_reason":` + stop + `}]}`)
+			`,"logprobs":null,"finish_reason":` + fin + `,"stop_reason":` + stop + ids + `}]}`)
 	}
+}
+
+// takeIDs renders the pending token ids as vLLM's per-choice token_ids
+// field when the request asked for them (return_token_ids), "" otherwise.
+func (x *genRun) takeIDs() string {
+	if !x.g.tokenIDs {
+		return ""
+	}
+	b, _ := json.Marshal(x.pending)
+	x.pending = x.pending[:0]
+	return `,"token_ids":` + string(b)
 }
 
 func (x *genRun) chatChunk(delta, fin, stop string) string {
