@@ -1,0 +1,301 @@
+package vllm
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Options configure the HTTP client for one engine.
+type Options struct {
+	APIKey         string        // sent as Authorization: Bearer; "" sends none
+	ConnectTimeout time.Duration // TCP connect deadline
+	MaxConns       int           // data connections to this engine
+	IdleConns      int           // kept-alive connections
+	MaxResponse    int64         // bytes kept of a non-streamed response
+}
+
+// Client talks to one engine.
+type Client struct {
+	base string
+	key  string
+	hc   *http.Client
+	max  int64
+}
+
+// NewClient returns a client for the engine at base (no trailing '/').
+func NewClient(base string, o Options) *Client {
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = 10 * time.Second
+	}
+	if o.MaxResponse <= 0 {
+		o.MaxResponse = 16 << 20
+	}
+	tr := &http.Transport{
+		Proxy:               nil, // engines are addressed directly, never through a proxy
+		DialContext:         (&net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		MaxConnsPerHost:     o.MaxConns,
+		MaxIdleConnsPerHost: max(o.IdleConns, 1),
+		MaxIdleConns:        max(o.IdleConns, 1),
+		IdleConnTimeout:     90 * time.Second,
+		// Streams must reach the client token by token.
+		DisableCompression: true,
+		ForceAttemptHTTP2:  false,
+	}
+	return &Client{base: base, key: o.APIKey, hc: &http.Client{Transport: tr}, max: o.MaxResponse}
+}
+
+// URL is the engine's base URL.
+func (c *Client) URL() string { return c.base }
+
+// Close releases idle connections.
+func (c *Client) Close() { c.hc.CloseIdleConnections() }
+
+func (c *Client) newRequest(ctx context.Context, method, path string, body []byte, reqID string) (*http.Request, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if reqID != "" {
+		req.Header.Set("X-Request-Id", reqID)
+	}
+	if c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	return req, nil
+}
+
+// readLimited reads a whole response body, failing past limit.
+func readLimited(phase string, r io.Reader, limit int64) ([]byte, *Error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, transportError(phase, err, "read response")
+	}
+	if int64(len(b)) > limit {
+		return nil, &Error{Phase: phase, Reason: ReasonResponseLimit, Class: "stream",
+			Msg: fmt.Sprintf("response exceeds %d bytes (serving.max_response_bytes)", limit)}
+	}
+	return b, nil
+}
+
+// do sends a request and returns the response with a 200, or a classified
+// error with the body's detail.
+func (c *Client) do(phase string, req *http.Request) (*http.Response, *Error) {
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, transportError(phase, err, req.Method+" "+req.URL.Path)
+	}
+	if resp.StatusCode != http.StatusOK {
+		detail, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		return nil, statusError(phase, resp.StatusCode, string(detail))
+	}
+	return resp, nil
+}
+
+// Prefill runs the producer leg at endpoint (/v1/completions or
+// /v1/chat/completions) and returns the validated handoff. ctx carries the
+// leg's deadline.
+func (c *Client) Prefill(ctx context.Context, endpoint string, body []byte, reqID string) (*Handoff, *Error) {
+	req, err := c.newRequest(ctx, http.MethodPost, endpoint, body, reqID)
+	if err != nil {
+		return nil, &Error{Phase: "prefill", Reason: ReasonConnection, Class: "connection", Msg: err.Error()}
+	}
+	resp, e := c.do("prefill", req)
+	if e != nil {
+		return nil, e
+	}
+	defer resp.Body.Close()
+	b, e := readLimited("prefill", resp.Body, c.max)
+	if e != nil {
+		return nil, e
+	}
+	return parseHandoff(b)
+}
+
+// Stream is an open decode leg.
+type Stream struct {
+	resp   *http.Response
+	lines  lineReader
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	idle     time.Duration
+	timer    *time.Timer
+	timedOut bool
+	// Status is the engine's HTTP status (200).
+	Status int
+}
+
+// OpenStream sends the decode leg and returns its stream once the engine
+// answered 200. Cancel ctx (or Close) to abort the leg: the engine sees
+// the connection close and stops generating.
+func (c *Client) OpenStream(ctx context.Context, endpoint string, body []byte, reqID string) (*Stream, *Error) {
+	ctx, cancel := context.WithCancel(ctx)
+	req, err := c.newRequest(ctx, http.MethodPost, endpoint, body, reqID)
+	if err != nil {
+		cancel()
+		return nil, &Error{Phase: "decode", Reason: ReasonConnection, Class: "connection", Msg: err.Error()}
+	}
+	resp, e := c.do("decode", req)
+	if e != nil {
+		cancel()
+		return nil, e
+	}
+	return &Stream{resp: resp, lines: lineReader{r: bufio.NewReaderSize(resp.Body, 16<<10)}, cancel: cancel, Status: resp.StatusCode}, nil
+}
+
+// SetIdleTimeout bounds the silence between chunks from now on; 0 removes
+// the bound. When it fires the leg is aborted and Next reports a timeout.
+func (s *Stream) SetIdleTimeout(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.idle = d
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	if d > 0 {
+		s.timer = time.AfterFunc(d, s.expire)
+	}
+}
+
+func (s *Stream) expire() {
+	s.mu.Lock()
+	s.timedOut = true
+	s.mu.Unlock()
+	s.cancel()
+}
+
+func (s *Stream) touch() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.timer != nil {
+		s.timer.Reset(s.idle)
+	}
+}
+
+// Next returns the next data event. Non-data lines (comments, event names)
+// are skipped. The stream ending before [DONE] is an error.
+func (s *Stream) Next() (Event, *Error) {
+	for {
+		line, err := s.lines.next()
+		if err != nil {
+			return Event{}, s.readError(err)
+		}
+		s.touch()
+		data, ok := bytes.CutPrefix(line, []byte("data:"))
+		if !ok {
+			continue
+		}
+		data = bytes.TrimPrefix(data, []byte(" "))
+		ev, e := parseEvent(append([]byte(nil), data...))
+		return ev, e
+	}
+}
+
+func (s *Stream) readError(err error) *Error {
+	s.mu.Lock()
+	timedOut := s.timedOut
+	s.mu.Unlock()
+	if timedOut {
+		return &Error{Phase: "decode", Reason: ReasonTimeout, Timeout: true, Class: "timeout",
+			Msg: "engine went silent between tokens"}
+	}
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return invalidStream("stream ended before the [DONE] terminator")
+	}
+	return transportError("decode", err, "read decode stream")
+}
+
+func invalidStream(msg string) *Error {
+	return &Error{Phase: "decode", Reason: ReasonConnection, Class: "stream", Msg: msg}
+}
+
+// Close aborts the leg if it is still running and releases the connection.
+func (s *Stream) Close() {
+	s.mu.Lock()
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.mu.Unlock()
+	s.cancel()
+	s.resp.Body.Close()
+}
+
+// Tokenize counts the prompt of a completions body (prompt) or a chat body
+// (messages) on the engine's /tokenize route.
+func (c *Client) Tokenize(ctx context.Context, body []byte) (int, *Error) {
+	req, err := c.newRequest(ctx, http.MethodPost, "/tokenize", body, "")
+	if err != nil {
+		return 0, &Error{Phase: "admission", Reason: ReasonConnection, Class: "connection", Msg: err.Error()}
+	}
+	resp, e := c.do("admission", req)
+	if e != nil {
+		return 0, e
+	}
+	defer resp.Body.Close()
+	b, e := readLimited("admission", resp.Body, 64<<20)
+	if e != nil {
+		return 0, e
+	}
+	var out struct {
+		Count *int `json:"count"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil || out.Count == nil || *out.Count < 0 {
+		return 0, invalid("admission", "inference_status", "/tokenize answered without a count")
+	}
+	return *out.Count, nil
+}
+
+// Health probes GET /health: nil when the engine answers 200.
+func (c *Client) Health(ctx context.Context) *Error {
+	req, err := c.newRequest(ctx, http.MethodGet, "/health", nil, "")
+	if err != nil {
+		return &Error{Phase: "health", Reason: ReasonConnection, Class: "connection", Msg: err.Error()}
+	}
+	resp, e := c.do("health", req)
+	if e != nil {
+		return e
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	resp.Body.Close()
+	return nil
+}
+
+// Version reads GET /version.
+func (c *Client) Version(ctx context.Context) (string, *Error) {
+	req, err := c.newRequest(ctx, http.MethodGet, "/version", nil, "")
+	if err != nil {
+		return "", &Error{Phase: "health", Reason: ReasonConnection, Class: "connection", Msg: err.Error()}
+	}
+	resp, e := c.do("health", req)
+	if e != nil {
+		return "", e
+	}
+	defer resp.Body.Close()
+	var v struct{ Version string }
+	b, e := readLimited("health", resp.Body, 1<<16)
+	if e != nil {
+		return "", e
+	}
+	if err := json.Unmarshal(b, &v); err != nil || strings.TrimSpace(v.Version) == "" {
+		return "", invalid("health", "inference_status", "/version answered without a version")
+	}
+	return v.Version, nil
+}

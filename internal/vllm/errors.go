@@ -1,0 +1,99 @@
+package vllm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+)
+
+// Failure reasons, as the journal and metrics name them.
+const (
+	ReasonUnreachable     = "engine_unreachable"
+	ReasonConnection      = "engine_connection"
+	ReasonTimeout         = "engine_timeout"
+	ReasonOverloaded      = "engine_overloaded"
+	ReasonRejected        = "engine_rejected"
+	ReasonEngineError     = "engine_error"
+	ReasonLocalPool       = "local_pool"
+	ReasonInvalidResponse = "invalid_response"
+	ReasonResponseLimit   = "response_limit"
+)
+
+// Error is one failed engine call.
+type Error struct {
+	Phase   string // admission (tokenize), prefill or decode
+	Reason  string // one of the Reason constants
+	Status  int    // engine HTTP status, 0 when none was received
+	Timeout bool   // timeout-shaped: answers 504 rather than 502
+	Msg     string // detail for the journal; may name engine URLs
+	// Class is the breaker class: connection, timeout, overload,
+	// inference_status, kv_handoff or stream.
+	Class string
+}
+
+func (e *Error) Error() string { return e.Phase + ": " + e.Msg }
+
+// Transient reports whether a retry on another engine may succeed.
+func (e *Error) Transient() bool {
+	switch e.Reason {
+	case ReasonLocalPool, ReasonRejected, ReasonResponseLimit:
+		return false
+	case ReasonInvalidResponse:
+		return e.Class == "kv_handoff" || e.Class == "stream"
+	}
+	return true
+}
+
+// statusError classifies an engine HTTP status.
+func statusError(phase string, status int, detail string) *Error {
+	e := &Error{Phase: phase, Status: status, Class: "inference_status",
+		Msg: fmt.Sprintf("engine answered HTTP %d: %s", status, truncate(detail, 200))}
+	switch {
+	case status == 408 || status == 429:
+		e.Reason, e.Timeout, e.Class = ReasonOverloaded, status == 408, "overload"
+	case status == 504:
+		e.Reason, e.Timeout, e.Class = ReasonTimeout, true, "timeout"
+	case status >= 400 && status < 500:
+		e.Reason = ReasonRejected
+	default:
+		e.Reason = ReasonEngineError
+	}
+	return e
+}
+
+// transportError classifies a failure to get a response at all.
+func transportError(phase string, err error, what string) *Error {
+	e := &Error{Phase: phase, Msg: what + ": " + err.Error()}
+	var op *net.OpError
+	switch {
+	case errors.As(err, &op) && op.Op == "dial":
+		e.Reason, e.Class = ReasonUnreachable, "connection"
+		e.Timeout = op.Timeout()
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || isTimeout(err):
+		e.Reason, e.Timeout, e.Class = ReasonTimeout, true, "timeout"
+	default:
+		e.Reason, e.Class = ReasonConnection, "connection"
+	}
+	return e
+}
+
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
+}
+
+// invalid is a malformed engine response.
+func invalid(phase, class, format string, args ...any) *Error {
+	return &Error{Phase: phase, Reason: ReasonInvalidResponse, Class: class, Msg: fmt.Sprintf(format, args...)}
+}
+
+func truncate(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}

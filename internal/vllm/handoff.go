@@ -1,0 +1,99 @@
+package vllm
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// Handoff is what a producer returned: the descriptor the decode leg must
+// carry verbatim (keys the router does not know are kept as they are).
+type Handoff struct {
+	Params   json.RawMessage // the kv_transfer_params object, compact
+	EngineID string          // remote_engine_id
+	Tokens   int             // remote_num_tokens, 0 when absent
+}
+
+// parseHandoff finds and validates the descriptor in a producer's
+// response: choices[0].kv_transfer_params, else the top-level field.
+func parseHandoff(body []byte) (*Handoff, *Error) {
+	var resp struct {
+		KV      json.RawMessage `json:"kv_transfer_params"`
+		Choices []struct {
+			KV json.RawMessage `json:"kv_transfer_params"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(body, &resp); err != nil {
+		return nil, invalid("prefill", "kv_handoff", "producer response is not JSON: %v", err)
+	}
+	params := resp.KV
+	if len(resp.Choices) > 0 && isObject(resp.Choices[0].KV) {
+		params = resp.Choices[0].KV
+	}
+	return validateHandoff(params)
+}
+
+func isObject(b json.RawMessage) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) > 1 && b[0] == '{'
+}
+
+// validateHandoff checks the fields the decode engine indexes directly and
+// keeps everything else opaque.
+func validateHandoff(params json.RawMessage) (*Handoff, *Error) {
+	var fields map[string]json.RawMessage
+	if !isObject(params) || json.Unmarshal(params, &fields) != nil || len(fields) == 0 {
+		return nil, invalid("prefill", "kv_handoff", "missing handoff parameters")
+	}
+	var id string
+	if json.Unmarshal(fields["remote_engine_id"], &id) != nil || id == "" {
+		return nil, invalid("prefill", "kv_handoff", "handoff requires remote_engine_id")
+	}
+	if !blockIDsValid(fields["remote_block_ids"]) {
+		return nil, invalid("prefill", "kv_handoff", "handoff requires flat or grouped nonnegative remote_block_ids")
+	}
+	var n int
+	_ = json.Unmarshal(fields["remote_num_tokens"], &n)
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, params); err != nil {
+		return nil, invalid("prefill", "kv_handoff", "handoff parameters: %v", err)
+	}
+	return &Handoff{Params: compact.Bytes(), EngineID: id, Tokens: n}, nil
+}
+
+// blockIDsValid accepts a list of non-negative ints or a list of such
+// lists (one per KV-cache group). Booleans and fractions are not ids.
+func blockIDsValid(raw json.RawMessage) bool {
+	var flat []json.Number
+	if decodeNumbers(raw, &flat) {
+		return allIDs(flat)
+	}
+	var grouped [][]json.Number
+	if !decodeNumbers(raw, &grouped) {
+		return false
+	}
+	for _, g := range grouped {
+		if !allIDs(g) {
+			return false
+		}
+	}
+	return grouped != nil
+}
+
+func decodeNumbers(raw json.RawMessage, dst any) bool {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	return len(raw) > 0 && dec.Decode(dst) == nil
+}
+
+func allIDs(ns []json.Number) bool {
+	if ns == nil {
+		return false
+	}
+	for _, n := range ns {
+		i, err := n.Int64()
+		if err != nil || i < 0 {
+			return false
+		}
+	}
+	return true
+}

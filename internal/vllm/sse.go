@@ -1,0 +1,155 @@
+package vllm
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+)
+
+// Event is one SSE data payload of a decode stream.
+type Event struct {
+	Data   []byte // the payload as received (after "data: ")
+	Done   bool   // the [DONE] terminator
+	Tokens int    // generated tokens this event carries (from token_ids)
+	// Output is true when the event carries generated output: text,
+	// reasoning, tool calls or a refusal.
+	Output bool
+	// FinishReason is the last non-null finish_reason in the event.
+	FinishReason string
+	// Usage is the event's usage object when it has one.
+	Usage json.RawMessage
+	// NotJSON marks a payload that did not parse; it is relayed as is and
+	// counts no tokens.
+	NotJSON bool
+}
+
+// streamChunk is the part of a completion or chat chunk the router reads.
+type streamChunk struct {
+	Error *struct {
+		Message string
+		Type    string
+		Code    json.RawMessage
+	} `json:"error"`
+	Usage   json.RawMessage `json:"usage"`
+	Choices []struct {
+		Text         *string          `json:"text"`
+		TokenIDs     json.RawMessage  `json:"token_ids"`
+		FinishReason *string          `json:"finish_reason"`
+		Delta        *json.RawMessage `json:"delta"`
+	} `json:"choices"`
+}
+
+type chatDelta struct {
+	Content          *string         `json:"content"`
+	Reasoning        *string         `json:"reasoning"`
+	ReasoningContent *string         `json:"reasoning_content"`
+	Refusal          *string         `json:"refusal"`
+	ToolCalls        json.RawMessage `json:"tool_calls"`
+}
+
+// lineReader splits SSE lines on CRLF, CR or LF.
+type lineReader struct {
+	r   *bufio.Reader
+	buf []byte
+}
+
+func (l *lineReader) next() ([]byte, error) {
+	l.buf = l.buf[:0]
+	for {
+		b, err := l.r.ReadByte()
+		if err != nil {
+			if len(l.buf) > 0 && errors.Is(err, io.EOF) {
+				return nil, io.ErrUnexpectedEOF // a line cut off mid-way
+			}
+			return nil, err
+		}
+		switch b {
+		case '\n':
+			return l.buf, nil
+		case '\r':
+			if nb, err := l.r.Peek(1); err == nil && nb[0] == '\n' {
+				_, _ = l.r.ReadByte()
+			}
+			return l.buf, nil
+		}
+		l.buf = append(l.buf, b)
+	}
+}
+
+// parseEvent reads one data payload. An error object inside a 200 stream is
+// the engine failing after it committed to success.
+func parseEvent(data []byte) (Event, *Error) {
+	ev := Event{Data: data}
+	if bytes.Equal(data, []byte("[DONE]")) {
+		ev.Done = true
+		return ev, nil
+	}
+	var c streamChunk
+	if err := json.Unmarshal(data, &c); err != nil {
+		ev.NotJSON = true
+		return ev, nil
+	}
+	if c.Error != nil {
+		status := 500
+		var code int
+		if json.Unmarshal(c.Error.Code, &code) == nil && code >= 400 && code <= 599 {
+			status = code
+		}
+		e := statusError("decode", status, c.Error.Message)
+		e.Class = "stream"
+		e.Msg = "engine reported an error inside the stream: " + truncate(c.Error.Message, 200)
+		return ev, e
+	}
+	if len(c.Usage) > 0 && !bytes.Equal(c.Usage, []byte("null")) {
+		ev.Usage = c.Usage
+	}
+	for _, ch := range c.Choices {
+		if ch.FinishReason != nil {
+			ev.FinishReason = *ch.FinishReason
+		}
+		out, err := choiceHasOutput(ch.Text, ch.Delta)
+		if err != nil {
+			return ev, invalid("decode", "stream", "malformed chat delta: %v", err)
+		}
+		n, ok := countIDs(ch.TokenIDs)
+		if out && !ok {
+			return ev, invalid("decode", "stream", "an event with output carries no valid token_ids list")
+		}
+		ev.Output = ev.Output || out
+		ev.Tokens += n
+	}
+	return ev, nil
+}
+
+func choiceHasOutput(text *string, delta *json.RawMessage) (bool, error) {
+	if text != nil && *text != "" {
+		return true, nil
+	}
+	if delta == nil {
+		return false, nil
+	}
+	var d chatDelta
+	if err := json.Unmarshal(*delta, &d); err != nil {
+		return false, err
+	}
+	nonEmpty := func(s *string) bool { return s != nil && *s != "" }
+	calls := len(d.ToolCalls) > 0 && !bytes.Equal(d.ToolCalls, []byte("null")) && !bytes.Equal(d.ToolCalls, []byte("[]"))
+	return nonEmpty(d.Content) || nonEmpty(d.Reasoning) || nonEmpty(d.ReasoningContent) || nonEmpty(d.Refusal) || calls, nil
+}
+
+// countIDs validates a token_ids list: non-negative integers, no booleans.
+func countIDs(raw json.RawMessage) (int, bool) {
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return 0, false
+	}
+	var ids []json.Number
+	if !decodeNumbers(raw, &ids) || ids == nil {
+		return 0, false
+	}
+	if !allIDs(ids) && len(ids) > 0 {
+		return 0, false
+	}
+	return len(ids), true
+}
