@@ -52,3 +52,29 @@ func (c *Core) Snapshot(now float64) *Snapshot {
 	}
 	return s
 }
+
+// AnyLive reports whether some engine can take work.
+func (c *Core) AnyLive() bool {
+	for _, i := range c.instances {
+		if i.Live {
+			return true
+		}
+	}
+	return false
+}
+
+// LeastResident is the live engine outside skip with the fewest resident
+// requests, ties by iid; "" when there is none. The router counts prompts
+// there.
+func (c *Core) LeastResident(skip map[string]bool) string {
+	var best *Instance
+	for _, i := range c.instances {
+		if i.Live && !skip[i.IID] && (best == nil || len(i.prefill)+len(i.decode) < len(best.prefill)+len(best.decode)) {
+			best = i
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	return best.IID
+}

@@ -1,0 +1,165 @@
+package router
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/sched"
+	"github.com/narwhal-go/narwhal/internal/vllm"
+)
+
+// call is one original completion request from arrival to its journal row.
+type call struct {
+	r         *Router
+	w         http.ResponseWriter
+	req       *http.Request
+	rid       string
+	clientRID *string
+	chat      bool
+	endpoint  string
+	arrived   float64 // router seconds
+	deadline  time.Time
+	phase     string // where it is now, for cancellation: admission, queue, backoff, prefill, decode
+
+	body           vllm.Body
+	stream         bool // the client asked for a stream
+	clientTokenIDs bool // the client asked for return_token_ids itself
+	inputLen       int
+	sized          bool
+	wanted         int
+	sreq           *sched.Request
+
+	attempts, decodeAttempts int
+	failures                 []journal.AttemptFailure
+	prefillIID, decodeIID    string
+	crossed                  *bool
+	price                    *journal.Price
+	queueWaits               journal.QueueWaits
+
+	ttft, prefilledAt, firstTok, lastTok float64
+	tokens, observed                     int
+	committed                            bool // response status and headers went out
+	clientGone                           bool // a write to the client failed
+	reserved                             bool // holds a retry credit not yet spent
+	upstreamP, upstreamD                 float64
+	settled                              bool
+}
+
+// outcome is how a call ends.
+type outcome struct {
+	terminal  string
+	reason    string // "" for null
+	status    int    // HTTP status sent; 0 for null (a cancellation)
+	err       *apiError
+	detail    string // journal error text (may name engines); "" for null
+	readiness string
+}
+
+// fail answers the client (unless the response is already committed) and
+// settles the call.
+func (c *call) fail(o outcome) {
+	if o.err != nil && !c.committed {
+		o.err.write(c.w)
+		c.committed = true
+		o.status = o.err.Status
+	}
+	c.settle(o)
+}
+
+// settle writes the call's one terminal journal row and counts it. It runs
+// exactly once per call; later calls are ignored.
+func (c *call) settle(o outcome) {
+	if c.settled {
+		return
+	}
+	c.settled = true
+	r := c.r
+	now := r.now()
+	row := c.row(o, now)
+	r.mu.Lock()
+	r.stats.count(o.terminal, o.reason)
+	if !c.sized {
+		r.stats.unsizedOffered++
+	}
+	if o.terminal == journal.TerminalCompleted {
+		if row.TTFT != nil && *row.TTFT <= r.cfg.SLO.TTFT && (row.TPOT == nil || *row.TPOT <= r.cfg.SLO.TPOT) {
+			r.stats.sloMet++
+		}
+		if c.attempts > 1 {
+			r.stats.servedAfterRetry++
+		}
+		r.stats.credits = min(float64(r.cfg.Serving.RetryBudget), r.stats.credits+r.cfg.Serving.RetryReplenish)
+	}
+	if c.reserved {
+		r.stats.credits++ // the retry never dispatched: give the credit back
+	}
+	r.stats.decodeTokens += c.observed
+	r.stats.upstreamPrefill += c.upstreamP
+	r.stats.upstreamDecode += c.upstreamD
+	if c.sreq != nil {
+		r.core.Finished(now, c.rid)
+	}
+	r.mu.Unlock()
+	r.observe(o, row)
+	if r.journal != nil {
+		if err := r.journal.Request(row); err != nil {
+			r.log.Error("journal write failed; the request's terminal row is lost", "rid", c.rid, "err", err)
+		}
+	}
+}
+
+// row builds the terminal journal row.
+func (c *call) row(o outcome, now float64) *journal.RequestRow {
+	row := &journal.RequestRow{
+		RID: c.rid, ClientRID: c.clientRID, Arrived: c.arrived,
+		InputLen: c.inputLen, InputSized: c.sized,
+		QueueWaits: c.queueWaits, Price: c.price, DurationS: now - c.arrived,
+		Attempts: c.attempts, DecodeTries: c.decodeAttempts, AttemptFailures: c.failures,
+		DecodeTokensObserved: c.observed,
+		UpstreamSeconds:      journal.UpstreamSeconds{Prefill: c.upstreamP, Decode: c.upstreamD},
+		Crossed:              c.crossed, Terminal: o.terminal,
+	}
+	row.QueueWait = c.queueWaits.Admission + c.queueWaits.Prefill + c.queueWaits.Decode
+	if c.sized {
+		row.WantedLen = journal.Ptr(c.wanted)
+		row.OutputLen = journal.Ptr(c.tokens)
+	}
+	if c.prefillIID != "" {
+		row.PrefillIID = journal.Ptr(c.prefillIID)
+	}
+	if c.decodeIID != "" {
+		row.DecodeIID = journal.Ptr(c.decodeIID)
+	}
+	if c.ttft > 0 {
+		row.TTFT = journal.Ptr(c.ttft)
+	}
+	if c.tokens > 0 {
+		row.FirstByte = journal.Ptr(c.firstTok - c.arrived)
+	}
+	if c.tokens >= 2 {
+		n := float64(c.tokens - 1)
+		row.TPOT = journal.Ptr((c.lastTok - c.prefilledAt) / n)
+		row.DecodeTPOT = journal.Ptr((c.lastTok - c.firstTok) / n)
+	}
+	if o.reason != "" {
+		row.Reason = journal.Ptr(o.reason)
+	}
+	if o.status != 0 {
+		row.Status = journal.Ptr(o.status)
+	}
+	if o.detail != "" {
+		row.Error = journal.Ptr(o.detail)
+	}
+	if o.err != nil {
+		row.ErrorType = journal.Ptr(o.err.Type)
+		row.ErrorCode = o.err.Code
+	}
+	if o.readiness != "" {
+		row.ReadinessReason = journal.Ptr(o.readiness)
+	}
+	if o.terminal == journal.TerminalCancelled {
+		row.CancelledPhase = journal.Ptr(c.phase)
+	}
+	return row
+}

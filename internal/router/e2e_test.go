@@ -1,0 +1,356 @@
+package router
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/simengine"
+)
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func TestCompletionsNonStreaming(t *testing.T) {
+	h := newHarness(t, ppdd, nil)
+	body := map[string]any{"model": model, "prompt": "the quick brown fox jumps over", "max_tokens": 8}
+	resp, out := h.post(ctx(t), "/v1/completions", body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, out)
+	}
+	var got struct {
+		Object  string
+		Choices []struct {
+			Text         string
+			FinishReason string `json:"finish_reason"`
+		}
+		Usage struct {
+			PromptTokens     int `json:"prompt_tokens"`
+			CompletionTokens int `json:"completion_tokens"`
+			TotalTokens      int `json:"total_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	var ref struct {
+		Choices []struct{ Text string }
+		Usage   struct {
+			PromptTokens int `json:"prompt_tokens"`
+		} `json:"usage"`
+	}
+	json.Unmarshal(direct(t, h.engines.URLs()[2], "/v1/completions", body), &ref)
+	if got.Object != "text_completion" || got.Choices[0].Text != ref.Choices[0].Text || got.Choices[0].FinishReason != "length" {
+		t.Errorf("response %s; want the aggregated text %q", out, ref.Choices[0].Text)
+	}
+	u := got.Usage
+	if u.CompletionTokens != 8 || u.PromptTokens != ref.Usage.PromptTokens || u.TotalTokens != u.PromptTokens+8 {
+		t.Errorf("usage = %+v, want %d prompt + 8 completion", u, ref.Usage.PromptTokens)
+	}
+	row := h.row(resp.Header.Get("X-Request-Id"))
+	if row.Terminal != journal.TerminalCompleted || row.Crossed == nil || !*row.Crossed ||
+		*row.PrefillIID == *row.DecodeIID || (*row.PrefillIID)[0] != 'p' || (*row.DecodeIID)[0] != 'd' {
+		t.Errorf("journal row: terminal %s crossed %v prefill %v decode %v", row.Terminal, row.Crossed, *row.PrefillIID, *row.DecodeIID)
+	}
+	if row.OutputLen == nil || *row.OutputLen != 8 || row.TTFT == nil || row.TPOT == nil || !row.InputSized {
+		t.Errorf("journal row accounting: output %v ttft %v tpot %v sized %v", row.OutputLen, row.TTFT, row.TPOT, row.InputSized)
+	}
+}
+
+func TestChatStreaming(t *testing.T) {
+	h := newHarness(t, ppdd, nil)
+	body := map[string]any{"model": model, "stream": true, "max_tokens": 6,
+		"messages": []map[string]string{{"role": "user", "content": "say something short"}}}
+	resp, out := h.post(ctx(t), "/v1/chat/completions", body)
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("status %d %s: %s", resp.StatusCode, resp.Header.Get("Content-Type"), out)
+	}
+	events := sse(t, out)
+	if events[len(events)-1] != "[DONE]" {
+		t.Errorf("stream does not end with [DONE]: %q", events[len(events)-1])
+	}
+	if strings.Contains(string(out), "token_ids") {
+		t.Error("token ids the router asked for leaked to a client that did not ask")
+	}
+	refBody := map[string]any{"model": model, "max_tokens": 6, "messages": body["messages"]}
+	var ref struct {
+		Choices []struct{ Message struct{ Content string } }
+	}
+	json.Unmarshal(direct(t, h.engines.URLs()[0], "/v1/chat/completions", refBody), &ref)
+	if got := streamedText(t, events); got != ref.Choices[0].Message.Content {
+		t.Errorf("streamed %q, aggregated run says %q", got, ref.Choices[0].Message.Content)
+	}
+	row := h.row(resp.Header.Get("X-Request-Id"))
+	if row.Terminal != journal.TerminalCompleted || !*row.Crossed || *row.Status != 200 {
+		t.Errorf("journal row %+v", row)
+	}
+}
+
+func TestStreamingUsageAndTokenIDsOnRequest(t *testing.T) {
+	h := newHarness(t, pd, nil)
+	body := map[string]any{"model": model, "prompt": "hello", "max_tokens": 4, "stream": true,
+		"stream_options": map[string]bool{"include_usage": true}, "return_token_ids": true}
+	resp, out := h.post(ctx(t), "/v1/completions", body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, out)
+	}
+	if !strings.Contains(string(out), `"token_ids"`) || !strings.Contains(string(out), `"completion_tokens":4`) {
+		t.Errorf("want token ids (asked for) and a usage chunk:\n%s", out)
+	}
+}
+
+func TestInvalidRequests(t *testing.T) {
+	h := newHarness(t, pd, func(c *fleet.Config) { c.Serving.MaxRequestBytes = 2000 })
+	cases := []struct {
+		name   string
+		path   string
+		body   any
+		status int
+		typ    string
+		param  string
+	}{
+		{"wrong model", "/v1/completions", map[string]any{"model": "other", "prompt": "x"}, 404, "invalid_request_error", ""},
+		{"max_tokens a string", "/v1/completions", map[string]any{"prompt": "x", "max_tokens": "5"}, 400, "invalid_request_error", "max_tokens"},
+		{"max_tokens a bool", "/v1/completions", map[string]any{"prompt": "x", "max_tokens": true}, 400, "invalid_request_error", "max_tokens"},
+		{"n 2", "/v1/completions", map[string]any{"prompt": "x", "n": 2}, 400, "invalid_request_error", ""},
+		{"no messages", "/v1/chat/completions", map[string]any{"model": model}, 400, "invalid_request_error", "messages"},
+		{"kv params through xargs", "/v1/completions", map[string]any{"prompt": "x", "vllm_xargs": map[string]any{"kv_transfer_params": 1}}, 400, "invalid_request_error", "vllm_xargs"},
+		{"continuation on", "/v1/completions", map[string]any{"prompt": "x", "narwhal_continuation": true}, 400, "invalid_request_error", "narwhal_continuation"},
+		{"continuation null", "/v1/completions", map[string]any{"prompt": "x", "narwhal_continuation": nil}, 400, "invalid_request_error", "narwhal_continuation"},
+		{"too large", "/v1/completions", map[string]any{"prompt": strings.Repeat("x", 3000)}, 413, "request_too_large", ""},
+		{"not an object", "/v1/completions", []int{1}, 400, "invalid_request_error", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, out := h.post(ctx(t), tc.path, tc.body)
+			var e struct {
+				Error struct {
+					Type  string
+					Param *string
+				}
+			}
+			json.Unmarshal(out, &e)
+			if resp.StatusCode != tc.status || e.Error.Type != tc.typ {
+				t.Errorf("got %d %s, want %d %s", resp.StatusCode, out, tc.status, tc.typ)
+			}
+			if tc.param != "" && (e.Error.Param == nil || *e.Error.Param != tc.param) {
+				t.Errorf("param = %v, want %s", e.Error.Param, tc.param)
+			}
+			if row := h.row(resp.Header.Get("X-Request-Id")); row.Terminal != journal.TerminalInvalid || *row.Status != tc.status {
+				t.Errorf("journal terminal %s status %v", row.Terminal, row.Status)
+			}
+		})
+	}
+}
+
+func TestRefusedWhenThePromptCannotMeetTTFT(t *testing.T) {
+	h := newHarness(t, pd, func(c *fleet.Config) { c.SLO.TTFT = 0.016 })
+	// The profile prices any prompt at ≥ 15 ms; a few hundred tokens go past 16 ms.
+	resp, out := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": strings.Repeat("word ", 300), "max_tokens": 2})
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "" {
+		t.Fatalf("status %d Retry-After %q: %s", resp.StatusCode, resp.Header.Get("Retry-After"), out)
+	}
+	row := h.row(resp.Header.Get("X-Request-Id"))
+	if row.Terminal != journal.TerminalRefused || *row.Reason != journal.CausePrompt || *row.RefusedCause != journal.CausePrompt {
+		t.Errorf("journal %s %v", row.Terminal, *row.Reason)
+	}
+}
+
+func TestRefusedWithRetryAfterWhenTheQueueIsDeep(t *testing.T) {
+	h := newHarness(t, pd, func(c *fleet.Config) { c.SLO.TTFT = 0.5 })
+	// Slow the only prefill engine so the first request stays resident.
+	h.engines.Engines[0].SetFaults(simengine.Faults{LatencyMultiplier: 40})
+	// Each prompt alone is priced at about 0.3 s, within the 0.5 s target;
+	// behind one resident copy it is not.
+	long := promptPricedAt(0.3)
+	first := make(chan struct{})
+	go func() {
+		defer close(first)
+		h.post(ctx(t), "/v1/completions", map[string]any{"prompt": long, "max_tokens": 1})
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	var resp *http.Response
+	for time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		h.router.mu.Lock()
+		resident := h.router.core.Snapshot(0).Engines[1].ResidentPrefill
+		h.router.mu.Unlock()
+		if resident == 0 {
+			continue
+		}
+		resp, _ = h.post(ctx(t), "/v1/completions", map[string]any{"prompt": long, "max_tokens": 1})
+		break
+	}
+	if resp == nil {
+		t.Fatal("the first request never became resident")
+	}
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("status %d, Retry-After %q; want 429 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if row := h.row(resp.Header.Get("X-Request-Id")); *row.Reason != journal.CauseQueue {
+		t.Errorf("refusal cause %s, want queue", *row.Reason)
+	}
+	h.engines.Engines[0].SetFaults(simengine.Faults{})
+	<-first
+}
+
+func TestSeatsFull(t *testing.T) {
+	h := newHarness(t, pd, func(c *fleet.Config) { c.Serving.MaxConnections = 1 })
+	h.engines.Engines[1].SetFaults(simengine.Faults{StallSeconds: 1})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "x", "max_tokens": 2})
+	}()
+	var resp *http.Response
+	for i := 0; i < 200 && resp == nil; i++ {
+		time.Sleep(10 * time.Millisecond)
+		if h.router.retained.Load() == 1 {
+			resp, _ = h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "x", "max_tokens": 2})
+		}
+	}
+	if resp == nil || resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "1" {
+		t.Fatalf("second request: %v; want 429 with Retry-After 1", resp)
+	}
+	if row := h.row(resp.Header.Get("X-Request-Id")); row.Terminal != journal.TerminalRejected || *row.Reason != journal.ReasonInflightLimit {
+		t.Errorf("journal %s %v", row.Terminal, *row.Reason)
+	}
+	<-done
+}
+
+func TestFailedPrefillIsRetriedOnAnotherEngine(t *testing.T) {
+	h := newHarness(t, ppdd, nil)
+	h.engines.Engines[0].SetFaults(simengine.Faults{HTTP500Rate: 1}) // p0 answers 500
+	resp, out := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "retry me", "max_tokens": 3})
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, out)
+	}
+	row := h.row(resp.Header.Get("X-Request-Id"))
+	if row.Attempts != 2 || *row.PrefillIID != "p1" || len(row.AttemptFailures) != 1 {
+		t.Fatalf("attempts %d prefill %s failures %+v", row.Attempts, *row.PrefillIID, row.AttemptFailures)
+	}
+	f := row.AttemptFailures[0]
+	if f.Phase != "prefill" || *f.PrefillIID != "p0" || *f.Status != 500 || !f.RetryScheduled || f.RetryReason != "allowed" {
+		t.Errorf("failure entry %+v", f)
+	}
+}
+
+func TestPrefillFailureWithoutRetriesIs502(t *testing.T) {
+	h := newHarness(t, pd, func(c *fleet.Config) { c.Serving.MaxAttempts = 1 })
+	h.engines.Engines[0].SetFaults(simengine.Faults{HTTP500Rate: 1})
+	resp, out := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "x", "max_tokens": 3})
+	if resp.StatusCode != 502 || !strings.Contains(string(out), `"type":"prefill"`) || strings.Contains(string(out), "127.0.0.1") {
+		t.Fatalf("%d %s", resp.StatusCode, out)
+	}
+	row := h.row(resp.Header.Get("X-Request-Id"))
+	if row.Terminal != journal.TerminalFailed || *row.Reason != journal.ReasonEngineError || row.Error == nil {
+		t.Errorf("journal %s %v %v", row.Terminal, row.Reason, row.Error)
+	}
+}
+
+func TestDecodeEngineDyingMidStream(t *testing.T) {
+	h := newHarness(t, pd, nil)
+	h.engines.Engines[1].SetFaults(simengine.Faults{DropAfterTokens: 3})
+	resp, out := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "x", "max_tokens": 10, "stream": true})
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, out)
+	}
+	events := sse(t, out)
+	last := events[len(events)-1]
+	if !strings.Contains(last, `"error"`) || !strings.Contains(last, `"code":"failed"`) {
+		t.Fatalf("last event %q, want the terminal error event", last)
+	}
+	if streamedText(t, events[:len(events)-1]) == "" {
+		t.Error("no output before the failure")
+	}
+	row := h.row(resp.Header.Get("X-Request-Id"))
+	if row.Terminal != journal.TerminalFailed || *row.Status != 200 || len(row.AttemptFailures) != 1 || !row.AttemptFailures[0].OutputStarted {
+		t.Errorf("journal %s status %v failures %+v", row.Terminal, row.Status, row.AttemptFailures)
+	}
+}
+
+func TestClientDisconnectAbortsTheLegs(t *testing.T) {
+	h := newHarness(t, pd, nil)
+	c, cancel := context.WithCancel(ctx(t))
+	b := strings.NewReader(`{"prompt":"x","max_tokens":400,"stream":true}`)
+	req, _ := http.NewRequestWithContext(c, http.MethodPost, h.srv.URL+"/v1/completions", b)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.noteRID(resp)
+	line, _ := bufio.NewReader(resp.Body).ReadString('\n') // first chunk: output started
+	if !strings.HasPrefix(line, "data: ") {
+		t.Fatalf("first line %q", line)
+	}
+	cancel()
+	resp.Body.Close()
+	row := h.row(resp.Header.Get("X-Request-Id"))
+	if row.Terminal != journal.TerminalCancelled || row.CancelledPhase == nil || *row.CancelledPhase != "decode" || row.Status != nil {
+		t.Errorf("journal %s phase %v status %v", row.Terminal, row.CancelledPhase, row.Status)
+	}
+	// The decode engine stops generating: nothing stays running.
+	for i := 0; ; i++ {
+		st := h.engines.Engines[1].State()
+		if st.Running == 0 && st.Waiting == 0 {
+			break
+		}
+		if i > 200 {
+			t.Fatalf("decode engine still runs the aborted request: %+v", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestSameEngineWhenOnlyOneEngine(t *testing.T) {
+	h := newHarness(t, []fleet.Role{fleet.Decode}, nil)
+	resp, out := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "alone", "max_tokens": 3})
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, out)
+	}
+	if row := h.row(resp.Header.Get("X-Request-Id")); *row.Crossed || *row.PrefillIID != "d0" || *row.DecodeIID != "d0" {
+		t.Errorf("crossed %v on %s/%s", *row.Crossed, *row.PrefillIID, *row.DecodeIID)
+	}
+}
+
+func TestControlRoutes(t *testing.T) {
+	h := newHarness(t, pd, nil)
+	for path, want := range map[string]string{
+		"/v1/models":     `"id":"` + model + `"`,
+		"/health":        `"ok"`,
+		"/ready":         `"ready":true`,
+		"/narwhal/state": `"schema":"narwhal.state"`,
+		"/metrics":       "narwhal_offered_total",
+	} {
+		resp, err := http.Get(h.srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := new(strings.Builder)
+		bufio.NewReader(resp.Body).WriteTo(b)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(b.String(), want) {
+			t.Errorf("GET %s: %d, want %q in %.300s", path, resp.StatusCode, want, b.String())
+		}
+	}
+}
+
+// promptPricedAt returns a prompt whose profiled prefill takes about s
+// seconds on the harness engines.
+func promptPricedAt(s float64) string {
+	row := simengine.DefaultProfile("x")
+	k := 1
+	for row.PrefillTime(simengine.CountTokens(strings.Repeat("word ", k))) < s {
+		k += 10
+	}
+	return strings.Repeat("word ", k)
+}

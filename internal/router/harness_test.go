@@ -1,0 +1,233 @@
+package router
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/ports"
+	"github.com/narwhal-go/narwhal/internal/profile"
+	"github.com/narwhal-go/narwhal/internal/simengine"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const model = "sim-model"
+
+// harness is a router in front of simulated engines, with its journal.
+type harness struct {
+	t       *testing.T
+	engines *simengine.Fleet
+	cfg     *fleet.Config
+	router  *Router
+	srv     *httptest.Server
+	jpath   string
+	jw      *journal.Writer
+
+	mu   sync.Mutex
+	rids []string // every x-request-id the router answered with
+}
+
+// newHarness starts one engine per role, in iid order p0.., d0.. and a
+// router; mod adjusts the fleet before the router starts.
+func newHarness(t *testing.T, roles []fleet.Role, mod func(*fleet.Config)) *harness {
+	t.Helper()
+	fl, err := simengine.StartFleet(len(roles), simengine.Config{Model: model, Profile: simengine.DefaultProfile("x")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := fleet.Defaults()
+	cfg.Model = model
+	cfg.SLO = fleet.SLO{TTFT: 2, TPOT: 0.1}
+	store := &profile.Store{Schema: profile.Schema, SchemaVersion: profile.SchemaVersion}
+	np, nd := 0, 0
+	for i, role := range roles {
+		iid := fmt.Sprintf("d%d", nd)
+		if role == fleet.Prefill {
+			iid = fmt.Sprintf("p%d", np)
+			np++
+		} else {
+			nd++
+		}
+		cfg.Engines = append(cfg.Engines, fleet.Engine{IID: iid, URL: fl.URLs()[i], Role: role})
+		row := simengine.DefaultProfile(iid)
+		store.Profiles = append(store.Profiles, row)
+	}
+	cfg.Serving.MaxAttempts = 2
+	cfg.Serving.HandoffTimeoutS = 20
+	cfg.Engine.FirstTokenTimeoutS = 5
+	if mod != nil {
+		mod(&cfg)
+	}
+	if err := cfg.Validate("test"); err != nil {
+		fl.Close()
+		t.Fatal(err)
+	}
+	h := &harness{t: t, engines: fl, cfg: &cfg, jpath: filepath.Join(t.TempDir(), "journal.jsonl")}
+	h.jw, err = journal.Open(h.jpath, journal.Options{Source: "sha256:" + strings.Repeat("0", 64)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.router, err = New(&cfg, store, Options{Journal: h.jw, Rng: ports.NewSeededRng(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.router.Start()
+	h.srv = httptest.NewServer(h.router)
+	t.Cleanup(h.close)
+	return h
+}
+
+// close stops everything and checks the journal: every request the router
+// answered has exactly one terminal row, and no row is unaccounted for.
+func (h *harness) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := h.router.Shutdown(ctx); err != nil {
+		h.t.Errorf("shutdown: %v", err)
+	}
+	h.srv.Close()
+	h.router.Close()
+	h.jw.Close()
+	h.engines.Close()
+	j, err := journal.ReadFile(h.jpath)
+	if err != nil {
+		h.t.Fatalf("journal: %v", err)
+	}
+	counts := journal.Terminals(j.Requests)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, rid := range h.rids {
+		if counts[rid] != 1 {
+			h.t.Errorf("request %s has %d terminal journal rows, want exactly 1", rid, counts[rid])
+		}
+	}
+	if len(counts) != len(h.rids) || len(j.Requests) != len(h.rids) {
+		h.t.Errorf("journal has %d rows for %d rids; the router answered %d requests", len(j.Requests), len(counts), len(h.rids))
+	}
+}
+
+// row returns the journal row of rid, after the router settled it.
+func (h *harness) row(rid string) *journal.RequestRow {
+	h.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		j, err := journal.ReadFile(h.jpath)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		for _, r := range j.Requests {
+			if r.Request.RID == rid {
+				return r.Request
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	h.t.Fatalf("no journal row for %s", rid)
+	return nil
+}
+
+// post sends a completion request and reads the whole response.
+func (h *harness) post(ctx context.Context, path string, body any) (*http.Response, []byte) {
+	h.t.Helper()
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.srv.URL+path, bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	h.noteRID(resp)
+	out, _ := io.ReadAll(resp.Body)
+	return resp, out
+}
+
+func (h *harness) noteRID(resp *http.Response) {
+	rid := resp.Header.Get("X-Request-Id")
+	if rid == "" {
+		h.t.Errorf("response %d has no x-request-id", resp.StatusCode)
+		return
+	}
+	h.mu.Lock()
+	h.rids = append(h.rids, rid)
+	h.mu.Unlock()
+}
+
+// direct runs the request on one engine without disaggregation: the
+// reference output.
+func direct(t *testing.T, url, path string, body map[string]any) []byte {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	resp, err := http.Post(url+path, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("direct run: %d %s", resp.StatusCode, out)
+	}
+	return out
+}
+
+// sse splits an SSE body into its data payloads.
+func sse(t *testing.T, body []byte) []string {
+	t.Helper()
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" {
+			continue
+		}
+		if !strings.HasPrefix(line, "data: ") {
+			t.Fatalf("SSE line without data: %q", line)
+		}
+		out = append(out, strings.TrimPrefix(line, "data: "))
+	}
+	return out
+}
+
+// streamedText concatenates the text of completion or chat chunks.
+func streamedText(t *testing.T, events []string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, ev := range events {
+		if ev == "[DONE]" {
+			continue
+		}
+		var c struct {
+			Choices []struct {
+				Text  string
+				Delta struct{ Content string }
+			}
+		}
+		if err := json.Unmarshal([]byte(ev), &c); err != nil {
+			t.Fatalf("chunk %q: %v", ev, err)
+		}
+		for _, ch := range c.Choices {
+			b.WriteString(ch.Text + ch.Delta.Content)
+		}
+	}
+	return b.String()
+}
+
+var (
+	pd   = []fleet.Role{fleet.Prefill, fleet.Decode}
+	ppdd = []fleet.Role{fleet.Prefill, fleet.Prefill, fleet.Decode, fleet.Decode}
+)

@@ -1,0 +1,96 @@
+package router
+
+import (
+	"net/http"
+
+	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/metrics"
+	"github.com/narwhal-go/narwhal/internal/sched"
+)
+
+// observe mirrors a settled call into the metrics.
+func (r *Router) observe(o outcome, row *journal.RequestRow) {
+	m := r.metrics
+	m.Offered.Inc()
+	if !row.InputSized {
+		m.UnsizedOffered.Inc()
+	}
+	switch o.terminal {
+	case journal.TerminalCompleted:
+		m.Served.Inc()
+		if row.TTFT != nil && *row.TTFT <= r.cfg.SLO.TTFT && (row.TPOT == nil || *row.TPOT <= r.cfg.SLO.TPOT) {
+			m.SLOMet.Inc()
+		}
+		if row.Attempts > 1 {
+			m.ServedAfterRetry.Inc()
+		}
+	case journal.TerminalFailed:
+		m.Failed(o.reason)
+	case journal.TerminalExpired:
+		m.Expired(o.reason)
+	case journal.TerminalRefused:
+		m.Refused(o.reason)
+	case journal.TerminalRejected:
+		m.Rejected(o.reason)
+	case journal.TerminalCancelled:
+		m.Cancelled.Inc()
+	case journal.TerminalInvalid:
+		m.Invalid.Inc()
+	}
+	if row.TTFT != nil {
+		m.ObserveTTFT(*row.TTFT)
+	}
+	if row.TPOT != nil {
+		m.ObserveTPOT(*row.TPOT)
+	}
+	if row.Attempts > 0 {
+		m.PrefillAttempts.Add(float64(row.Attempts))
+		m.RetryAttempts.Add(float64(row.Attempts - 1))
+	}
+	m.DecodeAttempts.Add(float64(row.DecodeTries))
+	m.DecodeTokensObserved.Add(float64(row.DecodeTokensObserved))
+	for _, f := range row.AttemptFailures {
+		m.AttemptFailed(f.Phase, f.Reason)
+	}
+	m.Upstream("prefill", row.UpstreamSeconds.Prefill)
+	m.Upstream("decode", row.UpstreamSeconds.Decode)
+	if row.QueueWaits.Admission > 0 {
+		m.ObserveQueueWait("admission", row.QueueWaits.Admission)
+	}
+	r.mu.Lock()
+	m.RetryCredits.Set(r.stats.credits)
+	m.RetryDenied.Add(0)
+	r.mu.Unlock()
+}
+
+// publish mirrors a scheduling snapshot into the pool gauges.
+func (r *Router) publish(s *sched.Snapshot) {
+	p := metrics.Pools{Prefill: s.Pool(fleet.Prefill), Decode: s.Pool(fleet.Decode),
+		PrefillLoad: s.Load.Prefill, DecodeLoad: s.Load.Decode, Resident: map[string]metrics.Resident{}}
+	for _, e := range s.Engines {
+		p.Resident[e.IID] = metrics.Resident{Prefill: e.ResidentPrefill, Decode: e.ResidentDecode}
+		if !e.Live {
+			p.Ejected = append(p.Ejected, e.IID)
+		}
+	}
+	r.metrics.SetPools(p)
+	r.metrics.HTTPRetained.Set(float64(r.retained.Load()))
+	r.metrics.AdmissionInflight.Set(float64(len(r.seats)))
+	r.mu.Lock()
+	r.metrics.HTTPRetainedHighWater.Set(float64(r.stats.retainedHighWater))
+	r.mu.Unlock()
+}
+
+// metricsHandler refreshes the gauges that move between monitor passes,
+// then serves the registry.
+func (r *Router) metricsHandler() http.Handler {
+	h := r.metrics.Handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.mu.Lock()
+		snap := r.core.Snapshot(r.now())
+		r.mu.Unlock()
+		r.publish(snap)
+		h.ServeHTTP(w, req)
+	})
+}

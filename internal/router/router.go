@@ -1,0 +1,229 @@
+// Package router is narwhal's HTTP serving: the OpenAI-compatible ingress,
+// admission, the two legs of every request (prefill on one engine, decode
+// on another, with the KV handed over through vLLM's kv_transfer_params),
+// streaming back to the client, retries, the journal row each request
+// ends in, and the control routes.
+//
+// The router owns the goroutines, the HTTP and the clock; placement and
+// load decisions are sched's. Calls into the scheduling core are
+// serialised by one mutex (each is microseconds).
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/metrics"
+	"github.com/narwhal-go/narwhal/internal/ports"
+	"github.com/narwhal-go/narwhal/internal/profile"
+	"github.com/narwhal-go/narwhal/internal/sched"
+	"github.com/narwhal-go/narwhal/internal/vllm"
+)
+
+// Options are what a router needs besides the fleet and its profiles.
+// Zero values take production defaults.
+type Options struct {
+	Logger  *slog.Logger
+	Clock   ports.Clock
+	IDs     ports.IDGenerator
+	Rng     ports.Rng // backoff jitter
+	Journal *journal.Writer
+	// MaxConcurrent overrides serving.max_connections as the admission
+	// limit (1 ≤ n ≤ max_connections); 0 keeps the fleet's value.
+	MaxConcurrent int
+	// Lookup reads the engine credential variable; os.LookupEnv if nil.
+	Lookup fleet.LookupFunc
+}
+
+// engine is one configured engine as the router talks to it.
+type engine struct {
+	iid    string
+	client *vllm.Client
+}
+
+// Router serves one fleet.
+type Router struct {
+	cfg     *fleet.Config
+	log     *slog.Logger
+	clock   ports.Clock
+	ids     ports.IDGenerator
+	journal *journal.Writer
+	metrics *metrics.Metrics
+	epoch   time.Time
+	limit   int
+
+	engines map[string]*engine
+	order   []string // iids, sorted
+
+	mu    sync.Mutex // guards core, stats, credits, rng
+	core  *sched.Core
+	stats stats
+	rng   ports.Rng
+
+	retained atomic.Int64 // completion requests from arrival to response end
+	seats    chan struct{}
+	closing  atomic.Bool
+	started  atomic.Bool
+	inflight sync.WaitGroup
+
+	mux    *http.ServeMux
+	stop   chan struct{}
+	done   chan struct{}
+	closed sync.Once
+}
+
+// New builds a router for a validated fleet and its profile store, which
+// must cover exactly the configured engines.
+func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error) {
+	if err := checkProfiles(cfg, profiles); err != nil {
+		return nil, err
+	}
+	o = withDefaults(o)
+	limit := cfg.Serving.MaxConnections
+	if o.MaxConcurrent != 0 {
+		if o.MaxConcurrent < 1 || o.MaxConcurrent > limit {
+			return nil, fmt.Errorf("--max-concurrent %d must be between 1 and serving.max_connections %d", o.MaxConcurrent, limit)
+		}
+		limit = o.MaxConcurrent
+	}
+	key, err := cfg.Engine.APIKey(o.Lookup)
+	if err != nil {
+		return nil, err
+	}
+	core, err := sched.New(cfg, profiles)
+	if err != nil {
+		return nil, err
+	}
+	r := &Router{
+		cfg: cfg, log: o.Logger, clock: o.Clock, ids: o.IDs, rng: o.Rng, journal: o.Journal,
+		metrics: metrics.New(cfg), epoch: o.Clock.Now(), limit: limit, core: core,
+		engines: map[string]*engine{}, seats: make(chan struct{}, limit),
+		stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	r.stats.credits = float64(cfg.Serving.RetryBudget)
+	r.metrics.RouterReady.Set(1)
+	r.metrics.AdmissionInflightLimit.Set(float64(limit))
+	r.metrics.HTTPRetainedLimit.Set(float64(limit + cfg.Serving.QueueCapacity))
+	for _, e := range cfg.Engines {
+		r.engines[e.IID] = &engine{iid: e.IID, client: vllm.NewClient(e.URL, vllm.Options{
+			APIKey:         key,
+			ConnectTimeout: seconds(cfg.Engine.ConnectTimeoutS),
+			MaxConns:       cfg.Serving.MaxConnections,
+			IdleConns:      max(1, cfg.Serving.MaxConnections/2),
+			MaxResponse:    int64(cfg.Serving.MaxResponseBytes),
+		})}
+		r.order = append(r.order, e.IID)
+	}
+	sort.Strings(r.order)
+	r.routes()
+	return r, nil
+}
+
+func checkProfiles(cfg *fleet.Config, profiles *profile.Store) error {
+	if profiles == nil {
+		return errors.New("no profile store: run narwhal-profile, or point profiles.path at a narwhal.profiles file")
+	}
+	iids := make([]string, len(cfg.Engines))
+	for i, e := range cfg.Engines {
+		iids[i] = e.IID
+	}
+	return profiles.Cover(iids)
+}
+
+func withDefaults(o Options) Options {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Clock == nil {
+		o.Clock = ports.SystemClock()
+	}
+	if o.IDs == nil {
+		o.IDs = ports.RandomIDs()
+	}
+	if o.Rng == nil {
+		o.Rng = ports.NewSeededRng(uint64(time.Now().UnixNano()))
+	}
+	if o.Lookup == nil {
+		o.Lookup = os.LookupEnv
+	}
+	return o
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// now is the router's monotonic time in seconds since it started: the
+// scheduling core's time scale and the journal's arrived/at values.
+func (r *Router) now() float64 { return r.clock.Now().Sub(r.epoch).Seconds() }
+
+// ServeHTTP makes the router an http.Handler.
+func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) { r.mux.ServeHTTP(w, req) }
+
+// Metrics is the router's Prometheus collectors, for embedding callers.
+func (r *Router) Metrics() *metrics.Metrics { return r.metrics }
+
+// Start runs the monitor loop until Close.
+func (r *Router) Start() {
+	if r.started.CompareAndSwap(false, true) {
+		go r.monitor()
+	}
+}
+
+// Shutdown stops admitting new requests and waits for in-flight ones to
+// finish, or for ctx to end. Requests still running then are cut off by
+// the caller closing the HTTP server.
+func (r *Router) Shutdown(ctx context.Context) error {
+	r.closing.Store(true)
+	r.metrics.RouterReady.Set(0)
+	waited := make(chan struct{})
+	go func() { r.inflight.Wait(); close(waited) }()
+	select {
+	case <-waited:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("graceful shutdown: %d requests still in flight: %w", r.retained.Load(), ctx.Err())
+	}
+}
+
+// Close stops the monitor loop and releases engine connections. It does
+// not close the journal, which belongs to the caller.
+func (r *Router) Close() {
+	r.closed.Do(func() {
+		close(r.stop)
+		if r.started.Load() {
+			<-r.done
+		}
+		for _, e := range r.engines {
+			e.client.Close()
+		}
+	})
+}
+
+// monitor rolls the scheduling windows every monitor interval.
+func (r *Router) monitor() {
+	defer close(r.done)
+	t := r.clock.NewTicker(seconds(r.cfg.Controller.MonitorIntervalS))
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-t.C():
+			r.mu.Lock()
+			now := r.now()
+			r.core.Roll(now)
+			snap := r.core.Snapshot(now)
+			r.mu.Unlock()
+			r.publish(snap)
+		}
+	}
+}

@@ -1,0 +1,364 @@
+package router
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync/atomic"
+
+	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/sched"
+	"github.com/narwhal-go/narwhal/internal/vllm"
+)
+
+// run serves the call's attempts: each a fresh prefill, handoff and decode,
+// until one completes or the call cannot continue.
+func (c *call) run(ctx context.Context) {
+	exclude := map[string]bool{}
+	for attempt := 1; ; attempt++ {
+		c.attempts = attempt
+		if !c.attempt(ctx, attempt, exclude) {
+			return
+		}
+	}
+}
+
+// attempt runs one prefill+decode attempt. It returns true when another
+// attempt should follow.
+func (c *call) attempt(ctx context.Context, n int, exclude map[string]bool) bool {
+	r := c.r
+	p, ok := c.placePrefill(n, exclude)
+	if !ok {
+		return false
+	}
+	c.phase, c.prefillIID = "prefill", p
+	h, start, e := c.prefillLeg(ctx, n, p)
+	if e != nil {
+		return c.legFailed(ctx, n, "prefill", e, exclude, p)
+	}
+	if c.ttft == 0 {
+		c.ttft = r.now() - c.arrived
+	}
+	c.prefilledAt = r.now()
+	if bound := r.cfg.Serving.HandoffTimeoutS; bound > 0 && r.now()-start > bound {
+		e := &vllm.Error{Phase: "decode", Reason: journal.ReasonEngineTimeout, Timeout: true, Class: "kv_handoff",
+			Msg: "KV handoff expired before decode dispatch"}
+		return c.handoffExpired(ctx, n, e, exclude, p)
+	}
+	d, ok := c.placeDecode(exclude)
+	if !ok {
+		return false
+	}
+	c.phase, c.decodeIID = "decode", d
+	crossed := d != p
+	c.crossed = &crossed
+	kvp := h.Params
+	if !crossed {
+		kvp = nil // same engine: reuse its own cache, no transfer
+	}
+	if e := c.decodeLeg(ctx, n, d, kvp); e != nil {
+		if c.committed {
+			c.outputFailed(ctx, e)
+			return false
+		}
+		return c.legFailed(ctx, n, "decode", e, exclude, d, p)
+	}
+	c.complete()
+	return false
+}
+
+// placePrefill chooses the prefill engine and dispatches the leg in the
+// core. The TTFT check runs on the first attempt only; the decode check on
+// every attempt.
+func (c *call) placePrefill(n int, exclude map[string]bool) (string, bool) {
+	r := c.r
+	r.mu.Lock()
+	now := r.now()
+	pl, ref := r.core.PlacePrefill(c.sreq, exclude, now-c.arrived, n == 1)
+	if pl.IID != "" {
+		c.price = &journal.Price{PriceS: now - c.arrived + pl.Cost.Secondary, ElapsedS: now - c.arrived,
+			BacklogS: pl.Cost.Secondary - pl.OwnPrefill, OwnPrefillS: pl.OwnPrefill}
+		if math.IsInf(c.price.PriceS, 0) {
+			c.price = nil
+		}
+	}
+	if ref == nil {
+		ref = r.core.AdmitDecode(c.sreq)
+	}
+	if ref == nil {
+		r.core.Dispatched(now, pl.IID, c.rid, sched.Prefill)
+		r.stats.prefillAttempts++
+		if c.reserved {
+			r.stats.retries++
+			r.stats.creditsSpent++
+			c.reserved = false
+		}
+	}
+	r.mu.Unlock()
+	if ref != nil {
+		c.refused(n, ref)
+		return "", false
+	}
+	return pl.IID, true
+}
+
+// refused ends the call with a placement refusal.
+func (c *call) refused(n int, ref *sched.Refusal) {
+	o := outcome{detail: ref.Message}
+	switch {
+	case ref.Status == 429:
+		o.terminal, o.reason = journal.TerminalRefused, ref.Cause
+		o.err = &apiError{Status: 429, Type: "server_overloaded_error", Message: ref.Message, RetryAfter: ref.RetryAfter}
+	case n == 1:
+		o.terminal, o.reason = journal.TerminalFailed, journal.ReasonNoEngine
+		o.err = typed(503, "no_schedulable_engines", "no engine can take this request now", 1)
+	default:
+		o.terminal, o.reason = journal.TerminalFailed, journal.ReasonNoEngine
+		o.err = typed(503, "backend_unavailable", "no engine is left to retry on", 1)
+		c.noteNotDispatched()
+	}
+	c.fail(o)
+}
+
+// noteNotDispatched marks the last failure's retry as not dispatched.
+func (c *call) noteNotDispatched() {
+	if k := len(c.failures); k > 0 {
+		c.failures[k-1].RetryReason = "not_dispatched"
+	}
+}
+
+func (c *call) placeDecode(exclude map[string]bool) (string, bool) {
+	r := c.r
+	r.mu.Lock()
+	pl, ref := r.core.PlaceDecode(c.sreq, exclude)
+	if ref == nil {
+		r.core.Dispatched(r.now(), pl.IID, c.rid, sched.Decode)
+		r.stats.decodeAttempts++
+	}
+	r.mu.Unlock()
+	if ref != nil {
+		c.fail(outcome{terminal: journal.TerminalFailed, reason: journal.ReasonNoEngine, detail: ref.Message,
+			err: typed(503, "backend_unavailable", "no engine can take the decode leg now", 1)})
+		return "", false
+	}
+	return pl.IID, true
+}
+
+// prefillLeg runs the producer leg and returns the handoff and the time
+// the leg started (the handoff's age counts from there).
+func (c *call) prefillLeg(ctx context.Context, n int, iid string) (*vllm.Handoff, float64, *vllm.Error) {
+	r := c.r
+	start := r.now()
+	lctx, cancel := context.WithTimeout(ctx, seconds(r.cfg.Serving.PrefillTimeoutS))
+	defer cancel()
+	h, e := r.engines[iid].client.Prefill(lctx, c.endpoint, vllm.PrefillBody(c.body, r.cfg.Model), legID(c.rid, n, "prefill"))
+	c.upstreamP += r.now() - start
+	r.mu.Lock()
+	r.core.PrefillDone(r.now(), iid, c.rid)
+	r.mu.Unlock()
+	return h, start, e
+}
+
+func legID(rid string, attempt int, phase string) string {
+	return fmt.Sprintf("%s-a%d-%s", rid, attempt, phase)
+}
+
+// decodeLeg runs the consumer leg and relays or assembles its output.
+func (c *call) decodeLeg(ctx context.Context, n int, iid string, kvp []byte) *vllm.Error {
+	r := c.r
+	c.decodeAttempts++
+	start := r.now()
+	defer func() { c.upstreamD += r.now() - start }()
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var noFirst atomic.Bool
+	ft := r.clock.NewTimer(seconds(r.cfg.Engine.FirstTokenTimeoutS))
+	defer ft.Stop()
+	stopFT := make(chan struct{})
+	defer close(stopFT)
+	go func() {
+		select {
+		case <-ft.C():
+			noFirst.Store(true)
+			cancel()
+		case <-stopFT:
+		}
+	}()
+	s, e := r.engines[iid].client.OpenStream(lctx, c.endpoint, vllm.DecodeBody(c.body, r.cfg.Model, kvp), legID(c.rid, n, "decode"))
+	if e != nil {
+		return c.firstTokenError(e, &noFirst)
+	}
+	defer s.Close()
+	out := newSink(c)
+	for {
+		ev, e := s.Next()
+		if e != nil {
+			return c.firstTokenError(e, &noFirst)
+		}
+		if ev.Done {
+			if c.tokens == 0 {
+				return &vllm.Error{Phase: "decode", Reason: journal.ReasonInvalidResponse, Class: "stream",
+					Msg: "stream ended with [DONE] before any token arrived"}
+			}
+			return out.finish()
+		}
+		if ev.Tokens > 0 && c.tokens == 0 {
+			ft.Stop()
+			s.SetIdleTimeout(seconds(r.cfg.Engine.DecodeReadTimeoutS))
+		}
+		c.tokensArrived(iid, ev.Tokens)
+		if e := out.event(ev); e != nil {
+			return e
+		}
+	}
+}
+
+// firstTokenError names a leg cut by the first-token deadline as such.
+func (c *call) firstTokenError(e *vllm.Error, noFirst *atomic.Bool) *vllm.Error {
+	if noFirst.Load() && c.tokens == 0 {
+		return &vllm.Error{Phase: "decode", Reason: journal.ReasonEngineTimeout, Timeout: true, Class: "timeout",
+			Msg: fmt.Sprintf("no first token within %gs (engine.first_token_timeout_s)", c.r.cfg.Engine.FirstTokenTimeoutS)}
+	}
+	return e
+}
+
+// tokensArrived accounts decode tokens for timing and the core.
+func (c *call) tokensArrived(iid string, n int) {
+	if n <= 0 {
+		return
+	}
+	r := c.r
+	now := r.now()
+	if c.tokens == 0 {
+		c.firstTok = now
+	}
+	c.tokens += n
+	c.observed += n
+	c.lastTok = now
+	r.mu.Lock()
+	r.core.OutputTokens(now, iid, c.rid, n)
+	r.mu.Unlock()
+}
+
+// complete settles a call whose decode leg ended with [DONE].
+func (c *call) complete() {
+	c.settle(outcome{terminal: journal.TerminalCompleted, status: 200})
+}
+
+// legFailed records a failed leg before any output reached the client and
+// decides whether to retry. It returns true to retry.
+func (c *call) legFailed(ctx context.Context, n int, phase string, e *vllm.Error, exclude map[string]bool, engines ...string) bool {
+	if ctx.Err() != nil || c.clientGone {
+		c.ended(ctx)
+		return false
+	}
+	r := c.r
+	r.mu.Lock()
+	r.stats.attemptFailed(phase, e.Reason)
+	r.mu.Unlock()
+	for _, iid := range engines {
+		exclude[iid] = true
+	}
+	backoff, reason := c.retryDecision(n, e)
+	c.recordFailure(n, phase, e, backoff, reason)
+	if reason != "allowed" {
+		c.fail(outcome{terminal: journal.TerminalFailed, reason: e.Reason, err: upstream(phase, e.Timeout), detail: e.Msg})
+		return false
+	}
+	return c.backoff(ctx, backoff)
+}
+
+// handoffExpired ends an attempt whose KV handoff outlived its bound:
+// retry with a fresh prefill, or answer 504 handoff_expired.
+func (c *call) handoffExpired(ctx context.Context, n int, e *vllm.Error, exclude map[string]bool, producer string) bool {
+	backoff, reason := c.retryDecision(n, e)
+	c.recordFailure(n, "decode", e, backoff, reason)
+	if reason != "allowed" {
+		c.fail(outcome{terminal: journal.TerminalExpired, reason: journal.ReasonHandoff, detail: e.Msg,
+			err: typed(504, "handoff_expired", "the KV handoff expired before decode could start", 0)})
+		return false
+	}
+	exclude[producer] = true
+	return c.backoff(ctx, backoff)
+}
+
+// retryDecision says whether a failed attempt may be retried, and after
+// what backoff: full jitter under min(cap, base × 2^(n−1)).
+func (c *call) retryDecision(n int, e *vllm.Error) (float64, string) {
+	r := c.r
+	s := r.cfg.Serving
+	switch {
+	case !e.Transient():
+		return 0, "non_transient"
+	case n >= s.MaxAttempts:
+		return 0, "attempt_limit"
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delay := r.rng.Float64() * math.Min(s.RetryCapS, s.RetryBaseS*math.Pow(2, float64(n-1)))
+	if !r.clock.Now().Add(seconds(delay)).Before(c.deadline) {
+		return 0, "original_deadline"
+	}
+	if r.stats.credits < 1 {
+		r.stats.retryDenied++
+		return 0, "shared_budget"
+	}
+	r.stats.credits-- // reserved now, spent when the retry's prefill dispatches
+	c.reserved = true
+	return delay, "allowed"
+}
+
+func (c *call) recordFailure(n int, phase string, e *vllm.Error, backoff float64, reason string) {
+	f := journal.AttemptFailure{At: c.r.now(), Attempt: n, Phase: phase, Reason: e.Reason,
+		ErrorType: journal.Ptr(e.Class), ErrorMessage: e.Msg, Transient: e.Transient(),
+		OutputStarted: c.committed, RetryScheduled: reason == "allowed", RetryReason: reason}
+	if c.prefillIID != "" {
+		f.PrefillIID = journal.Ptr(c.prefillIID)
+	}
+	if phase == "decode" && c.decodeIID != "" {
+		f.DecodeIID = journal.Ptr(c.decodeIID)
+	}
+	if e.Status != 0 {
+		f.Status = journal.Ptr(e.Status)
+	}
+	if reason == "allowed" {
+		f.BackoffS = journal.Ptr(backoff)
+	}
+	c.failures = append(c.failures, f)
+	c.tokens, c.firstTok, c.lastTok = 0, 0, 0 // partial output of a failed attempt is discarded
+}
+
+// backoff waits before the next attempt; false when the call ended meanwhile.
+func (c *call) backoff(ctx context.Context, d float64) bool {
+	c.phase = "backoff"
+	c.prefillIID, c.decodeIID, c.crossed = "", "", nil
+	select {
+	case <-c.r.clock.After(seconds(d)):
+		return true
+	case <-ctx.Done():
+		c.ended(ctx)
+		return false
+	}
+}
+
+// outputFailed ends a stream that already delivered output: one terminal
+// error event, no retry.
+func (c *call) outputFailed(ctx context.Context, e *vllm.Error) {
+	if ctx.Err() != nil || c.clientGone {
+		c.ended(ctx)
+		return
+	}
+	c.r.mu.Lock()
+	c.r.stats.attemptFailed("decode", e.Reason)
+	c.r.mu.Unlock()
+	c.recordFailureAfterOutput(e)
+	c.streamError("failed")
+	c.settle(outcome{terminal: journal.TerminalFailed, reason: e.Reason, status: 200, detail: e.Msg,
+		err: &apiError{Status: 200, Type: "decode", Code: strp("failed")}})
+}
+
+func (c *call) recordFailureAfterOutput(e *vllm.Error) {
+	tokens, first, last := c.tokens, c.firstTok, c.lastTok
+	c.recordFailure(c.attempts, "decode", e, 0, "output_started")
+	c.tokens, c.firstTok, c.lastTok = tokens, first, last // delivered output stays delivered
+}
