@@ -29,7 +29,7 @@ func TestStreamTokenIDs(t *testing.T) {
 				}
 				var c struct {
 					Choices []struct {
-						Text     string  `json:"text"`
+						Text     string `json:"text"`
 						Delta    struct{ Content string }
 						TokenIDs []int64 `json:"token_ids"`
 					}
