@@ -25,6 +25,7 @@ func TestAlertRulesWithPromtool(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"check", "rules", "prometheus-alerts.yml"},
+		{"check", "config", "prometheus.yml"},
 		{"test", "rules", "prometheus-alerts.test.yml"},
 	} {
 		cmd := exec.Command(promtool, args...)
