@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -83,5 +84,39 @@ func TestTerminalsAndDuplicates(t *testing.T) {
 	}
 	if len(j.Events) != 1 || j.Events[0].Event.Name != EventMonitoringRecovered || j.Events[0].Event.At != 3 || j.Events[0].Line != 3 {
 		t.Fatalf("events = %+v", j.Events)
+	}
+}
+
+func TestEventRoundTrip(t *testing.T) {
+	var buf strings.Builder
+	w, err := New(&buf, testOpts(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Event{
+		EngineEjected(1.5, "e1", "breaker"),
+		ControllerDecision(2, Decision{Prefill: 1, Decode: 3, By: "reactive", Reason: "tpot", Result: "held"}),
+		{Name: EventBelowFloor, At: 3, Fields: map[string]any{"live_prefill": 0.0, "min_prefill": 1.0, "ejected": []any{"e1"}}},
+	}
+	for _, e := range want {
+		if err := w.Event(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j, err := ReadAll(strings.NewReader(buf.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(j.Events) != len(want) {
+		t.Fatalf("read %d events, wrote %d", len(j.Events), len(want))
+	}
+	for i, e := range want {
+		got := j.Events[i].Event
+		// JSON numbers read back as float64: compare through JSON.
+		wb, _ := json.Marshal(e.Fields)
+		gb, _ := json.Marshal(got.Fields)
+		if got.Name != e.Name || got.At != e.At || string(wb) != string(gb) || j.Events[i].Run != w.Run() {
+			t.Errorf("event %d: got %s@%g %s run %s, want %s@%g %s", i, got.Name, got.At, gb, j.Events[i].Run, e.Name, e.At, wb)
+		}
 	}
 }

@@ -71,9 +71,9 @@ func Open(path string, opts Options) (*Writer, error) {
 	return w, nil
 }
 
-// New writes the meta row to w and returns a Writer over it. The caller
-// keeps ownership of w (Close does not close it); w must accept
-// concurrent-free sequential writes, which the Writer guarantees.
+// New writes the meta row to w and returns a Writer over it, for tests
+// and in-memory journals. The caller keeps ownership of w: Close does not
+// close it. The Writer serialises its writes, so w needs no locking.
 func New(w io.Writer, opts Options) (*Writer, error) { return newWriter(w, "journal", opts) }
 
 func newWriter(w io.Writer, name string, opts Options) (*Writer, error) {
