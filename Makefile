@@ -10,7 +10,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X github.com/narwhal-go/narwhal/internal/version.Version=$(VERSION)
 FUZZTIME    ?= 60s
 
-.PHONY: all build test lint fmt-check vet staticcheck gotest node-checks fuzz tools clean help
+.PHONY: all build run test lint fmt-check vet staticcheck gotest node-deps node-checks fuzz tools clean help
 
 all: build
 
@@ -20,7 +20,10 @@ help: ## list targets
 build: ## build every command into bin/
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
 
-test: lint gotest node-checks ## everything CI runs
+run: ## local simulated fleet + router on 127.0.0.1:8000 (Ctrl-C stops it)
+	$(GO) run ./cmd/narwhal dev run
+
+test: lint node-deps gotest node-checks ## everything CI runs
 
 lint: fmt-check vet staticcheck ## gofmt, go vet, staticcheck
 
@@ -51,7 +54,9 @@ $(NODE_DIR)/node_modules/.installed: $(NODE_DIR)/package.json
 	cd $(NODE_DIR) && npm install --no-package-lock --no-audit --no-fund --loglevel=error
 	touch $@
 
-node-checks: $(NODE_DIR)/node_modules/.installed ## checks that run under Node
+node-deps: $(NODE_DIR)/node_modules/.installed
+
+node-checks: node-deps ## checks that run under Node
 	@for s in scripts/*.mjs; do [ -e "$$s" ] || continue; echo "node $$s"; node "$$s"; done
 
 fuzz: ## run the fuzz targets for FUZZTIME each

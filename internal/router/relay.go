@@ -2,7 +2,6 @@ package router
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/http"
 	"strconv"
 
@@ -115,26 +114,31 @@ func (c *call) streamError(code string) {
 }
 
 // stripTokenIDs removes the per-token id fields the router asked the
-// engine for, unless the client asked for them itself.
+// engine for, unless the client asked for them itself. It cuts the bytes
+// rather than re-encoding the event, so everything else reaches the client
+// exactly as the engine wrote it. A quoted key cannot occur inside a JSON
+// string (its quotes would be escaped), and id lists hold only integers,
+// so the first ']' closes the list.
 func stripTokenIDs(data []byte) []byte {
-	if !bytes.Contains(data, []byte("token_ids")) {
-		return data
-	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(data, &m) != nil {
-		return data
-	}
-	delete(m, "prompt_token_ids")
-	var choices []map[string]json.RawMessage
-	if json.Unmarshal(m["choices"], &choices) == nil {
-		for _, ch := range choices {
-			delete(ch, "token_ids")
+	for _, key := range [][]byte{[]byte(`"token_ids":[`), []byte(`"prompt_token_ids":[`)} {
+		for {
+			i := bytes.Index(data, key)
+			if i < 0 {
+				break
+			}
+			j := bytes.IndexByte(data[i:], ']')
+			if j < 0 {
+				return data
+			}
+			start, end := i, i+j+1
+			switch {
+			case start > 0 && data[start-1] == ',':
+				start--
+			case end < len(data) && data[end] == ',':
+				end++
+			}
+			data = append(data[:start:start], data[end:]...)
 		}
-		m["choices"], _ = json.Marshal(choices)
 	}
-	out, err := json.Marshal(m)
-	if err != nil {
-		return data
-	}
-	return out
+	return data
 }

@@ -57,9 +57,10 @@ type Config struct {
 // have no store at hand.
 func DefaultProfile(iid string) profile.Row {
 	one, maxReq, minKV, maxKV := 1, 256, 256, 131072
-	rs := 5e-5
+	rs, fit, cv := 5e-5, 0.02, 0.04
 	return profile.Row{IID: iid, TTFTA: 2e-8, TTFTB: 6e-5, TTFTC: 0.015, TPOTSlope: 1.5e-7, TPOTIntercept: 0.012,
-		TPOTRequestSlope: &rs, DecodeMinRequests: &one, DecodeMaxRequests: &maxReq, DecodeMinKVTokens: &minKV, DecodeMaxKVTokens: &maxKV}
+		TPOTRequestSlope: &rs, DecodeMinRequests: &one, DecodeMaxRequests: &maxReq, DecodeMinKVTokens: &minKV, DecodeMaxKVTokens: &maxKV,
+		DecodeFitMAPE: &fit, DecodeCVMAPE: &cv}
 }
 
 func (c *Config) defaults() error {

@@ -1,0 +1,123 @@
+// Command narwhal-serve is the router: one OpenAI-compatible endpoint in
+// front of a vLLM fleet, serving every request as a prefill leg and a
+// decode leg on different engines.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/narwhal-go/narwhal/internal/cli"
+	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/profile"
+	"github.com/narwhal-go/narwhal/internal/router"
+	"github.com/narwhal-go/narwhal/internal/version"
+)
+
+func main() { cli.Main(newRoot()) }
+
+type flags struct {
+	fleet, host, journal, logFormat string
+	port, maxConcurrent             int
+	graceful                        float64
+}
+
+func newRoot() *cobra.Command {
+	var f flags
+	root := cli.NewRoot("narwhal-serve --fleet PATH", "Serve an OpenAI-compatible endpoint over a disaggregated vLLM fleet")
+	root.Long = `narwhal-serve loads the fleet file and the profile store at profiles.path,
+then serves POST /v1/completions and /v1/chat/completions (streaming or
+not), GET /v1/models, /health, /ready, /metrics and /narwhal/state.
+
+Every request is sized, admitted only when the TTFT target can be met,
+prefilled on one engine and decoded on another with the KV handed over
+through vLLM's kv_transfer_params, and recorded as one row of the journal.
+
+It binds 127.0.0.1 by default: put authenticating ingress in front of it
+and keep /narwhal/* and /metrics on the control network. On SIGTERM or
+SIGINT it stops admitting, lets in-flight streams finish for the graceful
+timeout, and exits.`
+	root.Args = cobra.NoArgs
+	fl := root.Flags()
+	fl.StringVar(&f.fleet, "fleet", "", "fleet file (narwhal.fleet v1); required")
+	fl.StringVar(&f.host, "host", "127.0.0.1", "address to bind")
+	fl.IntVar(&f.port, "port", 8000, "port to bind (0 picks a free one)")
+	fl.StringVar(&f.journal, "journal", "", "request journal (default: journal.jsonl beside profiles.path)")
+	fl.IntVar(&f.maxConcurrent, "max-concurrent", 0, "admission limit, 1..serving.max_connections (default serving.max_connections)")
+	fl.Float64Var(&f.graceful, "graceful-timeout", -1, "whole seconds in-flight requests get after SIGTERM (default serving.graceful_timeout_s)")
+	fl.StringVar(&f.logFormat, "log-format", "text", "log format on stderr: text or json")
+	root.RunE = func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), f) }
+	return root
+}
+
+func run(ctx context.Context, f flags) error {
+	if f.fleet == "" {
+		return cli.Usage("--fleet is required: name the fleet file to serve")
+	}
+	log, err := newLogger(f.logFormat)
+	if err != nil {
+		return err
+	}
+	cfg, err := fleet.Load(f.fleet)
+	if err != nil {
+		return cli.Invalid(err)
+	}
+	graceful := cfg.Serving.GracefulTimeoutS
+	if f.graceful >= 0 {
+		if f.graceful != float64(int(f.graceful)) {
+			return cli.Usage("--graceful-timeout must be whole seconds, got %v", f.graceful)
+		}
+		graceful = f.graceful
+	}
+	profiles, err := profile.Load(cfg.Profiles.Path)
+	if err != nil {
+		return cli.Invalid(fmt.Errorf("%w (profiles.path in %s)", err, f.fleet))
+	}
+	jpath := f.journal
+	if jpath == "" {
+		jpath = cfg.JournalPath()
+	}
+	jw, err := journal.Open(jpath, journal.Options{Version: version.Version})
+	if err != nil {
+		return cli.Failed(err)
+	}
+	defer jw.Close()
+	r, err := router.New(cfg, profiles, router.Options{Logger: log, Journal: jw, MaxConcurrent: f.maxConcurrent})
+	if err != nil {
+		return cli.Invalid(err)
+	}
+	addr := net.JoinHostPort(f.host, strconv.Itoa(f.port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return cli.Failed(fmt.Errorf("listen on %s: %w (is another process using the port? choose one with --port)", addr, err))
+	}
+	log.Info("narwhal-serve listening", "addr", ln.Addr().String(), "model", cfg.Model,
+		"engines", len(cfg.Engines), "journal", jpath, "journal_run", jw.Run(), "version", version.String())
+	sctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := router.Serve(sctx, ln, r, time.Duration(graceful*float64(time.Second))); err != nil {
+		return cli.Failed(err)
+	}
+	log.Info("narwhal-serve stopped cleanly")
+	return nil
+}
+
+func newLogger(format string) (*slog.Logger, error) {
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, nil)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, nil)), nil
+	}
+	return nil, cli.Usage("--log-format must be text or json, got %q", format)
+}

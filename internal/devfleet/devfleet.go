@@ -1,0 +1,150 @@
+// Package devfleet is `make run`: a local fleet of simulated vLLM engines,
+// its fleet file and profile store under one directory, and the real
+// router in front of them, all on loopback. It is what a new user runs
+// first, so it prints how to talk to the router and stops cleanly.
+package devfleet
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/profile"
+	"github.com/narwhal-go/narwhal/internal/router"
+	"github.com/narwhal-go/narwhal/internal/simengine"
+	"github.com/narwhal-go/narwhal/internal/version"
+)
+
+// Options configure a dev fleet.
+type Options struct {
+	Dir     string // where fleet.json, profiles.json and journal.jsonl go
+	Host    string // router bind address; loopback by default
+	Port    int    // router port; 0 picks a free one
+	Engines int    // simulated engines; half prefill, half decode
+	Model   string
+	Logger  *slog.Logger
+	// Ready, when set, receives the router's base URL once it serves.
+	Ready func(baseURL string)
+}
+
+func (o *Options) defaults() {
+	if o.Dir == "" {
+		o.Dir = filepath.Join("runs", "dev")
+	}
+	if o.Host == "" {
+		o.Host = "127.0.0.1"
+	}
+	if o.Engines <= 0 {
+		o.Engines = 4
+	}
+	if o.Model == "" {
+		o.Model = "narwhal/sim-llama-3-8b"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Run starts the fleet and the router, prints how to reach them to out,
+// and serves until ctx ends; then it drains the router and stops the
+// engines.
+func Run(ctx context.Context, o Options, out io.Writer) error {
+	o.defaults()
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return fmt.Errorf("dev fleet: %w", err)
+	}
+	engines, err := simengine.StartFleet(o.Engines, simengine.Config{Model: o.Model, Profile: simengine.DefaultProfile("sim")}, nil)
+	if err != nil {
+		return fmt.Errorf("dev fleet: start simulated engines: %w", err)
+	}
+	defer engines.Close()
+	cfg, store := Fleet(o.Model, engines.URLs(), o.Dir)
+	fleetPath := filepath.Join(o.Dir, "fleet.json")
+	if err := profile.Save(cfg.Profiles.Path, store); err != nil {
+		return fmt.Errorf("dev fleet: %w", err)
+	}
+	if err := cfg.Save(fleetPath); err != nil {
+		return fmt.Errorf("dev fleet: %w", err)
+	}
+	// Serve from the files just written, as narwhal-serve would.
+	loaded, err := fleet.Load(fleetPath)
+	if err != nil {
+		return fmt.Errorf("dev fleet: the generated fleet does not load: %w", err)
+	}
+	return serve(ctx, o, loaded, store, fleetPath, out)
+}
+
+func serve(ctx context.Context, o Options, cfg *fleet.Config, store *profile.Store, fleetPath string, out io.Writer) error {
+	jw, err := journal.Open(cfg.JournalPath(), journal.Options{Version: version.Version})
+	if err != nil {
+		return fmt.Errorf("dev fleet: %w", err)
+	}
+	defer jw.Close()
+	r, err := router.New(cfg, store, router.Options{Logger: o.Logger, Journal: jw})
+	if err != nil {
+		return fmt.Errorf("dev fleet: %w", err)
+	}
+	addr := net.JoinHostPort(o.Host, strconv.Itoa(o.Port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("dev fleet: listen on %s: %w (is another router running? pick a port with --port)", addr, err)
+	}
+	base := "http://" + ln.Addr().String()
+	printBanner(out, base, cfg, fleetPath)
+	if o.Ready != nil {
+		o.Ready(base)
+	}
+	return router.Serve(ctx, ln, r, time.Duration(cfg.Serving.GracefulTimeoutS*float64(time.Second)))
+}
+
+// Fleet is the dev fleet's configuration for engines at urls: the first
+// half prefill, the rest decode, retries on with a handoff bound below the
+// simulated engines' 30 s KV lease.
+func Fleet(model string, urls []string, dir string) (*fleet.Config, *profile.Store) {
+	cfg := fleet.Defaults()
+	cfg.Model = model
+	cfg.SLO = fleet.SLO{TTFT: 1.0, TPOT: 0.05}
+	store := &profile.Store{Schema: profile.Schema, SchemaVersion: profile.SchemaVersion}
+	half := max(1, len(urls)/2)
+	for i, u := range urls {
+		role, iid := fleet.Prefill, fmt.Sprintf("p%d", i)
+		if i >= half {
+			role, iid = fleet.Decode, fmt.Sprintf("d%d", i-half)
+		}
+		cfg.Engines = append(cfg.Engines, fleet.Engine{IID: iid, URL: u, Role: role})
+		store.Profiles = append(store.Profiles, simengine.DefaultProfile(iid))
+	}
+	if len(urls) == 1 {
+		cfg.Engines[0].Role = fleet.Decode
+	}
+	cfg.Serving.MaxAttempts = 2
+	cfg.Serving.HandoffTimeoutS = 20
+	cfg.Serving.GracefulTimeoutS = 5
+	cfg.Profiles.Path = filepath.Join(dir, "profiles.json")
+	cfg.Recovery.StatePath = filepath.Join(dir, "state.json")
+	cfg.Engine.ControlConnections = max(4, 2*len(urls))
+	return &cfg, store
+}
+
+func printBanner(out io.Writer, base string, cfg *fleet.Config, fleetPath string) {
+	fmt.Fprintf(out, `narwhal dev fleet: %d simulated engines, router on %s
+
+  OpenAI base URL   %s/v1   (model %q, any API key)
+  try               curl -sN %s/v1/chat/completions -H 'Content-Type: application/json' \
+                      -d '{"model":"%s","stream":true,"max_tokens":32,"messages":[{"role":"user","content":"Hello"}]}'
+  state             %s/narwhal/state
+  metrics           %s/metrics
+  fleet file        %s
+  journal           %s
+
+Ctrl-C stops everything.
+`, len(cfg.Engines), base, base, cfg.Model, base, cfg.Model, base, base, fleetPath, cfg.JournalPath())
+}
