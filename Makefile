@@ -10,7 +10,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X github.com/narwhal-go/narwhal/internal/version.Version=$(VERSION)
 FUZZTIME    ?= 60s
 
-.PHONY: all build run test lint fmt-check vet staticcheck gotest node-deps node-checks fuzz tools clean help
+.PHONY: all build run bench test lint fmt-check vet staticcheck gotest node-deps node-checks fuzz tools promtool clean help
 
 all: build
 
@@ -23,7 +23,7 @@ build: ## build every command into bin/
 run: ## local simulated fleet + router on 127.0.0.1:8000 (Ctrl-C stops it)
 	$(GO) run ./cmd/narwhal dev run
 
-test: lint node-deps gotest node-checks ## everything CI runs
+test: lint tools node-deps gotest node-checks ## everything CI runs
 
 lint: fmt-check vet staticcheck ## gofmt, go vet, staticcheck
 
@@ -37,7 +37,14 @@ vet:
 $(STATICCHECK):
 	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-tools: $(STATICCHECK)
+# promtool tests the alert rules; it comes from Debian's prometheus package.
+promtool:
+	@command -v promtool >/dev/null || { \
+		echo "installing promtool (Debian package prometheus)"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+
+tools: $(STATICCHECK) promtool
 
 staticcheck: $(STATICCHECK)
 	$(STATICCHECK) ./...
@@ -58,6 +65,11 @@ node-deps: $(NODE_DIR)/node_modules/.installed
 
 node-checks: node-deps ## checks that run under Node
 	@for s in scripts/*.mjs; do [ -e "$$s" ] || continue; echo "node $$s"; node "$$s"; done
+
+bench: ## benchmarks: placement, simengine, and the router against direct engine calls
+	$(GO) test -run '^$$' -bench . -benchtime 2000x ./internal/sched/
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/simengine/
+	$(GO) run ./bench/router-overhead
 
 fuzz: ## run the fuzz targets for FUZZTIME each
 	$(GO) test ./internal/fleet -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME)

@@ -49,33 +49,49 @@ type chatDelta struct {
 	ToolCalls        json.RawMessage `json:"tool_calls"`
 }
 
-// lineReader splits SSE lines on CRLF, CR or LF.
+// lineReader splits SSE lines on CRLF, CR or LF. Engines end lines with
+// LF, so that path reads whole slices; a bare CR splits the slice.
 type lineReader struct {
-	r   *bufio.Reader
-	buf []byte
+	r       *bufio.Reader
+	pending []byte // the rest of a slice after a bare CR
+	buf     []byte
 }
 
 func (l *lineReader) next() ([]byte, error) {
-	l.buf = l.buf[:0]
-	for {
-		b, err := l.r.ReadByte()
-		if err != nil {
-			if len(l.buf) > 0 && errors.Is(err, io.EOF) {
-				return nil, io.ErrUnexpectedEOF // a line cut off mid-way
+	if l.pending == nil {
+		line, err := l.r.ReadSlice('\n')
+		switch {
+		case err == bufio.ErrBufferFull:
+			// A line longer than the buffer: collect it.
+			l.buf = append(l.buf[:0], line...)
+			for err == bufio.ErrBufferFull {
+				line, err = l.r.ReadSlice('\n')
+				l.buf = append(l.buf, line...)
 			}
+			line = l.buf
+		case err != nil && len(line) > 0 && errors.Is(err, io.EOF):
+			return nil, io.ErrUnexpectedEOF // a line cut off mid-way
+		}
+		if err != nil && err != bufio.ErrBufferFull {
 			return nil, err
 		}
-		switch b {
-		case '\n':
-			return l.buf, nil
-		case '\r':
-			if nb, err := l.r.Peek(1); err == nil && nb[0] == '\n' {
-				_, _ = l.r.ReadByte()
-			}
-			return l.buf, nil
-		}
-		l.buf = append(l.buf, b)
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		// pending points into the reader's buffer, valid until the next
+		// ReadSlice, which only happens once pending is used up.
+		l.pending = line
 	}
+	// Split off the next line at a CR (CRLF became CR once LF was cut).
+	if i := bytes.IndexByte(l.pending, '\r'); i >= 0 {
+		line := l.pending[:i]
+		l.pending = l.pending[i+1:]
+		if len(l.pending) == 0 {
+			l.pending = nil
+		}
+		return line, nil
+	}
+	line := l.pending
+	l.pending = nil
+	return line, nil
 }
 
 // parseEvent reads one data payload. An error object inside a 200 stream is
