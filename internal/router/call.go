@@ -82,10 +82,11 @@ func (c *call) settle(o outcome) {
 	if !c.sized {
 		r.stats.unsizedOffered++
 	}
+	met := o.terminal == journal.TerminalCompleted && r.sloMet(row)
+	if met {
+		r.stats.sloMet++
+	}
 	if o.terminal == journal.TerminalCompleted {
-		if row.TTFT != nil && *row.TTFT <= r.cfg.SLO.TTFT && (row.TPOT == nil || *row.TPOT <= r.cfg.SLO.TPOT) {
-			r.stats.sloMet++
-		}
 		if c.attempts > 1 {
 			r.stats.servedAfterRetry++
 		}
@@ -101,12 +102,18 @@ func (c *call) settle(o outcome) {
 		r.core.Finished(now, c.rid)
 	}
 	r.mu.Unlock()
-	r.observe(o, row)
+	r.observe(o, row, met)
 	if r.journal != nil {
 		if err := r.journal.Request(row); err != nil {
 			r.log.Error("journal write failed; the request's terminal row is lost", "rid", c.rid, "err", err)
 		}
 	}
+}
+
+// sloMet: a completed request (its stream ended with [DONE], so the
+// output was delivered in full) within both latency targets.
+func (r *Router) sloMet(row *journal.RequestRow) bool {
+	return row.TTFT != nil && *row.TTFT <= r.cfg.SLO.TTFT && (row.TPOT == nil || *row.TPOT <= r.cfg.SLO.TPOT)
 }
 
 // row builds the terminal journal row.

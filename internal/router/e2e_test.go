@@ -354,3 +354,26 @@ func promptPricedAt(s float64) string {
 	}
 	return strings.Repeat("word ", k)
 }
+
+func TestMetricsFollowOutcomes(t *testing.T) {
+	h := newHarness(t, pd, nil)
+	h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "count me", "max_tokens": 3})
+	h.post(ctx(t), "/v1/completions", map[string]any{"model": "nope", "prompt": "x"})
+	resp, err := http.Get(h.srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := new(strings.Builder)
+	bufio.NewReader(resp.Body).WriteTo(b)
+	resp.Body.Close()
+	for _, want := range []string{
+		"narwhal_offered_total 2", "narwhal_served_total 1", "narwhal_invalid_requests_total 1",
+		"narwhal_prefill_attempts_total 1", "narwhal_decode_attempts_total 1",
+		`narwhal_ttft_seconds_count{slo="2"} 1`, `narwhal_tpot_seconds_count{slo="0.1"} 1`,
+		`narwhal_pool_instances{role="prefill"} 1`, `narwhal_failed_total{reason="engine_error"} 0`,
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}

@@ -10,7 +10,7 @@ import (
 )
 
 // observe mirrors a settled call into the metrics.
-func (r *Router) observe(o outcome, row *journal.RequestRow) {
+func (r *Router) observe(o outcome, row *journal.RequestRow, sloMet bool) {
 	m := r.metrics
 	m.Offered.Inc()
 	if !row.InputSized {
@@ -19,7 +19,7 @@ func (r *Router) observe(o outcome, row *journal.RequestRow) {
 	switch o.terminal {
 	case journal.TerminalCompleted:
 		m.Served.Inc()
-		if row.TTFT != nil && *row.TTFT <= r.cfg.SLO.TTFT && (row.TPOT == nil || *row.TPOT <= r.cfg.SLO.TPOT) {
+		if sloMet {
 			m.SLOMet.Inc()
 		}
 		if row.Attempts > 1 {
@@ -44,11 +44,6 @@ func (r *Router) observe(o outcome, row *journal.RequestRow) {
 	if row.TPOT != nil {
 		m.ObserveTPOT(*row.TPOT)
 	}
-	if row.Attempts > 0 {
-		m.PrefillAttempts.Add(float64(row.Attempts))
-		m.RetryAttempts.Add(float64(row.Attempts - 1))
-	}
-	m.DecodeAttempts.Add(float64(row.DecodeTries))
 	m.DecodeTokensObserved.Add(float64(row.DecodeTokensObserved))
 	for _, f := range row.AttemptFailures {
 		m.AttemptFailed(f.Phase, f.Reason)
@@ -60,7 +55,6 @@ func (r *Router) observe(o outcome, row *journal.RequestRow) {
 	}
 	r.mu.Lock()
 	m.RetryCredits.Set(r.stats.credits)
-	m.RetryDenied.Add(0)
 	r.mu.Unlock()
 }
 

@@ -88,9 +88,12 @@ func (c *call) placePrefill(n int, exclude map[string]bool) (string, bool) {
 	if ref == nil {
 		r.core.Dispatched(now, pl.IID, c.rid, sched.Prefill)
 		r.stats.prefillAttempts++
+		r.metrics.PrefillAttempts.Inc()
 		if c.reserved {
 			r.stats.retries++
 			r.stats.creditsSpent++
+			r.metrics.RetryAttempts.Inc()
+			r.metrics.RetryCreditsSpent.Inc()
 			c.reserved = false
 		}
 	}
@@ -134,6 +137,7 @@ func (c *call) placeDecode(exclude map[string]bool) (string, bool) {
 	if ref == nil {
 		r.core.Dispatched(r.now(), pl.IID, c.rid, sched.Decode)
 		r.stats.decodeAttempts++
+		r.metrics.DecodeAttempts.Inc()
 	}
 	r.mu.Unlock()
 	if ref != nil {
@@ -301,9 +305,11 @@ func (c *call) retryDecision(n int, e *vllm.Error) (float64, string) {
 	}
 	if r.stats.credits < 1 {
 		r.stats.retryDenied++
+		r.metrics.RetryDenied.Inc()
 		return 0, "shared_budget"
 	}
 	r.stats.credits-- // reserved now, spent when the retry's prefill dispatches
+	r.metrics.RetryCredits.Set(r.stats.credits)
 	c.reserved = true
 	return delay, "allowed"
 }
