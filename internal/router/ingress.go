@@ -199,7 +199,7 @@ func (c *call) size(ctx context.Context) bool {
 	}
 	c.inputLen, c.sized = n, true
 	r.mu.Lock()
-	c.sreq = r.core.Track(sched.Request{RID: c.rid, InputLen: n, WantedLen: c.wanted})
+	c.sreq = r.core.Track(c.arrived, sched.Request{RID: c.rid, InputLen: n, WantedLen: c.wanted})
 	r.mu.Unlock()
 	return true
 }

@@ -3,10 +3,12 @@ package sched
 // Monitor events. The router (or the simulator) reports what happened on
 // the wire; the core keeps resident work and the per-interval windows.
 
-// Track registers a sized request so that later events can find it.
-func (c *Core) Track(r Request) *Request {
+// Track registers a sized request that arrived at arrived, so that later
+// events can find it; the controller's demand model counts it.
+func (c *Core) Track(arrived float64, r Request) *Request {
 	req := r
 	c.requests[r.RID] = &req
+	c.ctl.arrival(arrived, &req)
 	return &req
 }
 

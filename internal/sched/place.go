@@ -70,6 +70,10 @@ const (
 // aggregate fallback every live unpinned engine outside exclude.
 func (c *Core) candidates(role fleet.Role, exclude map[string]bool) (out []*Instance, fallback bool) {
 	for _, i := range c.instances {
+		if c.opt.Aggregated && i.Live && !exclude[i.IID] {
+			out = append(out, i)
+			continue
+		}
 		if i.Live && i.Role == role && !exclude[i.IID] {
 			out = append(out, i)
 		}
@@ -157,6 +161,9 @@ func (c *Core) admitTTFT(p Placement, elapsed float64) *Refusal {
 // whenever any other candidate exists; decode runs on it only when it is
 // the only engine left.
 func (c *Core) PlaceDecode(r *Request, exclude map[string]bool) (Placement, *Refusal) {
+	if p := c.byIID[r.producer]; c.opt.Aggregated && p != nil && p.Live && !exclude[p.IID] {
+		return Placement{IID: p.IID, Cost: c.DecodeCost(r, p), MeetsSLO: true}, nil
+	}
 	cands, fallback := c.candidates(fleet.Decode, exclude)
 	if len(cands) > 1 && r.producer != "" {
 		others := make([]*Instance, 0, len(cands))

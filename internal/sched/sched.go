@@ -46,6 +46,15 @@ type Options struct {
 	CorrectionMin     float64
 	CorrectionMax     float64
 	CorrectionSamples int
+
+	// Policy chooses who changes roles; PolicyStatic keeps them.
+	Policy Policy
+	// Aggregated makes every engine serve both legs of a request: prefill
+	// candidates are all live engines and decode stays on the producer (the
+	// simulator's "aggregated" arm).
+	Aggregated bool
+
+	Controller fleet.Controller
 }
 
 // OptionsFrom reads Options from a validated fleet.
@@ -60,6 +69,8 @@ func OptionsFrom(c *fleet.Config) Options {
 		CorrectionMin:     r.DecodeCorrectionMin,
 		CorrectionMax:     r.DecodeCorrectionMax,
 		CorrectionSamples: r.DecodeCorrectionMinSamples,
+		Policy:            PolicyReactive,
+		Controller:        c.Controller,
 	}
 }
 
@@ -113,11 +124,19 @@ type Core struct {
 	requests  map[string]*Request
 
 	unserved int
+	ctl      *controller
 }
 
-// New builds a core for the fleet's engines with one profile row each.
+// New builds a core for the fleet's engines with one profile row each,
+// with the options the fleet implies (the reactive controller).
 func New(c *fleet.Config, profiles *profile.Store) (*Core, error) {
-	core := &Core{opt: OptionsFrom(c), byIID: map[string]*Instance{}, requests: map[string]*Request{}}
+	return NewWithOptions(c, profiles, OptionsFrom(c))
+}
+
+// NewWithOptions is New with explicit options: the simulator's arms choose
+// the policy and aggregation.
+func NewWithOptions(c *fleet.Config, profiles *profile.Store, opt Options) (*Core, error) {
+	core := &Core{opt: opt, byIID: map[string]*Instance{}, requests: map[string]*Request{}}
 	for _, e := range c.Engines {
 		row, ok := profiles.Get(e.IID)
 		if !ok {
@@ -129,6 +148,7 @@ func New(c *fleet.Config, profiles *profile.Store) (*Core, error) {
 		core.byIID[e.IID] = inst
 	}
 	sort.Slice(core.instances, func(i, j int) bool { return core.instances[i].IID < core.instances[j].IID })
+	core.ctl = newController(core)
 	return core, nil
 }
 

@@ -68,12 +68,12 @@ func TestPrefillPlacement(t *testing.T) {
 	}{
 		{name: "lowest iid on a tie", engines: []string{"p1:prefill", "p0:prefill", "d0:decode"}, want: "p0"},
 		{name: "shorter queue wins", engines: []string{"p0:prefill", "p1:prefill", "d0:decode"},
-			setup: func(c *Core) { c.Track(req("x", 4000, 8)); c.Dispatched(0, "p0", "x", Prefill) }, want: "p1"},
+			setup: func(c *Core) { c.Track(0, req("x", 4000, 8)); c.Dispatched(0, "p0", "x", Prefill) }, want: "p1"},
 		{name: "less decode KV wins before queue length", engines: []string{"p0:prefill", "p1:prefill", "d0:decode"},
 			setup: func(c *Core) {
-				c.Track(req("q", 100, 8))
+				c.Track(0, req("q", 100, 8))
 				c.Dispatched(0, "p1", "q", Prefill)
-				c.Track(req("d", 100, 8))
+				c.Track(0, req("d", 100, 8))
 				c.Dispatched(0, "p0", "d", Decode)
 			}, want: "p1"},
 		{name: "exclusions", engines: []string{"p0:prefill", "p1:prefill"}, exclude: []string{"p0"}, want: "p1"},
@@ -88,7 +88,7 @@ func TestPrefillPlacement(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(c)
 			}
-			r := c.Track(req("r", 1000, 16))
+			r := c.Track(0, req("r", 1000, 16))
 			ex := map[string]bool{}
 			for _, e := range tc.exclude {
 				ex[e] = true
@@ -112,9 +112,9 @@ func TestPrefillPlacement(t *testing.T) {
 
 func TestPrefillCostPair(t *testing.T) {
 	c := newCore(t, "p0:prefill", "d0:decode")
-	c.Track(req("a", 2000, 8))
+	c.Track(0, req("a", 2000, 8))
 	c.Dispatched(0, "p0", "a", Prefill)
-	c.Track(req("b", 500, 8))
+	c.Track(0, req("b", 500, 8))
 	c.Dispatched(0, "p0", "b", Decode)
 	c.OutputTokens(1, "p0", "b", 3)
 	r := req("r", 1000, 8)
@@ -131,7 +131,7 @@ func TestPrefillCostPair(t *testing.T) {
 
 func TestDecodeCostPair(t *testing.T) {
 	c := newCore(t, "p0:prefill", "d0:decode")
-	r := c.Track(req("r", 1000, 8))
+	r := c.Track(0, req("r", 1000, 8))
 	got := c.DecodeCost(r, c.Instance("d0"))
 	// MT(0.05, 1) = (0.05 - 0.01) / 1e-6 = 40000, capped at 100000 → 40000.
 	if got.Primary != 0 || math.Abs(got.Secondary-(1000-40000)) > 1e-6 {
@@ -151,7 +151,7 @@ func TestDecodeAvoidsProducer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCore(t, tc.engines...)
-			r := c.Track(req("r", 100, 8))
+			r := c.Track(0, req("r", 100, 8))
 			producer := "p0"
 			if c.Instance("p0") == nil {
 				producer = "d0"
@@ -169,17 +169,17 @@ func TestDecodeAvoidsProducer(t *testing.T) {
 func TestTTFTAdmission(t *testing.T) {
 	c := newCore(t, "p0:prefill", "d0:decode")
 	// A 100k-token prompt alone takes 1.01 s > 1 s budget.
-	long := c.Track(req("long", 100000, 8))
+	long := c.Track(0, req("long", 100000, 8))
 	if _, ref := c.PlacePrefill(long, nil, 0, true); ref == nil || ref.Cause != CausePrompt || ref.RetryAfter != 0 {
 		t.Errorf("long prompt: refusal %+v, want cause prompt without Retry-After", ref)
 	}
 	// Fill the queue with 2.5 s of work: a small request is refused for the queue.
 	for k := 0; k < 5; k++ {
 		id := fmt.Sprintf("q%d", k)
-		c.Track(req(id, 49000, 8))
+		c.Track(0, req(id, 49000, 8))
 		c.Dispatched(0, "p0", id, Prefill)
 	}
-	small := c.Track(req("small", 100, 8))
+	small := c.Track(0, req("small", 100, 8))
 	_, ref := c.PlacePrefill(small, nil, 0.2, true)
 	if ref == nil || ref.Cause != CauseQueue || ref.RetryAfter != 2 {
 		t.Errorf("deep queue: refusal %+v, want cause queue, Retry-After 2", ref)
@@ -194,9 +194,9 @@ func TestTTFTAdmission(t *testing.T) {
 func TestAggregateUnpriced(t *testing.T) {
 	c := newCore(t, "p0:prefill", "d0:decode")
 	c.SetLive("p0", false)
-	c.Track(req("busy", 100, 8))
+	c.Track(0, req("busy", 100, 8))
 	c.Dispatched(0, "d0", "busy", Decode)
-	r := c.Track(req("r", 100, 8))
+	r := c.Track(0, req("r", 100, 8))
 	_, ref := c.PlacePrefill(r, nil, 0, true)
 	if ref == nil || ref.Cause != CauseAggregateUnpriced || ref.RetryAfter != 1 {
 		t.Errorf("refusal %+v, want aggregate_unpriced with Retry-After 1", ref)
@@ -206,14 +206,14 @@ func TestAggregateUnpriced(t *testing.T) {
 func TestDecodeAdmission(t *testing.T) {
 	c := newCore(t, "p0:prefill", "d0:decode")
 	// Fill d0 close to its 100k-token bound.
-	c.Track(req("big", 90000, 8))
+	c.Track(0, req("big", 90000, 8))
 	c.Dispatched(0, "d0", "big", Decode)
 	if ref := c.AdmitDecode(&Request{RID: "r", InputLen: 20000, WantedLen: 100}); ref == nil || ref.Cause != CauseKVCapacity {
 		t.Errorf("kv: refusal %+v, want kv_capacity", ref)
 	}
 	c.Finished(1, "big")
 	// 45k resident tokens push the interval to 0.055 s > 0.05 s target.
-	c.Track(req("mid", 45000, 8))
+	c.Track(0, req("mid", 45000, 8))
 	c.Dispatched(1, "d0", "mid", Decode)
 	if ref := c.AdmitDecode(&Request{RID: "r", InputLen: 1000}); ref == nil || ref.Cause != CauseTPOT {
 		t.Errorf("tpot: refusal %+v, want tpot", ref)
@@ -225,7 +225,7 @@ func TestDecodeAdmission(t *testing.T) {
 
 func TestEventsKeepRunningSums(t *testing.T) {
 	c := newCore(t, "p0:prefill", "d0:decode")
-	c.Track(req("a", 100, 8))
+	c.Track(0, req("a", 100, 8))
 	c.Dispatched(0, "p0", "a", Prefill)
 	c.PrefillDone(0.1, "p0", "a")
 	c.Dispatched(0.1, "d0", "a", Decode)
@@ -248,7 +248,7 @@ func TestEventsKeepRunningSums(t *testing.T) {
 
 func TestDecodeLoadAndCorrection(t *testing.T) {
 	c := newCore(t, "p0:prefill", "d0:decode")
-	c.Track(req("a", 100, 100))
+	c.Track(0, req("a", 100, 100))
 	c.Dispatched(0, "d0", "a", Decode)
 	// Tokens every 0.04 s: floor 0.01 s, target 0.05 s → load 0.75.
 	now := 0.0
@@ -279,7 +279,7 @@ func TestDecodeLoadAndCorrection(t *testing.T) {
 func TestPrefillLoadIntegratesBetweenArrivals(t *testing.T) {
 	c := newCore(t, "p0:prefill", "d0:decode")
 	c.Roll(0)
-	c.Track(req("a", 49000, 8)) // 0.5 s of prefill
+	c.Track(0, req("a", 49000, 8)) // 0.5 s of prefill
 	c.Dispatched(0, "p0", "a", Prefill)
 	c.PrefillDone(0.5, "p0", "a")
 	// Resident price is 0 now, but half of the interval held 0.5 s of work.
@@ -302,7 +302,7 @@ func BenchmarkPlace64Engines1000Resident(b *testing.B) {
 	c := newCore(b, specs...)
 	for k := 0; k < 1000; k++ {
 		id := fmt.Sprintf("r%d", k)
-		c.Track(req(id, 500+k, 100))
+		c.Track(0, req(id, 500+k, 100))
 		iid := fmt.Sprintf("e%02d", k%64)
 		phase := Decode
 		if k%64%4 == 0 {
@@ -310,7 +310,7 @@ func BenchmarkPlace64Engines1000Resident(b *testing.B) {
 		}
 		c.Dispatched(0, iid, id, phase)
 	}
-	r := c.Track(req("new", 1000, 100))
+	r := c.Track(0, req("new", 1000, 100))
 	b.ResetTimer()
 	for n := 0; n < b.N; n++ {
 		if _, ref := c.PlacePrefill(r, nil, 0, true); ref != nil {
@@ -319,5 +319,22 @@ func BenchmarkPlace64Engines1000Resident(b *testing.B) {
 		if _, ref := c.PlaceDecode(r, nil); ref != nil {
 			b.Fatal(ref)
 		}
+	}
+}
+
+func TestAggregatedPlacement(t *testing.T) {
+	c := newCore(t, "p0:prefill", "d0:decode", "d1:decode")
+	c.opt.Aggregated = true
+	c.Track(0, req("busy", 30000, 8))
+	c.Dispatched(0, "p0", "busy", Prefill)
+	r := c.Track(0, req("r", 100, 8))
+	p, ref := c.PlacePrefill(r, nil, 0, true)
+	if ref != nil || p.IID != "d0" {
+		t.Fatalf("prefill on %s (%v), want d0: every engine takes both legs", p.IID, ref)
+	}
+	c.Dispatched(0, p.IID, "r", Prefill)
+	c.PrefillDone(0.1, p.IID, "r")
+	if d, _ := c.PlaceDecode(r, nil); d.IID != "d0" {
+		t.Errorf("decode on %s, want the producer d0", d.IID)
 	}
 }
