@@ -8,6 +8,7 @@ package sched
 func (c *Core) Track(arrived float64, r Request) *Request {
 	req := r
 	c.requests[r.RID] = &req
+	c.now = max(c.now, arrived)
 	c.ctl.arrival(arrived, &req)
 	return &req
 }
@@ -15,6 +16,7 @@ func (c *Core) Track(arrived float64, r Request) *Request {
 // Dispatched records a leg sent to engine iid.
 func (c *Core) Dispatched(now float64, iid, rid string, phase Phase) {
 	i, r := c.byIID[iid], c.requests[rid]
+	c.now = max(c.now, now)
 	if i == nil || r == nil {
 		return
 	}
@@ -62,6 +64,7 @@ func (c *Core) OutputTokens(now float64, iid, rid string, n int) {
 func (c *Core) Finished(now float64, rid string) {
 	if r := c.requests[rid]; r != nil {
 		c.unplace(r, now)
+		c.ctl.finished(r)
 		delete(c.requests, rid)
 	}
 }

@@ -125,6 +125,10 @@ func (c *Core) PlacePrefill(r *Request, exclude map[string]bool, elapsed float64
 	best, k, met := cheapest(cands, cost, func(k Cost) bool { return k.Secondary <= c.opt.TTFT })
 	if !met {
 		c.unserved++
+		if j := c.arrowInline(Prefill, exclude); j != nil {
+			best, k = j, cost(j)
+			met = k.Secondary <= c.opt.TTFT
+		}
 	}
 	p := Placement{IID: best.IID, Cost: k, MeetsSLO: met, Fallback: fallback, OwnPrefill: best.prof.PrefillTime(r.InputLen)}
 	if check && c.opt.Predictive {
@@ -184,6 +188,10 @@ func (c *Core) PlaceDecode(r *Request, exclude map[string]bool) (Placement, *Ref
 		func(k Cost) bool { return k.Secondary <= 0 })
 	if !met {
 		c.unserved++
+		if j := c.arrowInline(Decode, exclude); j != nil {
+			best, k = j, c.DecodeCost(r, j)
+			met = k.Secondary <= 0
+		}
 	}
 	return Placement{IID: best.IID, Cost: k, MeetsSLO: met, Fallback: fallback}, nil
 }

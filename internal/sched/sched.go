@@ -125,6 +125,7 @@ type Core struct {
 
 	unserved int
 	ctl      *controller
+	now      float64 // the latest time any call reported
 }
 
 // New builds a core for the fleet's engines with one profile row each,
