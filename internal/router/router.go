@@ -218,12 +218,7 @@ func (r *Router) monitor() {
 		case <-r.stop:
 			return
 		case <-t.C():
-			r.mu.Lock()
-			now := r.now()
-			r.core.Roll(now)
-			snap := r.core.Snapshot(now)
-			r.mu.Unlock()
-			r.publish(snap)
+			r.monitorPass()
 		}
 	}
 }

@@ -78,6 +78,7 @@ func (r *Router) state() map[string]any {
 	}
 	c := r.cfg
 	t := c.Controller.Thresholds
+	ctl := r.core.Control()
 	return map[string]any{
 		"schema": "narwhal.state", "schema_version": 1,
 		"journal_run": journalRun, "controller": "reactive", "token_accounting": "token_ids",
@@ -110,7 +111,11 @@ func (r *Router) state() map[string]any {
 		"pinned":      nonNil(pinned),
 		"min_prefill": c.Controller.MinPrefill, "min_decode": c.Controller.MinDecode,
 		"ejected": nonNil(ejected), "draining": []string{}, "probation": []string{}, "quarantined": []string{},
-		"flips": []any{}, "flips_refused": []any{},
+		"control": map[string]any{"advisory": ctl.Advisory, "last_decision": ctl.LastDecision,
+			"decisions": ctl.Decisions, "flips": ctl.Flips, "flip_reversals": ctl.FlipReversals,
+			"flips_refused": ctl.FlipsRefused},
+		"panic_bypasses": ctl.PanicBypasses,
+		"flips":          ctl.History, "flips_refused": ctl.FlipsRefused,
 	}
 }
 

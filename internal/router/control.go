@@ -1,0 +1,65 @@
+package router
+
+import (
+	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/sched"
+)
+
+// monitorPass is one monitor interval: the scheduling core closes its
+// windows and runs role control; every decision is journalled and counted,
+// and the pool gauges are refreshed.
+func (r *Router) monitorPass() {
+	r.mu.Lock()
+	now := r.now()
+	before := r.core.Control()
+	decisions := r.core.Tick(now)
+	after := r.core.Control()
+	snap := r.core.Snapshot(now)
+	r.mu.Unlock()
+	for _, d := range decisions {
+		r.recordDecision(d)
+	}
+	r.metrics.FlipReversals.Add(float64(after.FlipReversals - before.FlipReversals))
+	r.metrics.FlipsRefused.Add(float64(refusedSince(before, after)))
+	r.publish(snap)
+}
+
+// refusedSince counts refusals added between two control snapshots (the
+// history keeps the last 20; newer ones have later times).
+func refusedSince(before, after sched.ControlState) int {
+	last := -1.0
+	if n := len(before.FlipsRefused); n > 0 {
+		last = before.FlipsRefused[n-1].At
+	}
+	k := 0
+	for _, f := range after.FlipsRefused {
+		if f.At > last {
+			k++
+		}
+	}
+	return k
+}
+
+func (r *Router) recordDecision(d sched.Decision) {
+	r.metrics.Decision(d.By, d.Result)
+	if d.Flip != nil {
+		r.metrics.Flip(d.By, string(d.Flip.To))
+		r.log.Info("role change", "iid", d.Flip.IID, "to", d.Flip.To, "by", d.By, "reason", d.Reason)
+	}
+	if r.journal == nil {
+		return
+	}
+	details := map[string]any{}
+	for k, v := range d.Details {
+		details[k] = v
+	}
+	if d.Flip != nil {
+		details["iid"] = d.Flip.IID
+		details["to"] = d.Flip.To
+	}
+	ev := journal.ControllerDecision(d.At, journal.Decision{Prefill: d.Prefill, Decode: d.Decode, By: d.By,
+		Reason: d.Reason, Result: d.Result, Applied: d.Applied, Details: details})
+	if err := r.journal.Event(ev); err != nil {
+		r.log.Error("journal write failed; a controller decision is lost", "err", err)
+	}
+}
