@@ -1,0 +1,180 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/narwhal-go/narwhal/internal/enginemodel"
+	"github.com/narwhal-go/narwhal/internal/sched"
+)
+
+// arrive sizes, admits and places a request's prefill leg, as the router
+// does: placement with the TTFT admission check, then the decode check.
+func (rn *runner) arrive(r *request, a Arrival, idx int) {
+	*r = request{a: a, rid: fmt.Sprintf("r%07d", idx), arrived: rn.now}
+	r.prefillID, r.decodeI = r.rid+"/p", r.rid+"/d"
+	rn.open++
+	now := rn.nowS()
+	r.sr = rn.core.Track(now, sched.Request{RID: r.rid, InputLen: a.InputLen, WantedLen: a.OutputLen})
+	pl, ref := rn.core.PlacePrefill(r.sr, nil, 0, true)
+	if ref == nil {
+		ref = rn.core.AdmitDecode(r.sr)
+	}
+	rn.observe() // the Arrow policy flips inline during placement
+	if ref != nil {
+		rn.refused(r, ref)
+		return
+	}
+	rn.core.Dispatched(now, pl.IID, r.rid, sched.Prefill)
+	e := rn.byIID[pl.IID]
+	r.prod = e
+	if rn.arm.Aggregated {
+		rn.add(e, enginemodel.Request{ID: r.rid, PromptTokens: a.InputLen, MaxTokens: a.OutputLen}, leg{r, legBoth})
+		return
+	}
+	// The producer leg: the prompt and one token, KV held until pulled.
+	rn.add(e, enginemodel.Request{ID: r.prefillID, PromptTokens: a.InputLen, MaxTokens: 1, Hold: true}, leg{r, legPrefill})
+}
+
+func (rn *runner) refused(r *request, ref *sched.Refusal) {
+	if ref.Status == 429 {
+		rn.end(r, &rn.res.Refused)
+		return
+	}
+	rn.end(r, &rn.res.Failed)
+}
+
+// add queues a leg on e's model; a request no engine could ever hold fails.
+func (rn *runner) add(e *engine, q enginemodel.Request, l leg) {
+	if err := e.m.Add(q); err != nil {
+		rn.end(l.r, &rn.res.Failed)
+		return
+	}
+	e.legs[q.ID] = l
+	rn.kick(e)
+}
+
+// stepDone applies e's completed step and starts the next.
+func (rn *runner) stepDone(e *engine, st enginemodel.Step) error {
+	e.busy = false
+	for _, ev := range e.m.Complete(st) {
+		l, ok := e.legs[ev.ID]
+		if !ok || l.r.done {
+			continue
+		}
+		if err := rn.legEvent(e, l, ev); err != nil {
+			return err
+		}
+	}
+	rn.kick(e)
+	return nil
+}
+
+func (rn *runner) legEvent(e *engine, l leg, ev enginemodel.Event) error {
+	r := l.r
+	switch {
+	case ev.Kind == enginemodel.Finished && l.kind == legPrefill:
+		delete(e.legs, ev.ID) // the blocks stay held for the consumer
+		rn.handoff(r, e)
+	case ev.Kind == enginemodel.Token && l.kind == legBoth && ev.Index == 0:
+		return rn.prefillHere(r, e)
+	case ev.Kind == enginemodel.Token && l.kind != legPrefill:
+		rn.token(r, e)
+	case ev.Kind == enginemodel.Finished:
+		delete(e.legs, ev.ID)
+		rn.finish(r)
+	}
+	return nil
+}
+
+// handoff is the producer's completion: TTFT ends here; the decode leg is
+// placed and its KV sent (no transfer when decode stays on the producer).
+func (rn *runner) handoff(r *request, p *engine) {
+	now := rn.nowS()
+	r.prefillDone, r.prefilled = rn.now, true
+	rn.core.PrefillDone(now, p.iid, r.rid)
+	pl, ref := rn.core.PlaceDecode(r.sr, nil)
+	rn.observe()
+	if ref != nil {
+		p.m.Release(r.prefillID)
+		rn.refused(r, ref)
+		return
+	}
+	rn.core.Dispatched(now, pl.IID, r.rid, sched.Decode)
+	d := rn.byIID[pl.IID]
+	r.cons = d
+	var delay int64
+	if d != p {
+		delay = nanos(rn.f.Link.TransferS(r.a.InputLen))
+	}
+	rn.q.push(event{at: rn.now + delay, kind: evKV, req: r})
+}
+
+// kvArrived frees the producer's held blocks and queues the decode leg.
+func (rn *runner) kvArrived(r *request) {
+	if r.done {
+		return
+	}
+	r.prod.m.Release(r.prefillID)
+	rn.kick(r.prod)
+	rn.add(r.cons, enginemodel.Request{ID: r.decodeI, PromptTokens: r.a.InputLen, MaxTokens: r.a.OutputLen,
+		CachedTokens: r.a.InputLen}, leg{r, legDecode})
+}
+
+// prefillHere is an aggregated request's first token: its prefill is done
+// and its decode leg stays on the same engine request.
+func (rn *runner) prefillHere(r *request, e *engine) error {
+	now := rn.nowS()
+	r.prefillDone, r.prefilled = rn.now, true
+	rn.core.PrefillDone(now, e.iid, r.rid)
+	pl, ref := rn.core.PlaceDecode(r.sr, nil)
+	if ref == nil && pl.IID != e.iid {
+		return fmt.Errorf("sim: sched placed aggregated request %s's decode on %s, away from its producer %s", r.rid, pl.IID, e.iid)
+	}
+	rn.core.Dispatched(now, e.iid, r.rid, sched.Decode)
+	r.cons = e
+	rn.token(r, e)
+	return nil
+}
+
+func (rn *runner) token(r *request, e *engine) {
+	r.tokens++
+	r.last = rn.now
+	rn.core.OutputTokens(rn.nowS(), e.iid, r.rid, 1)
+}
+
+// finish scores a completed request: TTFT is arrival to prefill done,
+// TPOT (last token − prefill done)/(tokens − 1) (operations.md §8.1).
+func (rn *runner) finish(r *request) {
+	ttft := secs(r.prefillDone - r.arrived)
+	rn.res.ttfts = append(rn.res.ttfts, ttft)
+	okTPOT := true
+	if r.tokens >= 2 {
+		tpot := secs(r.last-r.prefillDone) / float64(r.tokens-1)
+		rn.res.tpots = append(rn.res.tpots, tpot)
+		okTPOT = tpot <= rn.slo.TPOT
+	}
+	okTTFT := ttft <= rn.slo.TTFT
+	if !okTTFT {
+		rn.res.TTFTMiss++
+	}
+	if !okTPOT {
+		rn.res.TPOTMiss++
+	}
+	if okTTFT && okTPOT && r.tokens >= r.a.OutputLen {
+		rn.end(r, &rn.res.Met)
+		return
+	}
+	rn.end(r, &rn.res.Late)
+}
+
+// end makes r terminal once, counting it in *bucket, and lets the core
+// forget it.
+func (rn *runner) end(r *request, bucket *int) {
+	if r.done {
+		return
+	}
+	r.done = true
+	rn.open--
+	*bucket++
+	rn.core.Finished(rn.nowS(), r.rid)
+}

@@ -1,0 +1,234 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/narwhal-go/narwhal/internal/enginemodel"
+	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/sched"
+)
+
+// engine is one simulated engine: its service model, its label as last
+// seen in the core, and the legs it is running.
+type engine struct {
+	iid     string
+	inst    *sched.Instance
+	role    fleet.Role
+	pin     bool
+	flipped int
+	m       *enginemodel.Model
+	busy    bool // a step is in flight
+	legs    map[string]leg
+}
+
+type legKind uint8
+
+const (
+	legPrefill legKind = iota + 1 // producer: prompt + 1 token, KV held for the consumer
+	legDecode                     // consumer: KV pulled, every output token
+	legBoth                       // aggregated: one engine request does both
+)
+
+type leg struct {
+	r    *request
+	kind legKind
+}
+
+// request is one arrival's life in the simulation.
+type request struct {
+	a                  Arrival
+	rid                string
+	sr                 *sched.Request
+	arrived            int64
+	prefillDone, last  int64
+	tokens             int
+	prod, cons         *engine
+	done, prefilled    bool
+	prefillID, decodeI string
+}
+
+// runner is one simulation. Virtual time is integer nanoseconds so that
+// sums of step durations never drift; the core sees float seconds.
+type runner struct {
+	f       Fleet
+	arm     Arm
+	slo     fleet.SLO
+	core    *sched.Core
+	engines []*engine
+	byIID   map[string]*engine
+	q       queue
+	now     int64
+	tr      Trace
+	reqs    []request
+	next    int // next arrival index
+	open    int // requests not yet terminal
+	tickNS  int64
+	endNS   int64 // offer window end
+	capNS   int64 // drain bound
+	res     *Result
+	pools   [2]int // prefill, decode as last observed
+}
+
+// Run simulates arm on tr and scores every request.
+func Run(f Fleet, arm Arm, tr Trace) (*Result, error) {
+	rn, err := newRunner(f, arm, tr)
+	if err != nil {
+		return nil, err
+	}
+	if err := rn.loop(); err != nil {
+		return nil, err
+	}
+	return rn.res, nil
+}
+
+func newRunner(f Fleet, arm Arm, tr Trace) (*runner, error) {
+	if arm.Prefill < 0 || arm.Prefill > f.Engines {
+		return nil, fmt.Errorf("sim: arm %s starts with %d prefill engines of %d", arm.Name, arm.Prefill, f.Engines)
+	}
+	cfg, store, err := f.document(arm.Prefill)
+	if err != nil {
+		return nil, err
+	}
+	opt, err := arm.options(sched.OptionsFrom(cfg))
+	if err != nil {
+		return nil, err
+	}
+	core, err := sched.NewWithOptions(cfg, store, opt)
+	if err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	rn := &runner{f: f, arm: arm, slo: cfg.SLO, core: core, byIID: map[string]*engine{}, tr: tr,
+		reqs: make([]request, len(tr.Arrivals)), res: &Result{Arm: arm.Name, Offered: len(tr.Arrivals), ByResult: map[string]int{}},
+		tickNS: nanos(cfg.Controller.MonitorIntervalS), endNS: nanos(tr.DurationS)}
+	rn.capNS = rn.endNS + nanos(f.DrainS)
+	for _, e := range cfg.Engines {
+		row, _ := store.Get(e.IID)
+		m, err := enginemodel.New(enginemodel.Config{Timing: row, KVCapacityTokens: f.Shape.KVCapacityTokens,
+			BlockSize: f.Shape.BlockSize, MaxNumSeqs: f.Shape.MaxNumSeqs, MaxBatchedTokens: f.Shape.MaxBatchedTokens})
+		if err != nil {
+			return nil, fmt.Errorf("sim: engine %s: %w", e.IID, err)
+		}
+		eng := &engine{iid: e.IID, inst: core.Instance(e.IID), role: e.Role, pin: e.Pin, m: m, legs: map[string]leg{}}
+		rn.engines = append(rn.engines, eng)
+		rn.byIID[e.IID] = eng
+	}
+	rn.res.MinPrefill, rn.res.MinDecode = f.Engines, f.Engines
+	rn.observe()
+	return rn, nil
+}
+
+func nanos(s float64) int64 { return int64(math.Round(s * 1e9)) }
+
+func secs(ns int64) float64 { return float64(ns) / 1e9 }
+
+// nowS is the virtual time in seconds, as the core takes it.
+func (rn *runner) nowS() float64 { return secs(rn.now) }
+
+// loop runs events until none are left or the drain bound passes.
+func (rn *runner) loop() error {
+	if len(rn.tr.Arrivals) > 0 {
+		rn.q.push(event{at: nanos(rn.tr.Arrivals[0].At), kind: evArrival})
+	}
+	if rn.tickNS > 0 {
+		rn.q.push(event{at: rn.tickNS, kind: evTick})
+	}
+	for rn.q.len() > 0 {
+		ev, _ := rn.q.pop()
+		if ev.at > rn.capNS {
+			break
+		}
+		rn.now = ev.at
+		if err := rn.handle(ev); err != nil {
+			return err
+		}
+	}
+	for i := range rn.reqs[:rn.next] {
+		if r := &rn.reqs[i]; !r.done {
+			rn.end(r, &rn.res.Unfinished)
+		}
+	}
+	rn.res.SimulatedS = rn.nowS()
+	for _, e := range rn.engines {
+		rn.res.Preemptions += e.m.Stats().Preemptions
+	}
+	rn.res.finishStats(rn.tr.DurationS)
+	return nil
+}
+
+func (rn *runner) handle(ev event) error {
+	switch ev.kind {
+	case evArrival:
+		if ev.idx+1 < len(rn.tr.Arrivals) {
+			rn.q.push(event{at: nanos(rn.tr.Arrivals[ev.idx+1].At), kind: evArrival, idx: ev.idx + 1})
+		}
+		rn.next = ev.idx + 1
+		rn.arrive(&rn.reqs[ev.idx], rn.tr.Arrivals[ev.idx], ev.idx)
+	case evStep:
+		return rn.stepDone(ev.eng, ev.step)
+	case evKV:
+		rn.kvArrived(ev.req)
+	case evTick:
+		rn.tick()
+	}
+	return nil
+}
+
+// tick is one monitor pass; the next is scheduled while there is traffic
+// to come, work open, or offer window left.
+func (rn *runner) tick() {
+	for _, d := range rn.core.Tick(rn.nowS()) {
+		rn.res.Decisions++
+		rn.res.ByResult[d.Result]++
+	}
+	rn.observe()
+	next := rn.now + rn.tickNS
+	if (rn.next < len(rn.tr.Arrivals) || rn.open > 0 || next <= rn.endNS) && next <= rn.capNS {
+		rn.q.push(event{at: next, kind: evTick})
+	}
+}
+
+// kick starts e's next step when it is idle and has work.
+func (rn *runner) kick(e *engine) {
+	if e.busy {
+		return
+	}
+	st, ok := e.m.Next()
+	if !ok {
+		return
+	}
+	e.busy = true
+	rn.q.push(event{at: rn.now + int64(st.Duration), kind: evStep, eng: e, step: st})
+}
+
+// observe reads every engine's label from the core: counts flips, pinned
+// moves and floors, and records split changes. Labels change only inside
+// core calls (Tick, or placement under the Arrow policy), so the runner
+// observes after each.
+func (rn *runner) observe() {
+	var pools [2]int
+	for _, e := range rn.engines {
+		if role := e.inst.Role; role != e.role {
+			rn.res.Flips++
+			if e.flipped > 0 {
+				rn.res.Reversals++ // roles are binary: a second flip undoes the first
+			}
+			if e.pin {
+				rn.res.PinnedMoves++
+			}
+			e.flipped++
+			e.role = role
+		}
+		if e.role == fleet.Prefill {
+			pools[0]++
+		} else {
+			pools[1]++
+		}
+	}
+	rn.res.MinPrefill = min(rn.res.MinPrefill, pools[0])
+	rn.res.MinDecode = min(rn.res.MinDecode, pools[1])
+	if pools != rn.pools || len(rn.res.Splits) == 0 {
+		rn.pools = pools
+		rn.res.Splits = append(rn.res.Splits, Split{At: rn.nowS(), Prefill: pools[0], Decode: pools[1]})
+	}
+}
