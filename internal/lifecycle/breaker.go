@@ -1,0 +1,70 @@
+// Package lifecycle decides which engines may take work: a per-class
+// circuit breaker that tells a dead engine from a busy one, ejection and
+// readmission with last-engine protection, process identity (restart
+// detection), and operator drains with their validation gates. It holds
+// state and rules only; the router performs the probes and reports back.
+package lifecycle
+
+// Class is a kind of leg failure; each has its own streak per engine.
+type Class string
+
+// Failure classes (runtime.md §3.2).
+const (
+	Connection      Class = "connection"       // refused or unreachable
+	Timeout         Class = "timeout"          // transport timeout
+	Overload        Class = "overload"         // 408/429, or no first token while the engine emits other output
+	InferenceStatus Class = "inference_status" // other 5xx
+	KVHandoff       Class = "kv_handoff"       // a prefill 200 without a readable handoff
+	Stream          Class = "stream"           // silence or an invalid end of a decode stream
+	Liveness        Class = "liveness"         // missed liveness sweeps (its own threshold)
+)
+
+// Classes lists every class, for zero-valued metrics and state.
+var Classes = []Class{Connection, Timeout, Overload, InferenceStatus, KVHandoff, Stream, Liveness}
+
+// Verdict is what the breaker asks the router to do.
+type Verdict int
+
+const (
+	// None: below threshold, keep serving.
+	None Verdict = iota
+	// Eject now: connection-shaped failures mean the process is gone.
+	Eject
+	// VerifyHealth: timeout-shaped failures may be a busy engine; eject only
+	// if /health fails too.
+	VerifyHealth
+	// VerifyInference: the engine answers but its work is bad; eject only if
+	// a direct inference probe fails too.
+	VerifyInference
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case Eject:
+		return "eject"
+	case VerifyHealth:
+		return "verify_health"
+	case VerifyInference:
+		return "verify_inference"
+	}
+	return "none"
+}
+
+func verdictOf(c Class) Verdict {
+	switch c {
+	case Connection, Liveness:
+		return Eject
+	case Timeout, Overload:
+		return VerifyHealth
+	}
+	return VerifyInference
+}
+
+// cleared lists the classes a kind of success resets (§3.2).
+var cleared = map[string][]Class{
+	"answered":  {Connection, InferenceStatus},                   // a 4xx other than 408/429: the engine is up
+	"health":    {Connection, Timeout, Overload, Liveness},       // /health 200
+	"prefill":   {Connection, InferenceStatus, KVHandoff},        // a handoff extracted
+	"decode":    {Connection, InferenceStatus, Stream},           // a stream reached [DONE]
+	"inference": {Connection, InferenceStatus, KVHandoff, Stream}, // an inference probe passed
+}

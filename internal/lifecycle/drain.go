@@ -1,0 +1,232 @@
+package lifecycle
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Conflict is a lifecycle request that cannot apply in the current state
+// (HTTP 409); other errors mean the action was accepted but failed (503).
+type Conflict struct{ Msg string }
+
+func (c *Conflict) Error() string { return c.Msg }
+
+func conflict(format string, args ...any) error { return &Conflict{Msg: fmt.Sprintf(format, args...)} }
+
+// maxEvents is how many engine_lifecycle events the manager keeps.
+const maxEvents = 200
+
+func (m *Manager) event(at float64, action string, fields map[string]any) {
+	m.events = append(m.events, Event{At: at, Action: action, Fields: fields})
+	if len(m.events) > maxEvents {
+		m.events = append(m.events[:0], m.events[len(m.events)-maxEvents:]...)
+	}
+}
+
+// Events returns the kept engine_lifecycle events, oldest first.
+func (m *Manager) Events() []Event {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]Event(nil), m.events...)
+}
+
+// TakeEvents returns the events recorded since the last call, for the
+// journal.
+func (m *Manager) TakeEvents(since int) ([]Event, int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if since > len(m.events) {
+		since = 0
+	}
+	return append([]Event(nil), m.events[since:]...), len(m.events)
+}
+
+// Drain starts an operator drain of iid at wall time now: the engine
+// leaves placement at once and its process identity is captured so that
+// readmission can insist on a newer process. lastLive reports whether iid
+// is the only live engine left (a single-engine drain would stop service).
+func (m *Manager) Drain(iid string, now, deadlineS float64, lastLive bool, capture func() (Identity, error)) (Record, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.engines[iid]
+	switch {
+	case e == nil:
+		return Record{}, conflict("unknown engine(s): %s", iid)
+	case deadlineS <= 0:
+		return e.rec, conflict("deadline_s must be positive")
+	case e.rec.State == Draining || e.rec.State == Drained || e.rec.State == Validating || e.rec.State == DeadlineExceeded:
+		return e.rec, conflict("lifecycle action already active for %s", iid)
+	case e.rec.State == Active && lastLive:
+		return e.rec, conflict("the last schedulable engine requires a whole-wave drain")
+	}
+	deadline := now + deadlineS
+	e.rec = Record{IID: iid, State: Draining, RequestedAt: &now, DeadlineAt: &deadline, RestartRequired: true, Checks: []Check{}}
+	m.event(now, "drain_started", map[string]any{"iid": iid, "wave_id": ""})
+	if miss := m.missingContract(); miss != "" {
+		return m.block(iid, now, "lifecycle drain requires a complete engine_contract", miss)
+	}
+	id, err := capture()
+	if err != nil {
+		return m.block(iid, now, fmt.Sprintf("%s: identity capture failed: %v", iid, err), "")
+	}
+	start := id.ProcessStart
+	e.rec.OldProcessStart = &start
+	e.identity = &id
+	m.event(now, "process_recorded", map[string]any{"iid": iid, "process_start": start, "wave_id": ""})
+	return e.rec, nil
+}
+
+// block holds iid out with the failure recorded; missing non-empty means
+// the failure is the missing contract.
+func (m *Manager) block(iid string, now float64, msg, missing string) (Record, error) {
+	e := m.engines[iid]
+	e.rec.State, e.rec.Error = Blocked, msg
+	if missing != "" {
+		e.rec.Checks = []Check{{Name: "missing-contract", OK: false, Detail: msg + "; " + missing}}
+	}
+	m.event(now, "drain_blocked", map[string]any{"iid": iid, "error": msg, "wave_id": ""})
+	return e.rec, fmt.Errorf("%s", msg)
+}
+
+// Settle advances drains at wall time now: a draining engine whose
+// resident work is gone is drained; one past its deadline with work left
+// is deadline_exceeded.
+func (m *Manager) Settle(now float64, resident func(iid string) int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, iid := range m.order {
+		e := m.engines[iid]
+		if e.rec.State != Draining && e.rec.State != DeadlineExceeded {
+			continue
+		}
+		n := resident(iid)
+		switch {
+		case n == 0 && e.rec.OldProcessStart != nil:
+			e.rec.State, e.rec.Error = Drained, ""
+			m.event(now, "drain_complete", map[string]any{"iid": iid, "wave_id": ""})
+		case e.rec.State == Draining && e.rec.DeadlineAt != nil && now > *e.rec.DeadlineAt:
+			e.rec.State = DeadlineExceeded
+			e.rec.Error = fmt.Sprintf("%d resident request(s) remain after the drain deadline", n)
+			m.event(now, "drain_deadline_exceeded", map[string]any{"iid": iid, "resident": n, "wave_id": ""})
+		}
+	}
+}
+
+// Gates runs the readmission gates for iid and returns their outcomes;
+// requireNewer asks the process-identity gate for a process newer than
+// the recorded one.
+type Gates func(iid string, old *Identity, requireNewer bool) ([]Check, Identity)
+
+// Readmit validates a drained or blocked engine and, when every gate
+// passes, returns it to placement with its new identity accepted.
+func (m *Manager) Readmit(iid string, now float64, gates Gates) (Record, error) {
+	m.mu.Lock()
+	e := m.engines[iid]
+	switch {
+	case e == nil:
+		m.mu.Unlock()
+		return Record{}, conflict("unknown engine(s): %s", iid)
+	case e.rec.State != Drained && e.rec.State != Blocked:
+		m.mu.Unlock()
+		return e.rec, conflict("%s is %s, expected drained", iid, e.rec.State)
+	}
+	if miss := m.missingContract(); miss != "" {
+		msg := "readmission requires a complete engine_contract"
+		e.rec.State, e.rec.Error = Blocked, msg
+		e.rec.Checks = []Check{{Name: "missing-contract", OK: false, Detail: msg + "; " + miss}}
+		rec := e.rec
+		m.event(now, "validation_failed", map[string]any{"iid": iid, "error": msg, "wave_id": ""})
+		m.mu.Unlock()
+		return rec, conflict("readmission validation failed")
+	}
+	if e.rec.RestartRequired && e.rec.OldProcessStart == nil {
+		rec := e.rec
+		m.mu.Unlock()
+		return rec, conflict("%s has no recorded pre-restart process identity", iid)
+	}
+	e.rec.State = Validating
+	var old *Identity
+	if e.identity != nil {
+		id := *e.identity
+		old = &id
+	}
+	requireNewer := e.rec.RestartRequired
+	m.event(now, "validation_started", map[string]any{"iid": iid, "wave_id": ""})
+	m.mu.Unlock()
+
+	checks, seen := gates(iid, old, requireNewer) // I/O without the lock
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e.rec.Checks = checks
+	var failed []string
+	for _, c := range checks {
+		if !c.OK {
+			failed = append(failed, c.Name+": "+c.Detail)
+		}
+	}
+	if len(failed) > 0 {
+		e.rec.State, e.rec.Error = Blocked, strings.Join(failed, "; ")
+		m.event(now, "validation_failed", map[string]any{"iid": iid, "error": e.rec.Error, "wave_id": ""})
+		return e.rec, conflict("readmission validation failed")
+	}
+	start := seen.ProcessStart
+	e.rec.State, e.rec.Error, e.rec.NewProcessStart = Active, "", &start
+	e.identity = &seen
+	e.ejected, e.cause, e.suspect = false, "", false
+	clear(e.streaks)
+	m.event(now, "readmitted", map[string]any{"iid": iid, "process_start": start, "wave_id": ""})
+	return e.rec, nil
+}
+
+// Records returns every engine's record, sorted by iid.
+func (m *Manager) Records() []Record {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Record, 0, len(m.order))
+	for _, iid := range m.order {
+		out = append(out, m.engines[iid].rec)
+	}
+	return out
+}
+
+// Restore applies records saved by an earlier router: an engine that was
+// not active is held out again; one that was validating is blocked, since
+// its validation died with the old router.
+func (m *Manager) Restore(records []Record, ejected map[string]string, starts map[string]float64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range records {
+		e := m.engines[r.IID]
+		if e == nil {
+			continue
+		}
+		e.rec = r
+		if e.rec.Checks == nil {
+			e.rec.Checks = []Check{}
+		}
+		if r.State == Validating {
+			e.rec.State, e.rec.Error = Blocked, "readmission validation was interrupted by router replacement"
+		}
+	}
+	for iid, cause := range ejected {
+		if e := m.engines[iid]; e != nil {
+			e.ejected, e.cause, e.probeDue = true, cause, 0 // probe at once
+		}
+	}
+	for iid, s := range starts {
+		if e := m.engines[iid]; e != nil && e.identity == nil {
+			e.identity = &Identity{ProcessStart: s}
+		}
+	}
+}
+
+// RestoreEvents keeps the events an earlier router recorded.
+func (m *Manager) RestoreEvents(ev []Event) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.events = append(append([]Event(nil), ev...), m.events...)
+	if len(m.events) > maxEvents {
+		m.events = m.events[len(m.events)-maxEvents:]
+	}
+}

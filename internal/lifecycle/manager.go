@@ -1,0 +1,278 @@
+package lifecycle
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+
+	"github.com/narwhal-go/narwhal/internal/fleet"
+)
+
+// State is an engine's lifecycle state.
+type State string
+
+// Lifecycle states (runtime.md §3.5.2).
+const (
+	Active           State = "active"
+	Draining         State = "draining"
+	Drained          State = "drained"
+	DeadlineExceeded State = "deadline_exceeded"
+	Validating       State = "validating"
+	Blocked          State = "blocked"
+)
+
+// Check is one readmission gate's outcome.
+type Check struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}
+
+// Record is an engine's lifecycle record.
+type Record struct {
+	IID             string   `json:"iid"`
+	State           State    `json:"state"`
+	RequestedAt     *float64 `json:"requested_at"` // wall Unix seconds
+	DeadlineAt      *float64 `json:"deadline_at"`
+	RestartRequired bool     `json:"restart_required"`
+	WaveID          string   `json:"wave_id"`
+	OldProcessStart *float64 `json:"old_process_start"`
+	NewProcessStart *float64 `json:"new_process_start"`
+	Checks          []Check  `json:"checks"`
+	Error           string   `json:"error"`
+}
+
+// Identity is what tells one engine process from another.
+type Identity struct {
+	Version      string
+	ProcessStart float64 // 0 when the engine does not export it
+}
+
+// engine is one engine's availability state.
+type engine struct {
+	iid      string
+	streaks  map[Class]int
+	ejected  bool
+	cause    string
+	probeDue int // monitor passes until the next readmission probe
+	suspect  bool
+	rec      Record
+	identity *Identity // last accepted; nil before the first check
+}
+
+// Manager is the availability state of a fleet. It is safe for
+// concurrent use.
+type Manager struct {
+	mu       sync.Mutex
+	cfg      fleet.Recovery
+	contract *fleet.EngineContract
+	engines  map[string]*engine
+	order    []string
+	events   []Event
+}
+
+// Event is one engine_lifecycle journal event.
+type Event struct {
+	At     float64        // wall Unix seconds
+	Action string         // drain_started, drain_complete, readmitted, process_excluded, …
+	Fields map[string]any // iid and the action's fields
+}
+
+// New builds the manager for cfg's engines, all active.
+func New(cfg *fleet.Config) *Manager {
+	m := &Manager{cfg: cfg.Recovery, contract: cfg.EngineContract, engines: map[string]*engine{}}
+	for _, e := range cfg.Engines {
+		m.engines[e.IID] = &engine{iid: e.IID, streaks: map[Class]int{}, rec: Record{IID: e.IID, State: Active, Checks: []Check{}}}
+		m.order = append(m.order, e.IID)
+	}
+	sort.Strings(m.order)
+	return m
+}
+
+// Live reports whether iid may take new placements: not ejected and not
+// held by a lifecycle action.
+func (m *Manager) Live(iid string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.engines[iid]
+	return e != nil && !e.ejected && e.rec.State == Active
+}
+
+// Failure records a failed leg of class c on iid and returns what to do.
+func (m *Manager) Failure(iid string, c Class) Verdict {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.engines[iid]
+	if e == nil || e.ejected {
+		return None
+	}
+	e.streaks[c]++
+	limit := m.cfg.EjectAfter
+	if c == Liveness {
+		limit = m.cfg.LivenessMisses
+	}
+	if e.streaks[c] < limit {
+		return None
+	}
+	if verdictOf(c) == VerifyInference {
+		e.suspect = true
+	}
+	return verdictOf(c)
+}
+
+// Success records a kind of success ("answered", "health", "prefill",
+// "decode", "inference"), clearing the classes it proves wrong.
+func (m *Manager) Success(iid, kind string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.engines[iid]
+	if e == nil {
+		return
+	}
+	for _, c := range cleared[kind] {
+		e.streaks[c] = 0
+	}
+	if kind == "inference" {
+		e.suspect = false
+	}
+}
+
+// Eject takes iid out of placement with cause. It returns false when the
+// engine already was out.
+func (m *Manager) Eject(iid, cause string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.engines[iid]
+	if e == nil || e.ejected {
+		return false
+	}
+	e.ejected, e.cause = true, cause
+	e.probeDue = m.cfg.ReadmitEvery
+	return true
+}
+
+// Recovered returns an ejected engine to placement and clears its streaks.
+func (m *Manager) Recovered(iid string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.engines[iid]
+	if e == nil || !e.ejected {
+		return false
+	}
+	e.ejected, e.cause, e.suspect = false, "", false
+	clear(e.streaks)
+	return true
+}
+
+// Suspect reports whether iid awaits an inference verification.
+func (m *Manager) Suspect(iid string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.engines[iid]
+	return e != nil && e.suspect
+}
+
+// DueForProbe counts a monitor pass and returns the ejected engines whose
+// readmission probe is due (every recovery.readmit_every passes).
+func (m *Manager) DueForProbe() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var due []string
+	for _, iid := range m.order {
+		e := m.engines[iid]
+		if !e.ejected || e.rec.State != Active {
+			continue
+		}
+		if e.probeDue--; e.probeDue <= 0 {
+			e.probeDue = m.cfg.ReadmitEvery
+			due = append(due, iid)
+		}
+	}
+	return due
+}
+
+// Ejected lists ejected engines with their causes, sorted by iid.
+func (m *Manager) Ejected() map[string]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]string{}
+	for _, iid := range m.order {
+		if e := m.engines[iid]; e.ejected {
+			out[iid] = e.cause
+		}
+	}
+	return out
+}
+
+// Streaks returns each engine's current streak per class.
+func (m *Manager) Streaks() map[string]map[Class]int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]map[Class]int{}
+	for _, iid := range m.order {
+		s := map[Class]int{}
+		for _, c := range Classes {
+			s[c] = m.engines[iid].streaks[c]
+		}
+		out[iid] = s
+	}
+	return out
+}
+
+// CheckIdentity compares an observed identity with the accepted one. The
+// first observation is accepted. A different version or process start is
+// a new process: the caller ejects it with cause process_identity. A zero
+// process start (vLLM omits the gauge with several API server processes)
+// compares on the version alone.
+func (m *Manager) CheckIdentity(iid string, seen Identity) (changed bool, previous Identity) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.engines[iid]
+	if e == nil {
+		return false, Identity{}
+	}
+	if e.identity == nil {
+		id := seen
+		e.identity = &id
+		return false, seen
+	}
+	prev := *e.identity
+	startChanged := seen.ProcessStart > 0 && prev.ProcessStart > 0 && math.Abs(seen.ProcessStart-prev.ProcessStart) > 1e-6
+	versionChanged := prev.Version != "" && seen.Version != prev.Version // "" after a restore: unknown
+	return versionChanged || startChanged, prev
+}
+
+// AcceptIdentity records the identity a validation accepted.
+func (m *Manager) AcceptIdentity(iid string, id Identity) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e := m.engines[iid]; e != nil {
+		e.identity = &id
+	}
+}
+
+// ProcessStarts is the accepted process start per engine (those known).
+func (m *Manager) ProcessStarts() map[string]float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]float64{}
+	for iid, e := range m.engines {
+		if e.identity != nil && e.identity.ProcessStart > 0 {
+			out[iid] = e.identity.ProcessStart
+		}
+	}
+	return out
+}
+
+// Contracted reports whether the fleet has a complete engine contract,
+// which lifecycle drain and readmission require.
+func (m *Manager) missingContract() string {
+	if m.contract == nil {
+		return "engine_contract is absent"
+	}
+	if miss := m.contract.Missing(); len(miss) > 0 {
+		return fmt.Sprintf("missing: %v", miss)
+	}
+	return ""
+}
