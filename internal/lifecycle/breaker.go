@@ -62,9 +62,9 @@ func verdictOf(c Class) Verdict {
 
 // cleared lists the classes a kind of success resets (§3.2).
 var cleared = map[string][]Class{
-	"answered":  {Connection, InferenceStatus},                   // a 4xx other than 408/429: the engine is up
-	"health":    {Connection, Timeout, Overload, Liveness},       // /health 200
-	"prefill":   {Connection, InferenceStatus, KVHandoff},        // a handoff extracted
-	"decode":    {Connection, InferenceStatus, Stream},           // a stream reached [DONE]
+	"answered":  {Connection, InferenceStatus},                    // a 4xx other than 408/429: the engine is up
+	"health":    {Connection, Timeout, Overload, Liveness},        // /health 200
+	"prefill":   {Connection, InferenceStatus, KVHandoff},         // a handoff extracted
+	"decode":    {Connection, InferenceStatus, Stream},            // a stream reached [DONE]
 	"inference": {Connection, InferenceStatus, KVHandoff, Stream}, // an inference probe passed
 }
