@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/narwhal-go/narwhal/internal/attest"
+	"github.com/narwhal-go/narwhal/internal/cli"
+	"github.com/narwhal-go/narwhal/internal/simengine"
+)
+
+func writeDoc(t *testing.T, e *simengine.Engine, drop string) string {
+	t.Helper()
+	d := e.AttestationDocument()
+	delete(d.Sources, drop)
+	b, _ := json.Marshal(map[string]any{"schema": attest.Schema, "schema_version": 1, "contract": d.Contract, "sources": d.Sources})
+	p := filepath.Join(t.TempDir(), "engine-attestation.json")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestExitCodes(t *testing.T) {
+	e, err := simengine.Start(simengine.Config{Model: "m", Profile: simengine.DefaultProfile("e0")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"missing source", []string{"--document", writeDoc(t, e, "kv_heads"), "--engine-base", e.URL(), "--port", "0"}, 2, "populated contract field(s) kv_heads"},
+		{"no document flag", []string{"--engine-base", e.URL()}, 2, "--document is required"},
+		{"document absent", []string{"--document", "/nonexistent/doc.json", "--engine-base", e.URL()}, 2, "no such file"},
+		{"engine unreachable", []string{"--document", writeDoc(t, e, ""), "--engine-base", "http://127.0.0.1:1", "--port", "0"}, 1, "read engine identity"},
+		{"bad port", []string{"--document", writeDoc(t, e, ""), "--engine-base", e.URL(), "--port", "70000"}, 2, "--port must be"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := cli.Run(newRoot(), tc.args, &out, &errb)
+			if code != tc.code || !strings.Contains(errb.String(), tc.stderr) {
+				t.Fatalf("exit %d stderr %q, want %d containing %q", code, errb.String(), tc.code, tc.stderr)
+			}
+			if n := strings.Count(errb.String(), "\n"); n != 1 {
+				t.Fatalf("want one stderr line, got %d: %q", n, errb.String())
+			}
+		})
+	}
+}
+
+func TestServesUntilCancelled(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	e, err := simengine.Start(simengine.Config{Model: "m", Profile: simengine.DefaultProfile("e0")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	var got int
+	f := &flags{ready: func(s *attest.Server) {
+		resp, err := http.Get(s.URL() + "/health")
+		if err == nil {
+			got = resp.StatusCode
+			resp.Body.Close()
+		}
+		http.DefaultClient.CloseIdleConnections()
+		cancel()
+	}}
+	root := newRootWith(f)
+	root.SetContext(ctx)
+	var out, errb bytes.Buffer
+	code := cli.Run(root, []string{"--document", writeDoc(t, e, ""), "--engine-base", e.URL(), "--port", "0"}, &out, &errb)
+	if code != 0 || got != 200 || !strings.Contains(out.String(), "/v1/attestation attests") {
+		t.Fatalf("exit %d health %d out %q err %q", code, got, out.String(), errb.String())
+	}
+	e.Close()
+}

@@ -1,0 +1,147 @@
+package attest
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/narwhal-go/narwhal/internal/canon"
+	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/vllm"
+)
+
+// Source keys the sidecar adds for the live identity it read.
+const (
+	SourceEngineVersion = "engine.vllm_version"
+	SourceProcessStart  = "engine.process_start_time_seconds"
+)
+
+// body is the payload without its digest: the exact object the digest is
+// computed over (RFC 8785 via internal/canon).
+type body struct {
+	Schema        string               `json:"schema"`
+	SchemaVersion int                  `json:"schema_version"`
+	Contract      fleet.EngineContract `json:"contract"`
+	Sources       map[string]string    `json:"sources"`
+	Engine        vllm.Identity        `json:"engine"`
+}
+
+// Payload is what GET /v1/attestation answers.
+type Payload struct {
+	Schema            string               `json:"schema"`
+	SchemaVersion     int                  `json:"schema_version"`
+	Contract          fleet.EngineContract `json:"contract"`
+	Sources           map[string]string    `json:"sources"`
+	Engine            vllm.Identity        `json:"engine"`
+	AttestationDigest string               `json:"attestation_digest"`
+}
+
+// Assemble builds the payload for doc bound to the live identity id read
+// from engineBase, and digests it: attestation_digest is the canon digest
+// ("1220"+sha256 hex) of the payload without attestation_digest, so
+// `narwhal evidence digest` of that object reproduces it.
+func Assemble(doc *Document, id vllm.Identity, engineBase string) (Payload, []byte, error) {
+	sources := make(map[string]string, len(doc.Sources)+2)
+	for k, v := range doc.Sources {
+		sources[k] = v
+	}
+	sources[SourceEngineVersion] = "GET " + engineBase + "/version"
+	sources[SourceProcessStart] = "GET " + engineBase + "/metrics process_start_time_seconds"
+	b := body{Schema: Schema, SchemaVersion: SchemaVersion, Contract: doc.Contract, Sources: sources, Engine: id}
+	_, digest, err := canon.MarshalDigest(b)
+	if err != nil {
+		return Payload{}, nil, fmt.Errorf("digest the attestation payload: %w", err)
+	}
+	p := Payload{Schema: b.Schema, SchemaVersion: b.SchemaVersion, Contract: b.Contract, Sources: sources, Engine: id, AttestationDigest: digest}
+	raw, err := canon.Marshal(p)
+	if err != nil {
+		return Payload{}, nil, fmt.Errorf("encode the attestation payload: %w", err)
+	}
+	return p, raw, nil
+}
+
+// StartTolerance is how far a payload's process start may be from the live
+// one (float round trips through text).
+const StartTolerance = 1e-6
+
+// Verify checks a payload as received (raw bytes) against the declared
+// contract and the live identity. It returns the decoded payload (when it
+// decodes) and every failure, as stable one-line strings; none means the
+// engine runs the declared build in the attested process.
+func Verify(raw []byte, declared *fleet.EngineContract, live vllm.Identity) (*Payload, []string) {
+	top, err := object(raw)
+	if err != nil {
+		return nil, []string{"response is not an object"}
+	}
+	if err := exactKeys(top, []string{"schema", "schema_version", "contract", "sources", "engine", "attestation_digest"}, nil); err != nil {
+		return nil, []string{"response: " + err.Error()}
+	}
+	if err := checkIdentity(top); err != nil {
+		return nil, []string{err.Error()}
+	}
+	var fails []string
+	if !digestMatches(top) {
+		fails = append(fails, "attestation_digest does not match the response")
+	}
+	k, problems := ParseContract(top["contract"])
+	if len(problems) > 0 {
+		return nil, append(fails, problems...)
+	}
+	sources, problems := parseSources(top["sources"], []string{SourceEngineVersion, SourceProcessStart})
+	fails = append(fails, problems...)
+	if missing := unsourced(k, sources); len(missing) > 0 {
+		fails = append(fails, "sources has no entry for populated contract field(s) "+strings.Join(missing, ", "))
+	}
+	if declared != nil {
+		for _, d := range Diff(k, declared) {
+			fails = append(fails, fmt.Sprintf("contract.%s is %s, expected %s", d.Field, d.Observed, d.Expected))
+		}
+	}
+	p := &Payload{Schema: Schema, SchemaVersion: SchemaVersion, Contract: *k, Sources: sources}
+	_ = json.Unmarshal(top["attestation_digest"], &p.AttestationDigest)
+	fails = append(fails, checkEngine(top["engine"], live, p)...)
+	return p, fails
+}
+
+// digestMatches recomputes the digest over exactly what was received,
+// minus attestation_digest.
+func digestMatches(top map[string]json.RawMessage) bool {
+	var got string
+	if json.Unmarshal(top["attestation_digest"], &got) != nil {
+		return false
+	}
+	rest := make(map[string]json.RawMessage, len(top))
+	for k, v := range top {
+		if k != "attestation_digest" {
+			rest[k] = v
+		}
+	}
+	b, err := json.Marshal(rest)
+	if err != nil {
+		return false
+	}
+	c, err := canon.Canonicalize(b)
+	return err == nil && canon.Digest(c) == got
+}
+
+func checkEngine(raw json.RawMessage, live vllm.Identity, p *Payload) []string {
+	var e map[string]any
+	if json.Unmarshal(raw, &e) != nil || e == nil {
+		return []string{"engine identity is not an object"}
+	}
+	var fails []string
+	v, _ := e["vllm_version"].(string)
+	if v != live.Version {
+		fails = append(fails, fmt.Sprintf("engine vLLM version is %q, live /version returned %q", v, live.Version))
+	}
+	t, ok := e["process_start_time_seconds"].(float64)
+	switch {
+	case !ok:
+		fails = append(fails, "engine process_start_time_seconds is not a number")
+	case math.Abs(t-live.ProcessStart) > StartTolerance:
+		fails = append(fails, fmt.Sprintf("engine process started at %.6f, live /metrics reports %.6f", t, live.ProcessStart))
+	}
+	p.Engine = vllm.Identity{Version: v, ProcessStart: t}
+	return fails
+}

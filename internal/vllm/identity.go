@@ -1,0 +1,172 @@
+package vllm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strings"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Identity is an engine process's generation as narwhal binds to it: the
+// build (/version) and the process start (process_start_time_seconds on
+// /metrics). A restart keeps the version and changes the start time.
+type Identity struct {
+	Version      string  `json:"vllm_version"`
+	ProcessStart float64 `json:"process_start_time_seconds"`
+}
+
+// Identity reads /version and then /metrics.
+func (c *Client) Identity(ctx context.Context) (Identity, *Error) {
+	v, e := c.Version(ctx)
+	if e != nil {
+		return Identity{}, e
+	}
+	t, e := c.ProcessStart(ctx)
+	if e != nil {
+		return Identity{}, e
+	}
+	return Identity{Version: v, ProcessStart: t}, nil
+}
+
+// ProcessStart scrapes GET /metrics for process_start_time_seconds.
+func (c *Client) ProcessStart(ctx context.Context) (float64, *Error) {
+	b, e := c.get(ctx, "/metrics", 32<<20)
+	if e != nil {
+		return 0, e
+	}
+	t, err := ParseProcessStart(bytes.NewReader(b))
+	if err != nil {
+		return 0, invalid("health", "inference_status", "/metrics: %v", err)
+	}
+	return t, nil
+}
+
+// ParseProcessStart finds process_start_time_seconds in a Prometheus text
+// exposition: present, finite and positive, or an error saying which.
+func ParseProcessStart(r io.Reader) (float64, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return 0, fmt.Errorf("not a Prometheus text exposition: %v", err)
+	}
+	f, ok := fams["process_start_time_seconds"]
+	if !ok || len(f.GetMetric()) == 0 {
+		return 0, fmt.Errorf("no process_start_time_seconds sample (the engine must export the process collector)")
+	}
+	m := f.GetMetric()[0]
+	var v float64
+	switch {
+	case m.GetGauge() != nil:
+		v = m.GetGauge().GetValue()
+	case m.GetUntyped() != nil:
+		v = m.GetUntyped().GetValue()
+	case m.GetCounter() != nil:
+		v = m.GetCounter().GetValue()
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
+		return 0, fmt.Errorf("process_start_time_seconds is %v: want a finite positive time", v)
+	}
+	return v, nil
+}
+
+// Models lists the ids of GET /v1/models.
+func (c *Client) Models(ctx context.Context) ([]string, *Error) {
+	b, e := c.get(ctx, "/v1/models", 4<<20)
+	if e != nil {
+		return nil, e
+	}
+	var out struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, invalid("health", "inference_status", "/v1/models is not JSON: %v", err)
+	}
+	ids := make([]string, len(out.Data))
+	for i, d := range out.Data {
+		ids[i] = d.ID
+	}
+	return ids, nil
+}
+
+// Completion is a non-streamed completion as probes read it.
+type Completion struct {
+	Text             string
+	PromptTokens     int
+	CompletionTokens int
+}
+
+// Complete runs a non-streamed POST /v1/completions (preflight's pace and
+// aggregated reference runs).
+func (c *Client) Complete(ctx context.Context, body []byte) (Completion, *Error) {
+	req, err := c.newRequest(ctx, http.MethodPost, "/v1/completions", body, "")
+	if err != nil {
+		return Completion{}, &Error{Phase: "prefill", Reason: ReasonConnection, Class: "connection", Msg: err.Error()}
+	}
+	resp, e := c.do("prefill", req)
+	if e != nil {
+		return Completion{}, e
+	}
+	defer resp.Body.Close()
+	b, e := readLimited("prefill", resp.Body, c.max)
+	if e != nil {
+		return Completion{}, e
+	}
+	var out struct {
+		Choices []struct {
+			Text string `json:"text"`
+		} `json:"choices"`
+		Usage struct {
+			PromptTokens     int `json:"prompt_tokens"`
+			CompletionTokens int `json:"completion_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil || len(out.Choices) == 0 {
+		return Completion{}, invalid("prefill", "inference_status", "completion response without choices")
+	}
+	return Completion{Text: out.Choices[0].Text, PromptTokens: out.Usage.PromptTokens, CompletionTokens: out.Usage.CompletionTokens}, nil
+}
+
+// EventText is the generated text one stream event carries: completions'
+// choices[].text or chat's delta.content, concatenated over choices.
+func EventText(ev Event) string {
+	var c struct {
+		Choices []struct {
+			Text  string `json:"text"`
+			Delta struct {
+				Content string `json:"content"`
+			} `json:"delta"`
+		} `json:"choices"`
+	}
+	if ev.Done || ev.NotJSON || json.Unmarshal(ev.Data, &c) != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, ch := range c.Choices {
+		b.WriteString(ch.Text)
+		b.WriteString(ch.Delta.Content)
+	}
+	return b.String()
+}
+
+// get reads a whole 200 response of a GET control route.
+func (c *Client) get(ctx context.Context, path string, limit int64) ([]byte, *Error) {
+	req, err := c.newRequest(ctx, http.MethodGet, path, nil, "")
+	if err != nil {
+		return nil, &Error{Phase: "health", Reason: ReasonConnection, Class: "connection", Msg: err.Error()}
+	}
+	resp, e := c.do("health", req)
+	if e != nil {
+		return nil, e
+	}
+	defer resp.Body.Close()
+	return readLimited("health", resp.Body, limit)
+}
