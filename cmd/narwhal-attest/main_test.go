@@ -19,7 +19,10 @@ import (
 
 func writeDoc(t *testing.T, e *simengine.Engine, drop string) string {
 	t.Helper()
-	d := e.AttestationDocument()
+	d, err := attest.Parse("sim", e.AttestationDocument())
+	if err != nil {
+		t.Fatal(err)
+	}
 	delete(d.Sources, drop)
 	b, _ := json.Marshal(map[string]any{"schema": attest.Schema, "schema_version": 1, "contract": d.Contract, "sources": d.Sources})
 	p := filepath.Join(t.TempDir(), "engine-attestation.json")

@@ -194,3 +194,22 @@ func (s *Server) Close() error {
 	}
 	return err
 }
+
+// Serve is the whole sidecar in one call, for in-process fleets (tests,
+// narwhal-engine sim --attest-port, make run): read the identity of the
+// engine at engineBase, bind addr and serve doc. Close the server to stop
+// it.
+func Serve(ctx context.Context, doc *Document, engineBase, addr string, log *slog.Logger) (*Server, error) {
+	c := vllm.NewClient(engineBase, vllm.Options{ConnectTimeout: 2 * time.Second})
+	s, err := New(ctx, Options{Document: doc, Engine: c, EngineBase: engineBase, Logger: log})
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	srv, err := s.Listen(addr)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return srv, nil
+}

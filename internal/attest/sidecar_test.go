@@ -30,7 +30,11 @@ func startEngine(t *testing.T) *simengine.Engine {
 
 func startSidecar(t *testing.T, e *simengine.Engine) *attest.Server {
 	t.Helper()
-	s, err := simengine.StartSidecar(context.Background(), e, simengine.SidecarOptions{})
+	doc, err := attest.Parse("sim", e.AttestationDocument())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := attest.Serve(context.Background(), doc, e.URL(), "127.0.0.1:0", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,11 +176,14 @@ func TestUnreadableEngine503(t *testing.T) {
 
 func TestVersionMismatchRefusesStart(t *testing.T) {
 	e := startEngine(t)
-	doc := e.AttestationDocument()
+	doc, err := attest.Parse("sim", e.AttestationDocument())
+	if err != nil {
+		t.Fatal(err)
+	}
 	doc.Contract.VLLMVersion = "0.22.0"
 	c := vllm.NewClient(e.URL(), vllm.Options{})
 	defer c.Close()
-	_, err := attest.New(context.Background(), attest.Options{Document: doc, Engine: c, EngineBase: e.URL()})
+	_, err = attest.New(context.Background(), attest.Options{Document: doc, Engine: c, EngineBase: e.URL()})
 	if !errors.Is(err, attest.ErrVersionMismatch) || !strings.Contains(err.Error(), `runs vLLM "0.21.0", document expects "0.22.0"`) {
 		t.Fatalf("New = %v", err)
 	}

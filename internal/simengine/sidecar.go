@@ -1,17 +1,12 @@
 package simengine
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"net"
-	"strconv"
+	"encoding/json"
 	"strings"
-	"time"
 
-	"github.com/narwhal-go/narwhal/internal/attest"
 	"github.com/narwhal-go/narwhal/internal/fleet"
-	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
 // Contract is the complete engine_contract a simulated engine with id
@@ -31,36 +26,20 @@ func Contract(id Identity) fleet.EngineContract {
 	}
 }
 
-// AttestationDocument is the narwhal.attestation document of this engine:
-// its Contract with every populated field sourced from the simulated
-// engine's configuration.
-func (e *Engine) AttestationDocument() *attest.Document {
+// AttestationDocument is the narwhal.attestation v1 document of this
+// engine (JSON): its Contract, every field sourced from the simulated
+// engine's configuration. narwhal-attest (internal/attest) serves it; this
+// package does not import attest, so the vllm tests can keep importing
+// simengine.
+func (e *Engine) AttestationDocument() []byte {
 	k := Contract(e.cfg.Identity)
-	src := map[string]string{}
-	for _, f := range attest.Populated(&k) {
+	var fields map[string]any
+	b, _ := json.Marshal(k)
+	_ = json.Unmarshal(b, &fields)
+	src := make(map[string]string, len(fields))
+	for f := range fields {
 		src[f] = "simengine Config.Identity (narwhal-engine sim, model " + e.cfg.Model + ")"
 	}
-	return &attest.Document{Contract: k, Sources: src}
-}
-
-// SidecarOptions place an attestation sidecar beside a simulated engine.
-type SidecarOptions struct {
-	Host string // default 127.0.0.1
-	Port int    // 0 picks a free port
-}
-
-// StartSidecar runs narwhal-attest's server in process for e: the same
-// code a real deployment runs, bound to e's current process start. Close
-// the returned server before (or after) the engine; after e.Restart() it
-// answers 503 until a new sidecar is started.
-func StartSidecar(ctx context.Context, e *Engine, o SidecarOptions) (*attest.Server, error) {
-	if o.Host == "" {
-		o.Host = "127.0.0.1"
-	}
-	c := vllm.NewClient(e.URL(), vllm.Options{APIKey: e.cfg.APIKey, ConnectTimeout: 2 * time.Second})
-	s, err := attest.New(ctx, attest.Options{Document: e.AttestationDocument(), Engine: c, EngineBase: e.URL(), Logger: e.log})
-	if err != nil {
-		return nil, err
-	}
-	return s.Listen(net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
+	out, _ := json.Marshal(map[string]any{"schema": "narwhal.attestation", "schema_version": 1, "contract": k, "sources": src})
+	return out
 }

@@ -39,8 +39,8 @@ func TestEventText(t *testing.T) {
 		data string
 		want string
 	}{
-		{`{"choices":[{"text":" the"}]}`, " the"},
-		{`{"choices":[{"delta":{"content":" sky"}}]}`, " sky"},
+		{`{"choices":[{"text":" the","token_ids":[5]}]}`, " the"},
+		{`{"choices":[{"delta":{"content":" sky"},"token_ids":[7]}]}`, " sky"},
 		{`[DONE]`, ""},
 	}
 	for _, tc := range tests {
