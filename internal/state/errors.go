@@ -40,11 +40,16 @@ func problem(field, msg, fix string, args ...any) *Problem {
 // guess at a format it does not know.
 type VersionError struct {
 	File    string
+	Doc     string // "handoff" (when empty) or "lease"
 	Version string // as written; may not be an integer
 }
 
 func (e *VersionError) Error() string {
-	s := "handoff schema version " + e.Version + " " + e.what() + " (writes and reads " +
+	doc := e.Doc
+	if doc == "" {
+		doc = "handoff"
+	}
+	s := doc + " schema version " + e.Version + " " + e.what() + " (writes and reads " +
 		strconv.Itoa(HandoffSchemaVersion) + ")"
 	if e.File != "" {
 		s = e.File + ": " + s

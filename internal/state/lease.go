@@ -1,0 +1,212 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/narwhal-go/narwhal/internal/ports"
+)
+
+// Lease is this router's handle on the shared narwhal.router-lease file
+// (runtime.md §3.8). Its methods are safe for concurrent use; each file
+// operation is serialised across processes by flock on <path>.lock.
+type Lease struct {
+	file                 leaseFile
+	holder               string
+	ttl, renewEvery, mrg time.Duration
+	clock                ports.Clock
+
+	mu     sync.Mutex
+	owned  bool
+	epoch  int
+	anchor time.Time // clock time taken before the last successful claim or renew
+}
+
+var hex32 = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+// NewLease returns a lease handle for routerID on path. The holder token
+// is "<routerID>:<32 hex>" with the hex from ids, so two processes with
+// the same router id still hold different tokens. ttl must exceed
+// renewEvery + safetyMargin, or a router could fence itself between two
+// renewals while healthy.
+func NewLease(path, routerID string, ttl, renewEvery, safetyMargin time.Duration,
+	clock ports.Clock, ids ports.IDGenerator) (*Lease, error) {
+	switch {
+	case path == "":
+		return nil, errors.New("lease: --lease-path is empty; set it to a file on storage shared by the routers")
+	case routerID == "":
+		return nil, errors.New("lease: --router-id is empty; give each router a name")
+	case clock == nil || ids == nil:
+		return nil, errors.New("lease: a clock and an id generator are required")
+	case renewEvery <= 0 || safetyMargin < 0:
+		return nil, fmt.Errorf("lease: --lease-renew-interval %v must be positive and --lease-safety-margin %v not negative", renewEvery, safetyMargin)
+	case ttl <= renewEvery+safetyMargin:
+		return nil, fmt.Errorf("lease: --lease-ttl %v must exceed --lease-renew-interval %v + --lease-safety-margin %v", ttl, renewEvery, safetyMargin)
+	}
+	id := ids.NewID()
+	if !hex32.MatchString(id) {
+		return nil, fmt.Errorf("lease: holder id %q is not 32 lower-case hex; use ports.RandomIDs", id)
+	}
+	return &Lease{file: leaseFile{path}, holder: routerID + ":" + id,
+		ttl: ttl, renewEvery: renewEvery, mrg: safetyMargin, clock: clock}, nil
+}
+
+// HeldError is a claim refused because another router holds an
+// unexpired lease.
+type HeldError struct {
+	Path      string
+	Holder    string
+	Epoch     int
+	ExpiresAt float64 // Unix seconds
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("lease %s is held by %s (epoch %d) until %s; wait for it to expire or stop that router",
+		e.Path, e.Holder, e.Epoch, fromUnixS(e.ExpiresAt).Format(time.RFC3339Nano))
+}
+
+// Holder is this router's token, "<router-id>:<32 hex>".
+func (l *Lease) Holder() string { return l.holder }
+
+// Epoch returns the epoch of the last successful claim (0 before any).
+func (l *Lease) Epoch() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.epoch
+}
+
+// Valid reports whether this router may act as the lease holder: it owns
+// the lease and, by its own clock, less than ttl − safety margin has
+// passed since the last claim or renew. The router thus fences itself
+// before the shared expiry that a standby waits for.
+func (l *Lease) Valid() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.owned && l.clock.Now().Before(l.anchor.Add(l.ttl-l.mrg))
+}
+
+// Current reads the shared lease. No lease file is an error for which
+// errors.Is(err, fs.ErrNotExist) holds.
+func (l *Lease) Current() (Doc, error) {
+	var d Doc
+	err := l.file.locked(func() error {
+		got, ok, err := l.file.read()
+		if err == nil && !ok {
+			err = fmt.Errorf("lease %s: no lease yet: %w", l.file.path, fs.ErrNotExist)
+		}
+		d = got
+		return err
+	})
+	return d, err
+}
+
+// Claim takes the lease if it is absent or expired (epoch + 1), extends
+// it if this router already holds it (same epoch), and otherwise fails
+// with a *HeldError. It returns the epoch held.
+func (l *Lease) Claim() (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.clock.Now()
+	err := l.file.locked(func() error {
+		cur, ok, err := l.file.read()
+		if err != nil {
+			return err
+		}
+		next := Doc{Epoch: 1, Holder: l.holder, ExpiresAt: unixS(now.Add(l.ttl)), UpdatedAt: unixS(now)}
+		switch {
+		case ok && !cur.Expired(now) && cur.Holder != l.holder:
+			return &HeldError{Path: l.file.path, Holder: cur.Holder, Epoch: cur.Epoch, ExpiresAt: cur.ExpiresAt}
+		case ok && !cur.Expired(now):
+			next.Epoch = cur.Epoch // ours: keep the epoch, extend
+		case ok:
+			next.Epoch = cur.Epoch + 1
+		}
+		if err := l.file.write(next); err != nil {
+			return err
+		}
+		l.owned, l.epoch, l.anchor = true, next.Epoch, now
+		return nil
+	})
+	if err != nil {
+		l.owned = false
+		return 0, err
+	}
+	return l.epoch, nil
+}
+
+// Renew extends the lease if the shared file still names this router at
+// the same epoch and has not expired. Any failure leaves the lease not
+// owned: the router must stop acting as the holder.
+func (l *Lease) Renew() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.owned {
+		return fmt.Errorf("lease %s: renew: this router does not hold the lease; claim it first", l.file.path)
+	}
+	now := l.clock.Now()
+	err := l.file.locked(func() error {
+		cur, ok, err := l.file.read()
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			return fmt.Errorf("lease %s: renew: the lease file is gone", l.file.path)
+		case cur.Holder != l.holder || cur.Epoch != l.epoch:
+			return fmt.Errorf("lease %s: renew: now held by %s at epoch %d (ours was epoch %d): another router took over",
+				l.file.path, cur.Holder, cur.Epoch, l.epoch)
+		case cur.Expired(now):
+			return fmt.Errorf("lease %s: renew: expired at %s before it was renewed", l.file.path,
+				fromUnixS(cur.ExpiresAt).Format(time.RFC3339Nano))
+		}
+		return l.file.write(Doc{Epoch: l.epoch, Holder: l.holder, ExpiresAt: unixS(now.Add(l.ttl)), UpdatedAt: unixS(now)})
+	})
+	if err != nil {
+		l.owned = false
+		return err
+	}
+	l.anchor = now
+	return nil
+}
+
+// Release ends this router's hold: the shared lease expires now if it is
+// still ours at our epoch, so a standby can claim it without waiting out
+// the ttl. The handle is no longer owned afterwards either way.
+func (l *Lease) Release() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.owned = false
+	if l.epoch == 0 {
+		return nil
+	}
+	now := l.clock.Now()
+	return l.file.locked(func() error {
+		cur, ok, err := l.file.read()
+		if err != nil || !ok || cur.Holder != l.holder || cur.Epoch != l.epoch {
+			return err // not ours any more: nothing to release
+		}
+		cur.ExpiresAt, cur.UpdatedAt = unixS(now), unixS(now)
+		return l.file.write(cur)
+	})
+}
+
+// RunRenewals renews the lease every renew interval until ctx ends. On
+// the first failure it calls onLost with the error and returns: the
+// router becomes standby with failover_blocked "lease renewal failed".
+func (l *Lease) RunRenewals(ctx context.Context, onLost func(error)) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.clock.After(l.renewEvery):
+		}
+		if err := l.Renew(); err != nil {
+			onLost(err)
+			return
+		}
+	}
+}

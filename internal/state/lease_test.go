@@ -1,0 +1,318 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/narwhal-go/narwhal/internal/ports"
+)
+
+var t0 = time.Unix(1790000000, 0)
+
+const (
+	ttl    = 5 * time.Second
+	renew  = time.Second
+	margin = time.Second
+)
+
+func newLease(t *testing.T, path, id string, clk ports.Clock, seed uint64) *Lease {
+	t.Helper()
+	l, err := NewLease(path, id, ttl, renew, margin, clk, ports.SeededIDs(seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestNewLeaseValidation(t *testing.T) {
+	clk := ports.NewFake(t0)
+	ids := ports.SeededIDs(1)
+	cases := []struct {
+		name, path, id  string
+		ttl, renew, mrg time.Duration
+		ids             ports.IDGenerator
+		want            string
+	}{
+		{"ok", "l", "a", 5 * time.Second, time.Second, time.Second, ids, ""},
+		{"no path", "", "a", 5 * time.Second, time.Second, time.Second, ids, "--lease-path is empty"},
+		{"no router id", "l", "", 5 * time.Second, time.Second, time.Second, ids, "--router-id is empty"},
+		{"ttl too short", "l", "a", 2 * time.Second, time.Second, time.Second, ids, "--lease-ttl 2s must exceed"},
+		{"zero renew", "l", "a", 5 * time.Second, 0, time.Second, ids, "--lease-renew-interval 0s must be positive"},
+		{"negative margin", "l", "a", 5 * time.Second, time.Second, -1, ids, "must be positive and --lease-safety-margin"},
+		{"non-hex ids", "l", "a", 5 * time.Second, time.Second, time.Second, ports.Sequential("x"), "is not 32 lower-case hex"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := NewLease(tc.path, tc.id, tc.ttl, tc.renew, tc.mrg, clk, tc.ids)
+			if tc.want == "" {
+				if err != nil || !hex32.MatchString(strings.TrimPrefix(l.Holder(), "a:")) {
+					t.Fatalf("err %v, holder %q", err, l.Holder())
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// Two routers on one lease file under one fake clock: claim, refusal,
+// extension, renewal, local fencing before the shared expiry, takeover at
+// epoch + 1, the old holder's renewal failing, release.
+func TestLeaseTwoRouters(t *testing.T) {
+	clk := ports.NewFake(t0)
+	path := filepath.Join(t.TempDir(), "lease.json")
+	a := newLease(t, path, "router-a", clk, 1)
+	b := newLease(t, path, "router-b", clk, 2)
+
+	if _, err := a.Current(); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Current before any claim = %v, want fs.ErrNotExist", err)
+	}
+	mustEpoch(t, a, 1)
+	assertLeaseFile(t, path, 1, a.Holder(), t0.Add(ttl))
+
+	_, err := b.Claim()
+	var held *HeldError
+	if !errors.As(err, &held) || held.Holder != a.Holder() || !strings.Contains(err.Error(), "until 2026-") {
+		t.Fatalf("B's claim = %v, want HeldError naming A and its expiry", err)
+	}
+	mustEpoch(t, a, 1) // ours: same epoch, extended
+
+	clk.Advance(renew)
+	if err := a.Renew(); err != nil {
+		t.Fatal(err)
+	}
+	assertLeaseFile(t, path, 1, a.Holder(), t0.Add(renew+ttl))
+
+	// A fences itself at ttl − margin after its renewal, while the shared
+	// lease is still unexpired and B still cannot claim.
+	clk.Advance(ttl - margin - time.Millisecond)
+	if !a.Valid() {
+		t.Fatal("A must still be valid just before ttl − margin")
+	}
+	clk.Advance(time.Millisecond)
+	if a.Valid() {
+		t.Fatal("A must fence itself at ttl − margin")
+	}
+	if _, err := b.Claim(); !errors.As(err, &held) {
+		t.Fatalf("B claimed before the shared expiry: %v", err)
+	}
+
+	clk.Advance(margin) // shared expiry
+	mustEpoch(t, b, 2)
+	if !b.Valid() {
+		t.Fatal("B must be valid after its claim")
+	}
+	err = a.Renew()
+	if err == nil || !strings.Contains(err.Error(), "another router took over") || a.Valid() {
+		t.Fatalf("A's renewal after takeover = %v (valid %v), want refused and fenced", err, a.Valid())
+	}
+	if err := a.Release(); err != nil {
+		t.Fatal(err)
+	}
+	assertLeaseFile(t, path, 2, b.Holder(), clk.Now().Add(ttl)) // A's release left B's lease alone
+
+	if err := b.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if b.Valid() {
+		t.Fatal("B valid after release")
+	}
+	mustEpoch(t, a, 3) // released lease is expired: claim at once
+}
+
+func TestRenewAfterSharedExpiry(t *testing.T) {
+	clk := ports.NewFake(t0)
+	a := newLease(t, filepath.Join(t.TempDir(), "lease.json"), "a", clk, 1)
+	mustEpoch(t, a, 1)
+	clk.Advance(ttl)
+	if err := a.Renew(); err == nil || !strings.Contains(err.Error(), "expired at") {
+		t.Fatalf("renew after expiry = %v, want refused", err)
+	}
+	if err := a.Renew(); err == nil || !strings.Contains(err.Error(), "claim it first") {
+		t.Fatalf("renew when not owned = %v", err)
+	}
+	mustEpoch(t, a, 2) // expired, even if ours: a new epoch
+}
+
+func TestLeaseFileStrict(t *testing.T) {
+	cases := []struct{ name, content, want string }{
+		{"extra field", `{"schema":"narwhal.router-lease","schema_version":1,"epoch":1,"holder":"x","expires_at":1,"updated_at":1,"note":"hi"}`, `unknown field "note"`},
+		{"newer", `{"schema":"narwhal.router-lease","schema_version":2}`, "lease schema version 2 is newer than this build (writes and reads 1)"},
+		{"epoch zero", `{"schema":"narwhal.router-lease","schema_version":1,"epoch":0,"holder":"x","expires_at":1,"updated_at":1}`, "epoch is 0, must be ≥ 1"},
+		{"torn", `{"schema":"narwhal.rou`, "not valid JSON"},
+		{"other schema", `{"schema":"narwhal.handoff","schema_version":1}`, "not a router lease"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "lease.json")
+			if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			a := newLease(t, path, "a", ports.NewFake(t0), 1)
+			_, err := a.Claim()
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("claim = %v, want %q naming the file", err, tc.want)
+			}
+			if a.Valid() {
+				t.Fatal("valid after a failed claim")
+			}
+		})
+	}
+}
+
+// Without the flock, routers racing on an absent lease could each read
+// "absent" and each write epoch 1. With it, exactly one wins.
+func TestConcurrentClaimsOneWinner(t *testing.T) {
+	for round := range 5 {
+		clk := ports.NewFake(t0)
+		path := filepath.Join(t.TempDir(), "lease.json")
+		const n = 8
+		leases := make([]*Lease, n)
+		for i := range leases {
+			leases[i] = newLease(t, path, "r", clk, uint64(round*n+i+1))
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i, l := range leases {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[i] = l.Claim()
+			}()
+		}
+		wg.Wait()
+		var winners []string
+		for i, err := range errs {
+			var held *HeldError
+			switch {
+			case err == nil:
+				winners = append(winners, leases[i].Holder())
+			case !errors.As(err, &held):
+				t.Fatalf("claim %d: unexpected error %v", i, err)
+			}
+		}
+		if len(winners) != 1 {
+			t.Fatalf("round %d: %d winners, want exactly 1", round, len(winners))
+		}
+		assertLeaseFile(t, path, 1, winners[0], t0.Add(ttl))
+	}
+}
+
+func TestRunRenewals(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	clk := ports.NewFake(t0)
+	path := filepath.Join(t.TempDir(), "lease.json")
+	a := newLease(t, path, "a", clk, 1)
+	mustEpoch(t, a, 1)
+	lost := make(chan error, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.RunRenewals(ctx, func(err error) { lost <- err })
+	}()
+	for i := 1; i <= 3; i++ {
+		waitPending(t, clk)
+		clk.Advance(renew)
+		waitFor(t, func() bool { d, _ := a.Current(); return d.UpdatedAt == unixS(t0.Add(time.Duration(i)*renew)) })
+	}
+	// Another router overwrites the lease (as after a partition): the next
+	// renewal fails, onLost hears why, and the loop stops.
+	waitPending(t, clk)
+	f := leaseFile{path}
+	if err := f.locked(func() error {
+		return f.write(Doc{Epoch: 2, Holder: "b:x", ExpiresAt: unixS(clk.Now().Add(ttl)), UpdatedAt: unixS(clk.Now())})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(renew)
+	if err := <-lost; !strings.Contains(err.Error(), "another router took over") {
+		t.Fatalf("onLost got %v", err)
+	}
+	<-done
+	if a.Valid() {
+		t.Fatal("valid after a lost renewal")
+	}
+}
+
+func TestRunRenewalsStopsOnCancel(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	clk := ports.NewFake(t0)
+	a := newLease(t, filepath.Join(t.TempDir(), "lease.json"), "a", clk, 1)
+	mustEpoch(t, a, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.RunRenewals(ctx, func(err error) { t.Errorf("onLost(%v) on cancel", err) })
+	}()
+	waitPending(t, clk)
+	cancel()
+	<-done
+}
+
+func mustEpoch(t *testing.T, l *Lease, want int) {
+	t.Helper()
+	got, err := l.Claim()
+	if err != nil || got != want || l.Epoch() != want {
+		t.Fatalf("claim = %d, %v; want epoch %d", got, err, want)
+	}
+}
+
+// assertLeaseFile checks the file has exactly the six fields and values.
+func assertLeaseFile(t *testing.T, path string, epoch int, holder string, expires time.Time) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if got := strings.Join(keys, ","); got != "epoch,expires_at,holder,schema,schema_version,updated_at" {
+		t.Errorf("lease fields = %s", got)
+	}
+	if m["schema"] != LeaseSchema || m["schema_version"] != 1.0 || m["epoch"] != float64(epoch) ||
+		m["holder"] != holder || m["expires_at"] != unixS(expires) {
+		t.Errorf("lease = %s\nwant epoch %d holder %s expires %v", b, epoch, holder, unixS(expires))
+	}
+}
+
+// waitPending waits (bounded) until a goroutine has a timer on the clock.
+func waitPending(t *testing.T, clk *ports.Fake) {
+	t.Helper()
+	waitFor(t, func() bool { return clk.Pending() > 0 })
+}
+
+// waitFor polls cond for up to 10 s of real time; it bounds the test, it
+// does not assert timing.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for range 10000 {
+		if cond() {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatal("condition not reached")
+}
