@@ -36,6 +36,7 @@ func (rn *runner) arrive(r *request, a Arrival, idx int) {
 }
 
 func (rn *runner) refused(r *request, ref *sched.Refusal) {
+	rn.res.RefusedBy[ref.Cause]++
 	if ref.Status == 429 {
 		rn.end(r, &rn.res.Refused)
 		return

@@ -17,14 +17,16 @@ type Result struct {
 	GoodputRPS float64 `json:"goodput_rps"` // met / offer window
 	Late       int     `json:"late"`        // completed over a target
 	Refused    int     `json:"refused"`     // predictive admission refused it (429)
-	Failed     int     `json:"failed"`      // no engine (503) or it can never fit an engine
-	Unfinished int     `json:"unfinished"`  // still open when the drain bound ended the run
-	TTFTMiss   int     `json:"ttft_miss"`   // completed over the TTFT target
-	TPOTMiss   int     `json:"tpot_miss"`   // completed over the TPOT target
-	TTFTP50    float64 `json:"ttft_p50_s"`  // over completed requests
-	TTFTP99    float64 `json:"ttft_p99_s"`
-	TPOTP50    float64 `json:"tpot_p50_s"`
-	TPOTP99    float64 `json:"tpot_p99_s"`
+	// RefusedBy counts refusals and placement failures by sched cause.
+	RefusedBy  map[string]int `json:"refused_by"`
+	Failed     int            `json:"failed"`     // no engine (503) or it can never fit an engine
+	Unfinished int            `json:"unfinished"` // still open when the drain bound ended the run
+	TTFTMiss   int            `json:"ttft_miss"`  // completed over the TTFT target
+	TPOTMiss   int            `json:"tpot_miss"`  // completed over the TPOT target
+	TTFTP50    float64        `json:"ttft_p50_s"` // over completed requests
+	TTFTP99    float64        `json:"ttft_p99_s"`
+	TPOTP50    float64        `json:"tpot_p50_s"`
+	TPOTP99    float64        `json:"tpot_p99_s"`
 
 	Flips       int            `json:"flips"`        // role changes seen
 	Reversals   int            `json:"reversals"`    // flips undoing that engine's previous flip

@@ -99,7 +99,8 @@ func newRunner(f Fleet, arm Arm, tr Trace) (*runner, error) {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
 	rn := &runner{f: f, arm: arm, slo: cfg.SLO, core: core, byIID: map[string]*engine{}, tr: tr,
-		reqs: make([]request, len(tr.Arrivals)), res: &Result{Arm: arm.Name, Offered: len(tr.Arrivals), ByResult: map[string]int{}},
+		reqs: make([]request, len(tr.Arrivals)), res: &Result{Arm: arm.Name, Offered: len(tr.Arrivals),
+			ByResult: map[string]int{}, RefusedBy: map[string]int{}},
 		tickNS: nanos(cfg.Controller.MonitorIntervalS), endNS: nanos(tr.DurationS)}
 	rn.capNS = rn.endNS + nanos(f.DrainS)
 	for _, e := range cfg.Engines {

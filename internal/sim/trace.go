@@ -65,7 +65,7 @@ type Segment struct {
 func MovingSegments(segS float64) []Segment {
 	return []Segment{
 		{Name: "balanced", DurationS: segS, InputMean: 512, OutputMean: 192, Spread: 0.4, InputMax: 4096, OutputMax: 1024},
-		{Name: "prefill-heavy", DurationS: segS, InputMean: 1536, OutputMean: 16, Spread: 0.4, InputMax: 8192, OutputMax: 128},
+		{Name: "prefill-heavy", DurationS: segS, InputMean: 1536, OutputMean: 16, Spread: 0.4, InputMax: 4096, OutputMax: 128},
 		{Name: "decode-heavy", DurationS: segS, InputMean: 256, OutputMean: 512, Spread: 0.4, InputMax: 2048, OutputMax: 2048},
 	}
 }
