@@ -230,3 +230,11 @@ func (m *Manager) RestoreEvents(ev []Event) {
 		m.events = m.events[len(m.events)-maxEvents:]
 	}
 }
+
+// Note records an engine_lifecycle event the router observed itself (a
+// process excluded, a recovery blocked).
+func (m *Manager) Note(at float64, action string, fields map[string]any) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.event(at, action, fields)
+}

@@ -69,7 +69,8 @@ type Metrics struct {
 	ttft, tpot, seat prometheus.Observer
 	queueWait        *prometheus.HistogramVec
 
-	pools *pools
+	pools  *pools
+	health health
 }
 
 // New builds the collectors for cfg on a fresh registry, with the Go
@@ -88,6 +89,7 @@ func New(cfg *fleet.Config) *Metrics {
 	m.buildControl(b, cfg)
 	m.buildLatency(b, cfg)
 	m.pools = newPools(b, cfg)
+	m.health = newHealth(b, cfg)
 	return m
 }
 

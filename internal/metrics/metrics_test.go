@@ -110,6 +110,11 @@ var families = map[string]dto.MetricType{
 	"narwhal_tpot_seconds":                         dto.MetricType_HISTOGRAM,
 	"narwhal_queue_wait_seconds":                   dto.MetricType_HISTOGRAM,
 	"narwhal_seat_seconds":                         dto.MetricType_HISTOGRAM,
+	"narwhal_engine_ejections_total":               dto.MetricType_COUNTER,
+	"narwhal_engine_readmissions_total":            dto.MetricType_COUNTER,
+	"narwhal_engine_breaker_streak":                dto.MetricType_GAUGE,
+	"narwhal_engine_lifecycle_state":               dto.MetricType_GAUGE,
+	"narwhal_engine_draining":                      dto.MetricType_GAUGE,
 }
 
 func TestEveryFamilyPresentFromStart(t *testing.T) {

@@ -5,10 +5,38 @@ import (
 	"github.com/narwhal-go/narwhal/internal/sched"
 )
 
-// monitorPass is one monitor interval: the scheduling core closes its
-// windows and runs role control; every decision is journalled and counted,
-// and the pool gauges are refreshed.
+// monitorPass is one monitor interval, in the reference's stage order:
+// role control, drains, rollover (inside Tick), readmission probes, the
+// liveness sweep when due, telemetry, and the handoff document.
 func (r *Router) monitorPass() {
+	r.controlPass()
+	r.life.Settle(r.wallNow(), r.resident)
+	r.readmissionProbes(r.bgCtx)
+	r.passes++
+	if every := r.cfg.Recovery.LivenessEvery; every > 0 && r.passes%every == 0 {
+		r.livenessSweep(r.bgCtx)
+	}
+	r.afterLifecycle()
+	for iid, streaks := range r.life.Streaks() {
+		for class, n := range streaks {
+			r.metrics.SetStreak(iid, string(class), n)
+		}
+	}
+}
+
+// resident is iid's resident request count.
+func (r *Router) resident(iid string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := r.core.Instance(iid)
+	if i == nil {
+		return 0
+	}
+	return i.Resident()
+}
+
+// controlPass runs the core's Tick: role control and window rollover.
+func (r *Router) controlPass() {
 	r.mu.Lock()
 	now := r.now()
 	before := r.core.Control()

@@ -82,7 +82,7 @@ func newHarness(t *testing.T, roles []fleet.Role, mod func(*fleet.Config)) *harn
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.router, err = New(&cfg, store, Options{Journal: h.jw, Rng: ports.NewSeededRng(1)})
+	h.router, err = New(&cfg, store, Options{Journal: h.jw, Rng: ports.NewSeededRng(1), AdminOpen: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,9 @@ func (r *Router) routes() {
 	m.HandleFunc("GET /health", r.serveHealth)
 	m.HandleFunc("GET /ready", r.serveReady)
 	m.HandleFunc("GET /narwhal/state", r.serveState)
+	m.HandleFunc("GET /narwhal/lifecycle", r.serveLifecycle)
+	m.HandleFunc("POST /narwhal/lifecycle/drain", r.admin(r.serveDrain))
+	m.HandleFunc("POST /narwhal/lifecycle/readmit", r.admin(r.serveReadmit))
 	m.Handle("GET /metrics", r.metricsHandler())
 	r.mux = m
 }
@@ -95,8 +98,12 @@ func (r *Router) ingressGate(retained int64) (outcome, bool) {
 			err: &apiError{Status: 429, Type: "server_overloaded_error", Message: "router in-flight limit reached", RetryAfter: 1}}, true
 	}
 	if reason, ready := r.readiness(); !ready {
+		typ := "standby"
+		if reason == reasonNoEngines {
+			typ = "backend_unavailable"
+		}
 		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonNotReady, readiness: reason,
-			err: typed(503, "backend_unavailable", reason, 1)}, true
+			err: typed(503, typ, reason, 1)}, true
 	}
 	return outcome{}, false
 }
@@ -316,13 +323,33 @@ func contentText(raw json.RawMessage) string {
 	return b.String()
 }
 
-// readiness reports whether the router can place work: some engine must
-// be live.
+// readiness reports whether the router can place work, or the first
+// reason it cannot.
 func (r *Router) readiness() (string, bool) {
+	if !r.controlsFleet() {
+		return "shadowing", false
+	}
+	if !r.identities.Load() {
+		return "engine identity validation pending", false
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.core.AnyLive() {
 		return "", true
 	}
-	return "no available engines", false
+	return reasonNoEngines, false
 }
+
+const reasonNoEngines = "no available engines"
+
+func (r *Router) ready() bool {
+	_, ok := r.readiness()
+	return ok && !r.closing.Load()
+}
+
+// controlsFleet: this router places work (it is not a standby and its
+// lease, when it has one, is valid).
+func (r *Router) controlsFleet() bool { return true }
+
+// stateChanged is called after every change the handoff document records.
+func (r *Router) stateChanged() {}

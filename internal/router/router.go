@@ -23,6 +23,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/lifecycle"
 	"github.com/narwhal-go/narwhal/internal/metrics"
 	"github.com/narwhal-go/narwhal/internal/ports"
 	"github.com/narwhal-go/narwhal/internal/profile"
@@ -43,6 +44,11 @@ type Options struct {
 	MaxConcurrent int
 	// Lookup reads the engine credential variable; os.LookupEnv if nil.
 	Lookup fleet.LookupFunc
+	// AdminToken protects the lifecycle actions (drain, readmit). Empty
+	// means none is configured: AdminOpen then says whether they are
+	// allowed anyway (true only when the router binds loopback).
+	AdminToken string
+	AdminOpen  bool
 }
 
 // engine is one configured engine as the router talks to it.
@@ -75,6 +81,20 @@ type Router struct {
 	closing  atomic.Bool
 	started  atomic.Bool
 	inflight sync.WaitGroup
+
+	life       *lifecycle.Manager
+	attestURL  map[string]string
+	adminToken string
+	adminOpen  bool
+	verifying  sync.Map // iid → true while a verification probe runs
+	evMu       sync.Mutex
+	evSeen     int // lifecycle events already journalled
+	identities atomic.Bool
+	passes     int // monitor passes, for the liveness cadence
+
+	bg       sync.WaitGroup // background probes
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
 
 	mux    *http.ServeMux
 	stop   chan struct{}
@@ -109,7 +129,9 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 		metrics: metrics.New(cfg), epoch: o.Clock.Now(), limit: limit, core: core,
 		engines: map[string]*engine{}, seats: make(chan struct{}, limit),
 		stop: make(chan struct{}), done: make(chan struct{}),
+		life: lifecycle.New(cfg), attestURL: map[string]string{}, adminToken: o.AdminToken, adminOpen: o.AdminOpen,
 	}
+	r.bgCtx, r.bgCancel = context.WithCancel(context.Background())
 	r.stats.credits = float64(cfg.Serving.RetryBudget)
 	r.metrics.RouterReady.Set(1)
 	r.metrics.AdmissionInflightLimit.Set(float64(limit))
@@ -123,6 +145,7 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 			MaxResponse:    int64(cfg.Serving.MaxResponseBytes),
 		})}
 		r.order = append(r.order, e.IID)
+		r.attestURL[e.IID] = e.AttestationURL
 	}
 	sort.Strings(r.order)
 	r.routes()
@@ -171,9 +194,12 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) { r.mux.Ser
 // Metrics is the router's Prometheus collectors, for embedding callers.
 func (r *Router) Metrics() *metrics.Metrics { return r.metrics }
 
-// Start runs the monitor loop until Close.
+// Start records every engine's process identity (bounded by
+// engine.health_timeout_s), then runs the monitor loop until Close.
 func (r *Router) Start() {
 	if r.started.CompareAndSwap(false, true) {
+		r.captureIdentities(r.bgCtx)
+		r.identities.Store(true)
 		go r.monitor()
 	}
 }
@@ -202,13 +228,15 @@ func (r *Router) Close() {
 		if r.started.Load() {
 			<-r.done
 		}
+		r.bgCancel()
+		r.bg.Wait()
 		for _, e := range r.engines {
 			e.client.Close()
 		}
 	})
 }
 
-// monitor rolls the scheduling windows every monitor interval.
+// monitor runs a monitor pass every monitor interval until Close.
 func (r *Router) monitor() {
 	defer close(r.done)
 	t := r.clock.NewTicker(seconds(r.cfg.Controller.MonitorIntervalS))

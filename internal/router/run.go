@@ -34,8 +34,12 @@ func (c *call) attempt(ctx context.Context, n int, exclude map[string]bool) bool
 	c.phase, c.prefillIID = "prefill", p
 	h, start, e := c.prefillLeg(ctx, n, p)
 	if e != nil {
+		if ctx.Err() == nil {
+			r.legFailedOn(p, e)
+		}
 		return c.legFailed(ctx, n, "prefill", e, exclude, p)
 	}
+	r.legSucceeded(p, "prefill")
 	if c.ttft == 0 {
 		c.ttft = r.now() - c.arrived
 	}
@@ -57,12 +61,16 @@ func (c *call) attempt(ctx context.Context, n int, exclude map[string]bool) bool
 		kvp = nil // same engine: reuse its own cache, no transfer
 	}
 	if e := c.decodeLeg(ctx, n, d, kvp); e != nil {
+		if ctx.Err() == nil && !c.clientGone {
+			r.legFailedOn(d, e)
+		}
 		if c.committed {
 			c.outputFailed(ctx, e)
 			return false
 		}
 		return c.legFailed(ctx, n, "decode", e, exclude, d, p)
 	}
+	r.legSucceeded(d, "decode")
 	c.complete()
 	return false
 }
@@ -220,7 +228,7 @@ func (c *call) decodeLeg(ctx context.Context, n int, iid string, kvp []byte) *vl
 // firstTokenError names a leg cut by the first-token deadline as such.
 func (c *call) firstTokenError(e *vllm.Error, noFirst *atomic.Bool) *vllm.Error {
 	if noFirst.Load() && c.tokens == 0 {
-		return &vllm.Error{Phase: "decode", Reason: journal.ReasonEngineTimeout, Timeout: true, Class: "timeout",
+		return &vllm.Error{Phase: "decode", Reason: journal.ReasonEngineTimeout, Timeout: true, Class: "stream",
 			Msg: fmt.Sprintf("no first token within %gs (engine.first_token_timeout_s)", c.r.cfg.Engine.FirstTokenTimeoutS)}
 	}
 	return e

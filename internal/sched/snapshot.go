@@ -78,3 +78,6 @@ func (c *Core) LeastResident(skip map[string]bool) string {
 	}
 	return best.IID
 }
+
+// Resident is the number of requests resident on the engine, both phases.
+func (i *Instance) Resident() int { return len(i.prefill) + len(i.decode) }

@@ -214,7 +214,7 @@ func (s *Stream) readError(err error) *Error {
 	timedOut := s.timedOut
 	s.mu.Unlock()
 	if timedOut {
-		return &Error{Phase: "decode", Reason: ReasonTimeout, Timeout: true, Class: "timeout",
+		return &Error{Phase: "decode", Reason: ReasonTimeout, Timeout: true, Class: "stream",
 			Msg: "engine went silent between tokens"}
 	}
 	if err == io.EOF || err == io.ErrUnexpectedEOF {

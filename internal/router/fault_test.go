@@ -1,0 +1,264 @@
+package router
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/sched"
+	"github.com/narwhal-go/narwhal/internal/simengine"
+)
+
+// fastRecovery makes the monitor loop, readmission and liveness quick.
+func fastRecovery(c *fleet.Config) {
+	c.Controller.MonitorIntervalS = 0.05
+	c.Recovery.ReadmitEvery = 2
+	c.Recovery.LivenessEvery = 2
+	c.Recovery.Health.WindowS = 1
+	c.Controller.Advisory = true // roles stay put: these tests are about availability
+}
+
+// completeContract fills a complete engine_contract.
+func completeContract(c *fleet.Config) {
+	f := false
+	k := fleet.DefaultContract()
+	k.VLLMVersion, k.ImageDigest, k.NIXLVersion, k.NIXLConnectorVersion = "0.21.0", "sha256:"+strings.Repeat("b", 64), "0.6.1", 2
+	k.ModelArchitecture, k.ModelDtype, k.KVHeads, k.HeadSize, k.HiddenLayers = "LlamaForCausalLM", "bfloat16", 8, 128, 32
+	k.AttentionBackend, k.KVCacheDtype, k.CrossLayersBlocks, k.HybridKVCacheManager = "FLASH_ATTN", "auto", &f, &f
+	k.KVRole, k.TransferMode, k.SpeculativeConfig = "kv_both", "pull", "disabled"
+	c.EngineContract = &k
+}
+
+// eventually polls cond for up to 10 s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for i := 0; i < 500; i++ {
+		if cond() {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+func (h *harness) ejected(iid string) bool {
+	_, ok := h.router.life.Ejected()[iid]
+	return ok
+}
+
+func TestConnectionRefusedEjectsWithinTheStreak(t *testing.T) {
+	h := newHarness(t, ppdd, fastRecovery)
+	h.engines.Engines[0].SetFaults(simengine.Faults{RefuseConnections: true}) // p0 is dead
+	for i := 0; i < 6; i++ {
+		resp, out := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": fmt.Sprint("q", i), "max_tokens": 2})
+		if resp.StatusCode != 200 {
+			t.Fatalf("request %d: %d %s (retries should route around p0)", i, resp.StatusCode, out)
+		}
+	}
+	if !h.ejected("p0") {
+		t.Fatalf("p0 refused connections %d times and is not ejected; streaks %v", 6, h.router.life.Streaks()["p0"])
+	}
+	if got := h.router.life.Ejected()["p0"]; got != "connection" && got != "liveness" {
+		t.Errorf("cause %q, want connection (request path) or liveness (sweep)", got)
+	}
+	// Healthy again: the readmission probe brings it back.
+	h.engines.Engines[0].SetFaults(simengine.Faults{})
+	eventually(t, "p0 readmitted", func() bool { return !h.ejected("p0") })
+}
+
+func TestBusyButHealthyEngineIsNotEjected(t *testing.T) {
+	h := newHarness(t, pd, func(c *fleet.Config) {
+		fastRecovery(c)
+		c.Serving.PrefillTimeoutS = 0.2
+		c.Serving.MaxAttempts = 1
+		c.Serving.Admission = fleet.AdmissionOpen
+	})
+	h.engines.Engines[0].SetFaults(simengine.Faults{LatencyMultiplier: 100}) // slow, not dead
+	for i := 0; i < 4; i++ {
+		resp, _ := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "slow prefill " + strings.Repeat("x ", 200), "max_tokens": 2})
+		if resp.StatusCode != 504 {
+			t.Fatalf("request %d: %d, want 504 from the prefill timeout", i, resp.StatusCode)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // the health verification runs in the background
+	if h.ejected("p0") {
+		t.Fatal("a slow engine that answers /health was ejected")
+	}
+}
+
+func TestEngineReturning500sIsEjectedAfterVerification(t *testing.T) {
+	h := newHarness(t, ppdd, fastRecovery)
+	h.engines.Engines[0].SetFaults(simengine.Faults{HTTP500Rate: 1})
+	for i := 0; i < 6; i++ {
+		resp, out := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": fmt.Sprint("q", i), "max_tokens": 2})
+		if resp.StatusCode != 200 {
+			t.Fatalf("request %d: %d %s", i, resp.StatusCode, out)
+		}
+	}
+	eventually(t, "p0 ejected after its inference probe failed", func() bool { return h.ejected("p0") })
+}
+
+func TestEngineKilledMidStream(t *testing.T) {
+	h := newHarness(t, ppdd, fastRecovery)
+	h.engines.Engines[2].SetFaults(simengine.Faults{DropAfterTokens: 2}) // d0 dies mid-stream
+	for i := 0; i < 4; i++ {
+		resp, out := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": fmt.Sprint("q", i), "max_tokens": 8, "stream": true})
+		if resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, out)
+		}
+		events := sse(t, out)
+		last := events[len(events)-1]
+		if last != "[DONE]" && !strings.Contains(last, `"code":"failed"`) {
+			t.Errorf("stream ended with %q: neither [DONE] nor the terminal error event", last)
+		}
+	}
+	streak := h.router.life.Streaks()["d0"]["stream"] + h.router.life.Streaks()["d0"]["connection"]
+	if streak == 0 && !h.ejected("d0") {
+		t.Error("the broken streams were not counted against d0")
+	}
+}
+
+func TestRestartedEngineLeavesServiceAndReturns(t *testing.T) {
+	h := newHarness(t, ppdd, fastRecovery)
+	before := h.router.life.ProcessStarts()["d1"]
+	time.Sleep(20 * time.Millisecond) // a later process start
+	h.engines.Engines[3].Restart()
+	eventually(t, "d1 excluded as a new process", func() bool { return h.router.life.Ejected()["d1"] == "process_identity" })
+	eventually(t, "d1 back in service", func() bool { return !h.ejected("d1") })
+	if after := h.router.life.ProcessStarts()["d1"]; after <= before {
+		t.Errorf("accepted process start %v, want newer than %v", after, before)
+	}
+}
+
+func (h *harness) lifecycle(t *testing.T, action, iid string) (int, map[string]any) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"iid": iid, "deadline_s": 30})
+	resp, err := http.Post(h.srv.URL+"/narwhal/lifecycle/"+action, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var doc map[string]any
+	json.NewDecoder(resp.Body).Decode(&doc)
+	return resp.StatusCode, doc
+}
+
+func engineState(doc map[string]any, iid string) map[string]any {
+	return doc["engines"].(map[string]any)[iid].(map[string]any)
+}
+
+func TestDrainWithoutContractIsMissingContract(t *testing.T) {
+	h := newHarness(t, ppdd, fastRecovery)
+	code, doc := h.lifecycle(t, "drain", "d1")
+	e := engineState(doc, "d1")
+	if code != 503 || e["state"] != "blocked" || e["accepts_new"] != false {
+		t.Fatalf("drain without a contract: %d %v", code, e)
+	}
+	checks := e["checks"].([]any)
+	if len(checks) != 1 || checks[0].(map[string]any)["name"] != "missing-contract" {
+		t.Errorf("checks = %v", checks)
+	}
+	code, doc = h.lifecycle(t, "readmit", "d1")
+	if code != 409 || engineState(doc, "d1")["accepts_new"] != false {
+		t.Errorf("readmit without a contract: %d %v", code, engineState(doc, "d1"))
+	}
+}
+
+func TestDrainDuringLoadThenReadmit(t *testing.T) {
+	h := newHarness(t, ppdd, func(c *fleet.Config) { fastRecovery(c); completeContract(c) })
+	// A long stream resident on a decode engine while it drains.
+	done := make(chan []byte)
+	go func() {
+		_, out := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "long", "max_tokens": 60, "stream": true})
+		done <- out
+	}()
+	var target string
+	eventually(t, "a resident decode stream", func() bool {
+		for _, e := range h.router.state()["engines"].([]sched.EngineView) {
+			if e.ResidentDecode > 0 {
+				target = e.IID
+				return true
+			}
+		}
+		return false
+	})
+	code, doc := h.lifecycle(t, "drain", target)
+	if code != 200 || engineState(doc, target)["state"] != "draining" {
+		t.Fatalf("drain: %d %v", code, engineState(doc, target))
+	}
+	for i := 0; i < 4; i++ { // new work avoids the draining engine
+		resp, _ := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": fmt.Sprint("n", i), "max_tokens": 2})
+		row := h.row(resp.Header.Get("X-Request-Id"))
+		if resp.StatusCode != 200 || *row.DecodeIID == target {
+			t.Fatalf("request during the drain: %d on %v", resp.StatusCode, *row.DecodeIID)
+		}
+	}
+	if out := <-done; !strings.Contains(string(out), "[DONE]") {
+		t.Errorf("the resident stream did not finish: %s", out)
+	}
+	eventually(t, "drained", func() bool {
+		return h.router.life.Records()[indexOf(h.router.order, target)].State == "drained"
+	})
+	// Readmitting the same process is refused: a drain means a restart.
+	if code, doc := h.lifecycle(t, "readmit", target); code != 409 || engineState(doc, target)["state"] != "blocked" {
+		t.Fatalf("readmit without a restart: %d %v", code, engineState(doc, target))
+	}
+	h.engines.Engines[indexOf([]string{"p0", "p1", "d0", "d1"}, target)].Restart()
+	code, doc = h.lifecycle(t, "readmit", target)
+	if code != 200 || engineState(doc, target)["state"] != "active" || engineState(doc, target)["accepts_new"] != true {
+		t.Fatalf("readmit after a restart: %d %v", code, engineState(doc, target))
+	}
+	j, _ := journal.ReadFile(h.jpath)
+	actions := map[string]bool{}
+	for _, e := range j.Events {
+		if e.Event.Name == journal.EventEngineLifecycle {
+			actions[e.Event.Fields["action"].(string)] = true
+		}
+	}
+	for _, a := range []string{"drain_started", "process_recorded", "drain_complete", "validation_failed", "readmitted"} {
+		if !actions[a] {
+			t.Errorf("journal lacks engine_lifecycle %s (has %v)", a, actions)
+		}
+	}
+}
+
+func indexOf(list []string, s string) int {
+	for i, v := range list {
+		if v == s {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestLifecycleActionsNeedTheAdminToken(t *testing.T) {
+	h := newHarness(t, pd, fastRecovery)
+	h.router.adminToken = "s3cret"
+	for _, tc := range []struct {
+		auth string
+		code int
+	}{{"", 401}, {"Bearer wrong", 401}, {"Bearer s3cret", 409}} {
+		req, _ := http.NewRequest(http.MethodPost, h.srv.URL+"/narwhal/lifecycle/readmit", strings.NewReader(`{"iid":"d0"}`))
+		if tc.auth != "" {
+			req.Header.Set("Authorization", tc.auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.code {
+			t.Errorf("Authorization %q: %d, want %d", tc.auth, resp.StatusCode, tc.code)
+		}
+	}
+	h.router.adminToken, h.router.adminOpen = "", false
+	if code, _ := h.lifecycle(t, "drain", "d0"); code != 403 {
+		t.Errorf("no token and not loopback-only: %d, want 403", code)
+	}
+}

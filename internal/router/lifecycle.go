@@ -1,0 +1,326 @@
+package router
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/lifecycle"
+	"github.com/narwhal-go/narwhal/internal/vllm"
+)
+
+// wallNow is wall-clock Unix seconds, for lifecycle records and events.
+func (r *Router) wallNow() float64 { return float64(r.clock.Now().UnixMicro()) / 1e6 }
+
+// admin guards the lifecycle actions: a bearer token when one is
+// configured; without one, only a router bound to loopback accepts them.
+func (r *Router) admin(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request) {
+		if r.adminToken == "" {
+			if !r.adminOpen {
+				writeJSON(w, http.StatusForbidden, map[string]any{"error": "lifecycle actions are disabled: start narwhal-serve with --admin-token-env NAME, or bind it to loopback"})
+				return
+			}
+			h(w, req)
+			return
+		}
+		got := req.Header.Get("Authorization")
+		if subtle.ConstantTimeCompare([]byte(got), []byte("Bearer "+r.adminToken)) != 1 {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": "lifecycle actions need Authorization: Bearer <admin token>"})
+			return
+		}
+		h(w, req)
+	}
+}
+
+// lifecycleRequest is the body of drain and readmit.
+type lifecycleRequest struct {
+	IID       string   `json:"iid"`
+	Engines   []string `json:"engines"`
+	Wave      bool     `json:"wave"`
+	DeadlineS *float64 `json:"deadline_s"`
+}
+
+func (r *Router) parseLifecycle(w http.ResponseWriter, req *http.Request) (string, *lifecycleRequest, bool) {
+	var lr lifecycleRequest
+	body, _ := io.ReadAll(io.LimitReader(req.Body, 1<<16))
+	if err := json.Unmarshal(body, &lr); err != nil {
+		r.lifecycleReply(w, http.StatusBadRequest, "request body must be JSON: {\"iid\": \"<engine>\"}")
+		return "", nil, false
+	}
+	if lr.Wave {
+		r.lifecycleReply(w, http.StatusConflict, "whole-wave lifecycle actions are not supported by this build: drain and readmit engines one at a time")
+		return "", nil, false
+	}
+	iids := lr.Engines
+	if lr.IID != "" {
+		iids = append(iids, lr.IID)
+	}
+	if len(iids) != 1 {
+		r.lifecycleReply(w, http.StatusConflict, "name exactly one engine: {\"iid\": \"<engine>\"}")
+		return "", nil, false
+	}
+	return iids[0], &lr, true
+}
+
+func (r *Router) serveDrain(w http.ResponseWriter, req *http.Request) {
+	iid, lr, ok := r.parseLifecycle(w, req)
+	if !ok {
+		return
+	}
+	deadline := 300.0
+	if lr.DeadlineS != nil {
+		deadline = *lr.DeadlineS
+	}
+	lastLive := r.life.Live(iid) && r.liveCount() == 1
+	_, err := r.life.Drain(iid, r.wallNow(), deadline, lastLive, func() (lifecycle.Identity, error) {
+		return r.identity(req.Context(), iid)
+	})
+	r.syncLive()
+	r.afterLifecycle()
+	r.lifecycleReply(w, lifecycleStatus(err), errText(err))
+}
+
+func (r *Router) serveReadmit(w http.ResponseWriter, req *http.Request) {
+	iid, _, ok := r.parseLifecycle(w, req)
+	if !ok {
+		return
+	}
+	_, err := r.life.Readmit(iid, r.wallNow(), r.gates)
+	r.syncLive()
+	r.afterLifecycle()
+	if err == nil {
+		r.journalEvent(journal.EngineReadmitted(r.now(), iid, "lifecycle"))
+		r.metrics.Readmission(iid, "lifecycle")
+	}
+	r.lifecycleReply(w, lifecycleStatus(err), errText(err))
+}
+
+func lifecycleStatus(err error) int {
+	var c *lifecycle.Conflict
+	switch {
+	case err == nil:
+		return http.StatusOK
+	case errors.As(err, &c):
+		return http.StatusConflict
+	}
+	return http.StatusServiceUnavailable
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func (r *Router) liveCount() int {
+	n := 0
+	for _, iid := range r.order {
+		if r.life.Live(iid) {
+			n++
+		}
+	}
+	return n
+}
+
+// afterLifecycle journals new lifecycle events, refreshes the lifecycle
+// gauges and writes the handoff.
+func (r *Router) afterLifecycle() {
+	r.flushLifecycleEvents()
+	for _, rec := range r.life.Records() {
+		r.metrics.SetLifecycleState(rec.IID, string(rec.State))
+	}
+	r.stateChanged()
+}
+
+func (r *Router) lifecycleEvent(action string, fields map[string]any) {
+	r.life.Note(r.wallNow(), action, fields)
+	r.flushLifecycleEvents()
+}
+
+// flushLifecycleEvents writes the engine_lifecycle events not yet in the
+// journal.
+func (r *Router) flushLifecycleEvents() {
+	r.evMu.Lock()
+	defer r.evMu.Unlock()
+	evs, next := r.life.TakeEvents(r.evSeen)
+	r.evSeen = next
+	for _, ev := range evs {
+		r.journalEvent(journal.EngineLifecycle(time.UnixMicro(int64(ev.At*1e6)), ev.Action, ev.Fields))
+	}
+}
+
+func (r *Router) lifecycleReply(w http.ResponseWriter, status int, errMsg string) {
+	doc := r.lifecycleDoc()
+	doc["error"] = errMsg
+	writeJSON(w, status, doc)
+}
+
+func (r *Router) serveLifecycle(w http.ResponseWriter, _ *http.Request) { r.lifecycleReply(w, 200, "") }
+
+// lifecycleDoc is the narwhal.lifecycle v1 document.
+func (r *Router) lifecycleDoc() map[string]any {
+	r.mu.Lock()
+	snap := r.core.Snapshot(r.now())
+	r.mu.Unlock()
+	resident := map[string][2]int{}
+	for _, e := range snap.Engines {
+		resident[e.IID] = [2]int{e.ResidentPrefill, e.ResidentDecode}
+	}
+	engines := map[string]any{}
+	for _, rec := range r.life.Records() {
+		res := resident[rec.IID]
+		engines[rec.IID] = map[string]any{
+			"state": rec.State, "draining": rec.State != lifecycle.Active, "accepts_new": r.life.Live(rec.IID),
+			"ready_to_stop":    rec.State == lifecycle.Drained && rec.OldProcessStart != nil,
+			"resident":         map[string]int{"prefill": res[0], "decode": res[1]},
+			"requested_at":     rec.RequestedAt, "deadline_at": rec.DeadlineAt, "restart_required": rec.RestartRequired,
+			"wave_id":          rec.WaveID, "old_process_start": rec.OldProcessStart, "new_process_start": rec.NewProcessStart,
+			"checks":           rec.Checks, "error": rec.Error,
+		}
+	}
+	events := []any{}
+	for _, ev := range r.life.Events() {
+		row := map[string]any{"at": ev.At, "action": ev.Action}
+		for k, v := range ev.Fields {
+			row[k] = v
+		}
+		events = append(events, row)
+	}
+	ready := r.ready()
+	return map[string]any{
+		"schema": "narwhal.lifecycle", "schema_version": 1,
+		"router":                map[string]any{"controls_fleet": r.controlsFleet(), "ready": ready},
+		"wave":                  map[string]any{"id": "", "active": false, "ready_to_stop": false},
+		"engines":               engines,
+		"events":                events,
+		"engine_restart_policy": r.cfg.Recovery.EngineRestartPolicy,
+		"process_starts":        r.life.ProcessStarts(),
+		"error":                 "",
+	}
+}
+
+// gates are the readmission gates (runtime.md §3.5.3), run before the
+// engine is placed again. old is the identity recorded before the drain;
+// requireNewer demands a newer process (a planned restart).
+func (r *Router) gates(iid string, old *lifecycle.Identity, requireNewer bool) ([]lifecycle.Check, lifecycle.Identity) {
+	ctx, cancel := context.WithTimeout(r.bgCtx, 4*r.probeTimeout()+seconds(r.cfg.Engine.FirstTokenTimeoutS))
+	defer cancel()
+	var checks []lifecycle.Check
+	add := func(name string, e error, okDetail string) bool {
+		c := lifecycle.Check{Name: name, OK: e == nil, Detail: okDetail}
+		if e != nil {
+			c.Detail = e.Error()
+		}
+		checks = append(checks, c)
+		return e == nil
+	}
+	if !add("health", asErr(r.healthProbe(ctx, iid)), "GET /health 200") {
+		return checks, lifecycle.Identity{}
+	}
+	add("attestation", r.attestationGate(ctx, iid), "")
+	add("model", r.modelGate(ctx, iid), r.cfg.Model)
+	id, err := r.identity(ctx, iid)
+	if err == nil && requireNewer && old != nil && !(id.ProcessStart > old.ProcessStart) {
+		err = fmt.Errorf("process start %.3f is not newer than the drained process's %.3f: restart the engine before readmitting it", id.ProcessStart, old.ProcessStart)
+	}
+	add("process_identity", err, fmt.Sprintf("vLLM %s, process start %.3f", id.Version, id.ProcessStart))
+	add("generation", asErr(r.inferenceProbe(ctx, iid)), "a direct completion")
+	add("kv_transfer", r.transferGate(ctx, iid), "")
+	add("final_health", asErr(r.healthProbe(ctx, iid)), "GET /health 200")
+	return checks, id
+}
+
+// asErr keeps a nil *vllm.Error from becoming a non-nil error.
+func asErr(e *vllm.Error) error {
+	if e == nil {
+		return nil
+	}
+	return e
+}
+
+func (r *Router) modelGate(ctx context.Context, iid string) error {
+	ctx, cancel := context.WithTimeout(ctx, r.probeTimeout())
+	defer cancel()
+	models, e := r.engines[iid].client.Models(ctx)
+	if e != nil {
+		return e
+	}
+	if !slices.Contains(models, r.cfg.Model) {
+		return fmt.Errorf("the engine serves %v, not the fleet's model %q", models, r.cfg.Model)
+	}
+	return nil
+}
+
+// attestationGate reads the engine's sidecar when one is configured: it
+// must answer (a sidecar answers 503 once its engine process changed).
+func (r *Router) attestationGate(ctx context.Context, iid string) error {
+	url := r.attestURL[iid]
+	if url == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.probeTimeout())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("attestation sidecar %s: %w", url, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("attestation sidecar answered %d: restart it so it binds the new engine process", resp.StatusCode)
+	}
+	return nil
+}
+
+// transferGate moves KV from the candidate to a live peer: a prefill leg
+// there and a decode leg on the peer must produce tokens.
+func (r *Router) transferGate(ctx context.Context, iid string) error {
+	peer := ""
+	for _, p := range r.order {
+		if p != iid && r.life.Live(p) {
+			peer = p
+			break
+		}
+	}
+	if peer == "" {
+		return nil // no live peer to transfer with: nothing to prove here
+	}
+	body, _ := vllm.ParseBody([]byte(`{"prompt":"narwhal transfer probe","max_tokens":2}`))
+	h, e := r.engines[iid].client.Prefill(ctx, "/v1/completions", vllm.PrefillBody(body, r.cfg.Model), "narwhal-probe-"+r.ids.NewID()+"-prefill")
+	if e != nil {
+		return e
+	}
+	s, e := r.engines[peer].client.OpenStream(ctx, "/v1/completions", vllm.DecodeBody(body, r.cfg.Model, h.Params), "narwhal-probe-"+r.ids.NewID()+"-decode")
+	if e != nil {
+		return fmt.Errorf("decode on %s with %s's KV: %w", peer, iid, e)
+	}
+	defer s.Close()
+	tokens := 0
+	for {
+		ev, e := s.Next()
+		if e != nil {
+			return fmt.Errorf("decode on %s with %s's KV: %w", peer, iid, e)
+		}
+		tokens += ev.Tokens
+		if ev.Done {
+			break
+		}
+	}
+	if tokens == 0 {
+		return fmt.Errorf("decode on %s with %s's KV produced no tokens", peer, iid)
+	}
+	return nil
+}
