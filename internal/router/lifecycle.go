@@ -181,11 +181,11 @@ func (r *Router) lifecycleDoc() map[string]any {
 		res := resident[rec.IID]
 		engines[rec.IID] = map[string]any{
 			"state": rec.State, "draining": rec.State != lifecycle.Active, "accepts_new": r.life.Live(rec.IID),
-			"ready_to_stop":    rec.State == lifecycle.Drained && rec.OldProcessStart != nil,
-			"resident":         map[string]int{"prefill": res[0], "decode": res[1]},
-			"requested_at":     rec.RequestedAt, "deadline_at": rec.DeadlineAt, "restart_required": rec.RestartRequired,
-			"wave_id":          rec.WaveID, "old_process_start": rec.OldProcessStart, "new_process_start": rec.NewProcessStart,
-			"checks":           rec.Checks, "error": rec.Error,
+			"ready_to_stop": rec.State == lifecycle.Drained && rec.OldProcessStart != nil,
+			"resident":      map[string]int{"prefill": res[0], "decode": res[1]},
+			"requested_at":  rec.RequestedAt, "deadline_at": rec.DeadlineAt, "restart_required": rec.RestartRequired,
+			"wave_id": rec.WaveID, "old_process_start": rec.OldProcessStart, "new_process_start": rec.NewProcessStart,
+			"checks": rec.Checks, "error": rec.Error,
 		}
 	}
 	events := []any{}
