@@ -1,0 +1,211 @@
+package check_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/narwhal-go/narwhal/internal/attest"
+	"github.com/narwhal-go/narwhal/internal/check"
+	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/profile"
+	"github.com/narwhal-go/narwhal/internal/simengine"
+)
+
+// fastRow is a profile whose pace prompt (100 words, 300 tokens) takes
+// 80 ms: long enough that HTTP overhead is small against the 1.5× limit,
+// short enough to keep the suite quick.
+func fastRow(iid string) profile.Row {
+	one, maxReq, minKV, maxKV := 1, 64, 256, 65536
+	rs, fit, cv := 1e-5, 0.02, 0.04
+	return profile.Row{IID: iid, TTFTB: 1e-4, TTFTC: 0.05, TPOTSlope: 1e-8, TPOTIntercept: 0.004,
+		TPOTRequestSlope: &rs, DecodeMinRequests: &one, DecodeMaxRequests: &maxReq, DecodeMinKVTokens: &minKV,
+		DecodeMaxKVTokens: &maxKV, DecodeFitMAPE: &fit, DecodeCVMAPE: &cv}
+}
+
+// testFleet is n simengines, each with its own attestation sidecar, and
+// the fleet document that contracts them.
+type testFleet struct {
+	engines  []*simengine.Engine
+	sidecars []*attest.Server
+	cfg      *fleet.Config
+	store    *profile.Store
+}
+
+func startFleet(t *testing.T, n int, tweak func(i int, c *simengine.Config)) *testFleet {
+	t.Helper()
+	tf := &testFleet{store: &profile.Store{Schema: "narwhal.profiles", SchemaVersion: 1}}
+	for i := 0; i < n; i++ {
+		iid := fmt.Sprintf("e%d", i)
+		c := simengine.Config{Model: "m", Profile: fastRow(iid), Seed: uint64(i)}
+		if tweak != nil {
+			tweak(i, &c)
+		}
+		e, err := simengine.Start(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		tf.engines = append(tf.engines, e)
+		tf.store.Profiles = append(tf.store.Profiles, fastRow(iid))
+		tf.sidecars = append(tf.sidecars, startSidecar(t, e))
+	}
+	tf.cfg = fleetFor(t, tf)
+	return tf
+}
+
+func startSidecar(t *testing.T, e *simengine.Engine) *attest.Server {
+	t.Helper()
+	doc, err := attest.Parse("sim", e.AttestationDocument())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := attest.Serve(context.Background(), doc, e.URL(), "127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func fleetFor(t *testing.T, tf *testFleet) *fleet.Config {
+	t.Helper()
+	k := simengine.Contract(simengine.DefaultIdentity("m"))
+	var engines []string
+	for i, e := range tf.engines {
+		engines = append(engines, fmt.Sprintf(`{"iid":"e%d","url":%q,"attestation_url":%q,"role":%q}`,
+			i, e.URL(), tf.sidecars[i].AttestationURL(), []string{"prefill", "decode"}[i%2]))
+	}
+	kj := fmt.Sprintf(`{"vllm_version":%q,"image_digest":%q,"nixl_version":%q,"nixl_connector_version":%d,"model_architecture":%q,"model_dtype":%q,"kv_heads":%d,"head_size":%d,"hidden_layers":%d,"attention_backend":%q,"kv_cache_dtype":%q,"cross_layers_blocks":%t,"hybrid_kv_cache_manager":%t,"connector":"NixlConnector","kv_role":"kv_both","transfer_mode":"pull","speculative_config":"disabled","enforce_handshake_compat":true}`,
+		k.VLLMVersion, k.ImageDigest, k.NIXLVersion, k.NIXLConnectorVersion, k.ModelArchitecture, k.ModelDtype,
+		k.KVHeads, k.HeadSize, k.HiddenLayers, k.AttentionBackend, k.KVCacheDtype, *k.CrossLayersBlocks, *k.HybridKVCacheManager)
+	doc := `{"schema":"narwhal.fleet","schema_version":1,"model":"m","engines":[` + strings.Join(engines, ",") +
+		`],"slo":{"ttft_s":1,"tpot_s":0.05},"hardware":{"accelerator":"SIM-1","accelerators_per_engine":1,"tensor_parallel":1},"engine_contract":` + kj + `}`
+	cfg, err := fleet.Parse("fleet.json", []byte(doc), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func (tf *testFleet) run(t *testing.T, mod func(*check.Options)) *check.Report {
+	t.Helper()
+	o := check.Options{Fleet: tf.cfg, Profiles: tf.store, PaceWords: 100}
+	if mod != nil {
+		mod(&o)
+	}
+	return check.Run(context.Background(), o)
+}
+
+func outcomes(r *check.Report) map[string]check.Outcome {
+	m := map[string]check.Outcome{}
+	for _, g := range r.Gates {
+		m[g.Name] = g.Outcome
+	}
+	return m
+}
+
+func dump(r *check.Report) string {
+	var b strings.Builder
+	check.WriteText(&b, r)
+	return b.String()
+}
+
+func TestHealthyFleetPassesEveryGate(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	tf := startFleet(t, 3, nil)
+	r := tf.run(t, nil)
+	for _, name := range check.Order {
+		if got := outcomes(r)[name]; got != check.Passed {
+			t.Fatalf("gate %s = %s, want pass\n%s", name, got, dump(r))
+		}
+	}
+	t.Log(dump(r))
+	if !r.Passed() || len(r.Gate(check.GateConsume).Lines) != 6 {
+		t.Fatalf("want 6 mesh pairs and a pass:\n%s", dump(r))
+	}
+	closeAll(tf)
+}
+
+func closeAll(tf *testFleet) {
+	for _, s := range tf.sidecars {
+		s.Close()
+	}
+	for _, e := range tf.engines {
+		e.Close()
+	}
+}
+
+// TestFailuresStopBeforeKV: each fault fails its gate; a contract, pace
+// or restart failure skips produce and consume (no KV moved); a corrupted
+// transfer fails consume.
+func TestFailures(t *testing.T) {
+	tests := []struct {
+		name     string
+		tweak    func(i int, c *simengine.Config)
+		after    func(tf *testFleet)
+		gate     string
+		message  string
+		kvProbed bool
+	}{
+		{name: "different kv_heads", gate: check.GateContract, message: "e1 attestation: contract.kv_heads is 4, expected 8",
+			tweak: func(i int, c *simengine.Config) {
+				if i == 1 {
+					c.Identity = simengine.DefaultIdentity("m")
+					c.Identity.NumKVHeads = 4
+				}
+			}},
+		{name: "different vllm_version", gate: check.GateContract, message: "e1 runs vLLM 0.22.0, engine_contract.vllm_version is 0.21.0",
+			tweak: func(i int, c *simengine.Config) {
+				if i == 1 {
+					c.Identity = simengine.DefaultIdentity("m")
+					c.Identity.VLLMVersion = "0.22.0"
+				}
+			}},
+		{name: "restarted engine", gate: check.GateContract, message: "engine process changed; restart the attestation sidecar",
+			after: func(tf *testFleet) { tf.engines[0].Restart() }},
+		{name: "2x slower than its profile", gate: check.GatePace, message: "more than 1.5 x profile prefill_time",
+			after: func(tf *testFleet) {
+				_ = tf.engines[1].SetFaults(simengine.Faults{LatencyMultiplier: 2})
+			}},
+		{name: "corrupted KV transfer", gate: check.GateConsume, message: "the KV arrived corrupted", kvProbed: true,
+			after: func(tf *testFleet) { _ = tf.engines[0].SetFaults(simengine.Faults{CorruptKV: true}) }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+			tf := startFleet(t, 2, tc.tweak)
+			if tc.after != nil {
+				tc.after(tf)
+			}
+			r := tf.run(t, nil)
+			got := outcomes(r)
+			if got[tc.gate] != check.Failed || !strings.Contains(dump(r), tc.message) {
+				t.Fatalf("gate %s = %s, want fail with %q\n%s", tc.gate, got[tc.gate], tc.message, dump(r))
+			}
+			if r.Passed() {
+				t.Fatal("report passed")
+			}
+			kv := got[check.GateProduce] != check.Skipped || got[check.GateConsume] != check.Skipped
+			if kv != tc.kvProbed {
+				t.Fatalf("KV probes ran = %v, want %v\n%s", kv, tc.kvProbed, dump(r))
+			}
+			closeAll(tf)
+		})
+	}
+}
+
+func TestRestartedSidecarPassesAgain(t *testing.T) {
+	tf := startFleet(t, 2, nil)
+	tf.engines[0].Restart()
+	tf.sidecars[0].Close()
+	tf.sidecars[0] = startSidecar(t, tf.engines[0])
+	tf.cfg = fleetFor(t, tf)
+	r := tf.run(t, func(o *check.Options) { o.NoKV = true })
+	if got := outcomes(r)[check.GateContract]; got != check.Passed {
+		t.Fatalf("a restarted process with a restarted sidecar: contract %s\n%s", got, dump(r))
+	}
+}
