@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -27,7 +28,7 @@ import (
 func main() { cli.Main(newRoot()) }
 
 type flags struct {
-	fleet, host, journal, logFormat string
+	fleet, host, journal, logFormat, adminTokenEnv string
 	port, maxConcurrent             int
 	graceful                        float64
 }
@@ -56,6 +57,7 @@ timeout, and exits.`
 	fl.IntVar(&f.maxConcurrent, "max-concurrent", 0, "admission limit, 1..serving.max_connections (default serving.max_connections)")
 	fl.Float64Var(&f.graceful, "graceful-timeout", -1, "whole seconds in-flight requests get after SIGTERM (default serving.graceful_timeout_s)")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format on stderr: text or json")
+	fl.StringVar(&f.adminTokenEnv, "admin-token-env", "", "name of the environment variable holding the bearer token for POST /narwhal/lifecycle/* (without one, lifecycle actions are accepted only when bound to loopback)")
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), f) }
 	return root
 }
@@ -92,7 +94,12 @@ func run(ctx context.Context, f flags) error {
 		return cli.Failed(err)
 	}
 	defer jw.Close()
-	r, err := router.New(cfg, profiles, router.Options{Logger: log, Journal: jw, MaxConcurrent: f.maxConcurrent})
+	adminToken, err := adminToken(f.adminTokenEnv)
+	if err != nil {
+		return err
+	}
+	r, err := router.New(cfg, profiles, router.Options{Logger: log, Journal: jw, MaxConcurrent: f.maxConcurrent,
+		AdminToken: adminToken, AdminOpen: isLoopback(f.host)})
 	if err != nil {
 		return cli.Invalid(err)
 	}
@@ -110,6 +117,27 @@ func run(ctx context.Context, f flags) error {
 	}
 	log.Info("narwhal-serve stopped cleanly")
 	return nil
+}
+
+// adminToken reads the lifecycle admin token from the named variable.
+func adminToken(name string) (string, error) {
+	if name == "" {
+		return "", nil
+	}
+	v := strings.TrimSpace(os.Getenv(name))
+	if v == "" {
+		return "", cli.Usage("--admin-token-env %s names an unset or empty variable: export it or drop the flag", name)
+	}
+	return v, nil
+}
+
+// isLoopback reports whether host binds only the loopback interface.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func newLogger(format string) (*slog.Logger, error) {
