@@ -29,8 +29,8 @@ func main() { cli.Main(newRoot()) }
 
 type flags struct {
 	fleet, host, journal, logFormat, adminTokenEnv string
-	port, maxConcurrent             int
-	graceful                        float64
+	port, maxConcurrent                            int
+	graceful                                       float64
 }
 
 func newRoot() *cobra.Command {
