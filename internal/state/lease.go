@@ -21,6 +21,11 @@ type Lease struct {
 	ttl, renewEvery, mrg time.Duration
 	clock                ports.Clock
 
+	// op serialises this handle's file operations; mu guards the fields
+	// below and is never held across file I/O, so Valid and Epoch answer
+	// at once even while a renewal waits on a hung shared filesystem (the
+	// router then fences itself by the clock instead of hanging /ready).
+	op     sync.Mutex
 	mu     sync.Mutex
 	owned  bool
 	epoch  int
@@ -109,9 +114,10 @@ func (l *Lease) Current() (Doc, error) {
 // it if this router already holds it (same epoch), and otherwise fails
 // with a *HeldError. It returns the epoch held.
 func (l *Lease) Claim() (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.op.Lock()
+	defer l.op.Unlock()
 	now := l.clock.Now()
+	var epoch int
 	err := l.file.locked(func() error {
 		cur, ok, err := l.file.read()
 		if err != nil {
@@ -126,26 +132,29 @@ func (l *Lease) Claim() (int, error) {
 		case ok:
 			next.Epoch = cur.Epoch + 1
 		}
-		if err := l.file.write(next); err != nil {
-			return err
-		}
-		l.owned, l.epoch, l.anchor = true, next.Epoch, now
-		return nil
+		epoch = next.Epoch
+		return l.file.write(next)
 	})
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if err != nil {
 		l.owned = false
 		return 0, err
 	}
-	return l.epoch, nil
+	l.owned, l.epoch, l.anchor = true, epoch, now
+	return epoch, nil
 }
 
 // Renew extends the lease if the shared file still names this router at
 // the same epoch and has not expired. Any failure leaves the lease not
 // owned: the router must stop acting as the holder.
 func (l *Lease) Renew() error {
+	l.op.Lock()
+	defer l.op.Unlock()
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.owned {
+	owned, epoch := l.owned, l.epoch
+	l.mu.Unlock()
+	if !owned {
 		return fmt.Errorf("lease %s: renew: this router does not hold the lease; claim it first", l.file.path)
 	}
 	now := l.clock.Now()
@@ -156,15 +165,17 @@ func (l *Lease) Renew() error {
 			return err
 		case !ok:
 			return fmt.Errorf("lease %s: renew: the lease file is gone", l.file.path)
-		case cur.Holder != l.holder || cur.Epoch != l.epoch:
+		case cur.Holder != l.holder || cur.Epoch != epoch:
 			return fmt.Errorf("lease %s: renew: now held by %s at epoch %d (ours was epoch %d): another router took over",
-				l.file.path, cur.Holder, cur.Epoch, l.epoch)
+				l.file.path, cur.Holder, cur.Epoch, epoch)
 		case cur.Expired(now):
 			return fmt.Errorf("lease %s: renew: expired at %s before it was renewed", l.file.path,
 				fromUnixS(cur.ExpiresAt).Format(time.RFC3339Nano))
 		}
-		return l.file.write(Doc{Epoch: l.epoch, Holder: l.holder, ExpiresAt: unixS(now.Add(l.ttl)), UpdatedAt: unixS(now)})
+		return l.file.write(Doc{Epoch: epoch, Holder: l.holder, ExpiresAt: unixS(now.Add(l.ttl)), UpdatedAt: unixS(now)})
 	})
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if err != nil {
 		l.owned = false
 		return err
@@ -177,16 +188,19 @@ func (l *Lease) Renew() error {
 // still ours at our epoch, so a standby can claim it without waiting out
 // the ttl. The handle is no longer owned afterwards either way.
 func (l *Lease) Release() error {
+	l.op.Lock()
+	defer l.op.Unlock()
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	l.owned = false
-	if l.epoch == 0 {
+	epoch := l.epoch
+	l.mu.Unlock()
+	if epoch == 0 {
 		return nil
 	}
 	now := l.clock.Now()
 	return l.file.locked(func() error {
 		cur, ok, err := l.file.read()
-		if err != nil || !ok || cur.Holder != l.holder || cur.Epoch != l.epoch {
+		if err != nil || !ok || cur.Holder != l.holder || cur.Epoch != epoch {
 			return err // not ours any more: nothing to release
 		}
 		cur.ExpiresAt, cur.UpdatedAt = unixS(now), unixS(now)

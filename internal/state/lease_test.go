@@ -316,3 +316,29 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 	t.Fatal("condition not reached")
 }
+
+// A renewal stuck on the lock (a hung shared filesystem) must not stall
+// Valid: the router fences itself by its clock while the renewal waits.
+func TestValidDoesNotWaitForStuckRenewal(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	clk := ports.NewFake(t0)
+	path := filepath.Join(t.TempDir(), "lease.json")
+	a := newLease(t, path, "a", clk, 1)
+	mustEpoch(t, a, 1)
+	held := make(chan struct{})
+	unlock := make(chan struct{})
+	go func() {
+		leaseFile{path}.locked(func() error { close(held); <-unlock; return nil })
+	}()
+	<-held
+	renewed := make(chan error, 1)
+	go func() { renewed <- a.Renew() }()
+	clk.Advance(ttl - margin)
+	if a.Valid() {
+		t.Fatal("valid past ttl − margin while the renewal is stuck")
+	}
+	close(unlock)
+	if err := <-renewed; err != nil {
+		t.Fatalf("renewal after the lock freed: %v", err)
+	}
+}
