@@ -10,7 +10,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X github.com/narwhal-go/narwhal/internal/version.Version=$(VERSION)
 FUZZTIME    ?= 60s
 
-.PHONY: all build run bench test lint fmt-check vet staticcheck gotest node-deps node-checks fuzz tools promtool clean help
+.PHONY: all build run demo bench test lint fmt-check vet staticcheck gotest node-deps node-checks fuzz tools promtool clean help
 
 all: build
 
@@ -22,6 +22,9 @@ build: ## build every command into bin/
 
 run: ## local simulated fleet + router on 127.0.0.1:8000 (Ctrl-C stops it)
 	$(GO) run ./cmd/narwhal dev run
+
+demo: ## static splits vs aggregated vs adaptive on a moving trace, in virtual time (seconds)
+	$(GO) run ./cmd/narwhal demo
 
 test: lint tools node-deps gotest node-checks ## everything CI runs
 
