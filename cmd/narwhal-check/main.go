@@ -1,0 +1,182 @@
+// Command narwhal-check is preflight: the gates that must pass before a
+// router admits traffic to a fleet (docs/preflight.md). Exit 0 when every
+// gate passed, 1 when one failed, 2 for bad input.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/narwhal-go/narwhal/internal/check"
+	"github.com/narwhal-go/narwhal/internal/cli"
+	"github.com/narwhal-go/narwhal/internal/cmdresult"
+	"github.com/narwhal-go/narwhal/internal/evidence/store"
+	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/ports"
+	"github.com/narwhal-go/narwhal/internal/profile"
+	"github.com/narwhal-go/narwhal/internal/version"
+)
+
+func main() { cli.Main(newRoot()) }
+
+type flags struct {
+	fleet, format, evidenceDir string
+	ring, noKV                 bool
+	repeats, paceWords         int
+}
+
+func newRoot() *cobra.Command {
+	f := &flags{}
+	root := cli.NewRoot("narwhal-check", "Preflight: reach, contract, profile, model, pace, tokenize, produce, consume, slo")
+	root.Args = cobra.NoArgs
+	root.RunE = func(c *cobra.Command, _ []string) error { return run(c, f) }
+	fs := root.Flags()
+	fs.StringVar(&f.fleet, "fleet", "", "fleet file (narwhal.fleet v1)")
+	fs.StringVar(&f.format, "format", "text", "output format: text, or json for a narwhal.command-result envelope")
+	fs.BoolVar(&f.ring, "ring", false, "consume probes by rotating ring instead of the full mesh")
+	fs.BoolVar(&f.noKV, "no-kv", false, "skip the produce and consume KV probes")
+	fs.IntVar(&f.repeats, "repeats", 1, "probes per pair (clamped to >= 1)")
+	fs.IntVar(&f.paceWords, "pace-words", 4096, "pace prompt length in words ('benchmark ' x N), halved on HTTP 400")
+	fs.StringVar(&f.evidenceDir, "evidence-store", "evidence", "evidence store for the run's records; empty writes none")
+	return root
+}
+
+func run(c *cobra.Command, f *flags) error {
+	if f.fleet == "" {
+		return cli.Usage("--fleet is required: name the fleet file to check")
+	}
+	if f.format != "text" && f.format != "json" {
+		return cli.Usage("--format must be text or json, got %q", f.format)
+	}
+	asJSON := f.format == "json"
+	res := cmdresult.Result{Command: "narwhal-check", Operation: "preflight"}
+	cfg, err := fleet.Load(f.fleet)
+	if err != nil {
+		return invalid(c, res, asJSON, "fleet_invalid", err)
+	}
+	red := cmdresult.NewRedactor(os.Environ(), cfg.Engine.EngineAPIKeyEnv)
+	key, err := cfg.Engine.APIKey(os.LookupEnv)
+	if err != nil {
+		return invalid(c, res, asJSON, "credential_missing", err)
+	}
+	o := check.Options{Fleet: cfg, APIKey: key, Ring: f.ring, Repeats: f.repeats, NoKV: f.noKV, PaceWords: f.paceWords}
+	o.Profiles, o.ProfilesErr = loadProfiles(cfg.Profiles.Path)
+	ctx := c.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	rep := check.Run(ctx, o)
+	ev, arts, err := writeEvidence(rep, cfg, f.evidenceDir)
+	if err != nil {
+		return cli.Failed(err)
+	}
+	if asJSON {
+		return writeJSON(c.OutOrStdout(), red, res, rep, ev, arts)
+	}
+	check.WriteText(c.OutOrStdout(), rep)
+	for _, e := range ev {
+		fmt.Fprintf(c.OutOrStdout(), "evidence: %s execution %s state %s\n", e.Engine, e.Execution, orNone(e.State))
+	}
+	if !rep.Passed() {
+		return cli.Silent(cli.ExitFailed)
+	}
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func loadProfiles(path string) (*profile.Store, error) {
+	st, err := profile.Load(path)
+	if err != nil {
+		return nil, fmt.Errorf("profiles.path %s: %w", path, err)
+	}
+	return st, nil
+}
+
+func invalid(c *cobra.Command, res cmdresult.Result, asJSON bool, code string, err error) error {
+	if !asJSON {
+		return cli.Invalid(err)
+	}
+	res.Status = cmdresult.InvalidInput
+	res.Errors = []cmdresult.Problem{{Code: code, Message: err.Error(), Command: res.Command, Stage: "input"}}
+	if werr := res.Write(c.OutOrStdout(), cmdresult.NewRedactor(os.Environ())); werr != nil {
+		return cli.Failed(werr)
+	}
+	fmt.Fprintf(c.ErrOrStderr(), "%s: %v\n", c.CommandPath(), err)
+	return cli.Silent(cli.ExitInvalid)
+}
+
+// engineEvidence is one engine's line in JSON data.evidence.
+type engineEvidence struct {
+	Engine    string   `json:"engine"`
+	Execution string   `json:"execution_fingerprint"`
+	State     string   `json:"state"`
+	Records   []string `json:"records"`
+}
+
+// writeEvidence stores the run's records; with dir "" they are built
+// (and reported) but not written.
+func writeEvidence(rep *check.Report, cfg *fleet.Config, dir string) ([]engineEvidence, []cmdresult.Artifact, error) {
+	ee, err := check.Evidence(rep, cfg, ports.SystemClock(), version.String())
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []engineEvidence
+	var arts []cmdresult.Artifact
+	st := store.Open(dir)
+	for _, e := range ee {
+		row := engineEvidence{Engine: e.IID, Execution: e.Execution, State: e.State, Records: []string{}}
+		for _, r := range e.Records {
+			d, err := r.Digest()
+			if err == nil && dir != "" {
+				d, err = st.PutRecord(r)
+				arts = append(arts, cmdresult.Artifact{Kind: "evidence_record", Path: dir + "/records/" + d + ".json", State: "created"})
+			}
+			if err != nil {
+				return nil, nil, fmt.Errorf("evidence record for engine %s: %w", e.IID, err)
+			}
+			row.Records = append(row.Records, d)
+		}
+		out = append(out, row)
+	}
+	return out, arts, nil
+}
+
+func writeJSON(w io.Writer, red *cmdresult.Redactor, res cmdresult.Result, rep *check.Report, ev []engineEvidence, arts []cmdresult.Artifact) error {
+	res.Status = cmdresult.Success
+	if !rep.Passed() {
+		res.Status = cmdresult.FailedGate
+	}
+	for _, g := range rep.Gates {
+		for _, l := range g.Lines {
+			if l.Status == check.Fail {
+				p := cmdresult.Problem{Code: "gate_failed", Message: l.Message, Command: res.Command, Stage: "preflight", Engine: l.Engine,
+					Context: map[string]any{"gate": g.Name}}
+				if l.FailureKind != "" {
+					p.Context["failure_kind"] = l.FailureKind
+				}
+				res.Errors = append(res.Errors, p)
+			}
+		}
+	}
+	res.Data = map[string]any{"failed": rep.Failed, "skipped": rep.Skipped, "warnings": rep.Warnings, "gates": rep.Gates,
+		"summary": rep.Summary(), "evidence": ev}
+	res.Artifacts = arts
+	if err := res.Write(w, red); err != nil {
+		return cli.Failed(err)
+	}
+	if !rep.Passed() {
+		return cli.Silent(cli.ExitFailed)
+	}
+	return nil
+}
+

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/narwhal-go/narwhal/internal/attest"
+	"github.com/narwhal-go/narwhal/internal/cli"
+	"github.com/narwhal-go/narwhal/internal/profile"
+	"github.com/narwhal-go/narwhal/internal/simengine"
+)
+
+func row(iid string) profile.Row {
+	one, maxReq, minKV, maxKV := 1, 64, 256, 65536
+	rs, fit, cv := 1e-5, 0.02, 0.04
+	return profile.Row{IID: iid, TTFTB: 1e-4, TTFTC: 0.05, TPOTSlope: 1e-8, TPOTIntercept: 0.004,
+		TPOTRequestSlope: &rs, DecodeMinRequests: &one, DecodeMaxRequests: &maxReq, DecodeMinKVTokens: &minKV,
+		DecodeMaxKVTokens: &maxKV, DecodeFitMAPE: &fit, DecodeCVMAPE: &cv}
+}
+
+// fixture starts two contracted simengines and writes their fleet and
+// profile store; kvHeads changes engine 1's build.
+func fixture(t *testing.T, kvHeads int) (dir, fleetPath string, closeAll func()) {
+	t.Helper()
+	dir = t.TempDir()
+	st := &profile.Store{Schema: "narwhal.profiles", SchemaVersion: 1}
+	var closers []func()
+	var engines []string
+	for i := 0; i < 2; i++ {
+		iid := fmt.Sprintf("e%d", i)
+		id := simengine.DefaultIdentity("m")
+		if i == 1 && kvHeads > 0 {
+			id.NumKVHeads = kvHeads
+		}
+		e, err := simengine.Start(simengine.Config{Model: "m", Profile: row(iid), Identity: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, _ := attest.Parse("sim", e.AttestationDocument())
+		s, err := attest.Serve(context.Background(), doc, e.URL(), "127.0.0.1:0", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		closers = append(closers, func() { s.Close(); e.Close() })
+		st.Profiles = append(st.Profiles, row(iid))
+		engines = append(engines, fmt.Sprintf(`{"iid":%q,"url":%q,"attestation_url":%q}`, iid, e.URL(), s.AttestationURL()))
+	}
+	if err := profile.Save(filepath.Join(dir, "profiles.json"), st); err != nil {
+		t.Fatal(err)
+	}
+	k, _ := json.Marshal(simengine.Contract(simengine.DefaultIdentity("m")))
+	doc := fmt.Sprintf(`{"schema":"narwhal.fleet","schema_version":1,"model":"m","engines":[%s],"slo":{"ttft_s":1,"tpot_s":0.05},
+"profiles":{"path":%q},"hardware":{"accelerator":"SIM-1","accelerators_per_engine":1,"tensor_parallel":1},"engine_contract":%s}`,
+		strings.Join(engines, ","), filepath.Join(dir, "profiles.json"), k)
+	fleetPath = filepath.Join(dir, "fleet.json")
+	if err := os.WriteFile(fleetPath, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir, fleetPath, func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+}
+
+func TestPreflightCommand(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	tests := []struct {
+		name    string
+		kvHeads int
+		code    int
+		status  string
+		want    string
+	}{
+		{"healthy", 0, 0, "success", `"state":"serving_verified"`},
+		{"contract mismatch", 4, 1, "failed_gate", `contract.kv_heads is 4, expected 8`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, fl, closeAll := fixture(t, tc.kvHeads)
+			defer closeAll()
+			var out, errb bytes.Buffer
+			code := cli.Run(newRoot(), []string{"--fleet", fl, "--format", "json", "--pace-words", "100",
+				"--evidence-store", filepath.Join(dir, "ev")}, &out, &errb)
+			var env map[string]any
+			if err := json.Unmarshal(out.Bytes(), &env); err != nil {
+				t.Fatalf("stdout is not one JSON envelope: %v\n%s", err, out.String())
+			}
+			if code != tc.code || env["status"] != tc.status || !strings.Contains(out.String(), tc.want) {
+				t.Fatalf("exit %d status %v, want %d %s containing %q\n%s\n%s", code, env["status"], tc.code, tc.status, tc.want, out.String(), errb.String())
+			}
+			recs, _ := filepath.Glob(filepath.Join(dir, "ev", "records", "*.json"))
+			if len(recs) == 0 {
+				t.Fatal("no evidence records written")
+			}
+		})
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no fleet", []string{}, "--fleet is required"},
+		{"missing fleet", []string{"--fleet", "/nonexistent.json"}, "/nonexistent.json"},
+		{"bad format", []string{"--fleet", "x", "--format", "yaml"}, "--format must be"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			if code := cli.Run(newRoot(), tc.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), tc.want) {
+				t.Fatalf("exit %d stderr %q, want 2 with %q", code, errb.String(), tc.want)
+			}
+		})
+	}
+}
