@@ -121,3 +121,11 @@ func (f Fleet) document(prefill int) (*fleet.Config, *profile.Store, error) {
 	}
 	return &cfg, store, nil
 }
+
+// DemoSegmentS is the length of each of the demo trace's three phases.
+const DemoSegmentS = 120
+
+// DemoRates are the demo's offered rates for eight engines, requests per
+// second: from where most static splits still hold to where every arm
+// falls below 90%.
+func DemoRates() []float64 { return []float64{7, 8, 9, 10, 11, 12} }
