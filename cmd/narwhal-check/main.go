@@ -179,4 +179,3 @@ func writeJSON(w io.Writer, red *cmdresult.Redactor, res cmdresult.Result, rep *
 	}
 	return nil
 }
-

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/narwhal-go/narwhal/internal/atomicfile"
+	"github.com/narwhal-go/narwhal/internal/attest"
+	"github.com/narwhal-go/narwhal/internal/cli"
+	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/vllm"
+)
+
+// newFleetCmd is the fleet tree: finalisation of engine_contract from the
+// live attestation sidecars.
+func newFleetCmd() *cobra.Command {
+	c := &cobra.Command{Use: "fleet", Short: "Fleet documents built from live engines"}
+	c.AddCommand(newFinalizeCmd())
+	return c
+}
+
+func newFinalizeCmd() *cobra.Command {
+	var path, out, backupDir string
+	c := &cobra.Command{
+		Use:   "finalize --fleet PATH [--out PATH]",
+		Short: "Fill engine_contract from every engine's attestation sidecar (complete, identical contracts only)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if path == "" {
+				return cli.Usage("--fleet is required: name the fleet file to finalise")
+			}
+			if out == "" {
+				out = path
+			}
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			return finalize(ctx, cmd.OutOrStdout(), path, out, backupDir)
+		},
+	}
+	c.Flags().StringVar(&path, "fleet", "", "fleet file whose engines to read")
+	c.Flags().StringVar(&out, "out", "", "where to write the finalised fleet (default: replace --fleet), e.g. runs/deployment/fleet.json")
+	c.Flags().StringVar(&backupDir, "backup-dir", "runs", "private directory for the backup of the replaced file")
+	return c
+}
+
+func finalize(ctx context.Context, w io.Writer, path, out, backupDir string) error {
+	if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
+		return cli.Invalid(fmt.Errorf("fleet %s must be a regular file, not a symlink or missing", path))
+	}
+	cfg, err := fleet.Load(path)
+	if err != nil {
+		return cli.Invalid(err)
+	}
+	key, err := cfg.Engine.APIKey(os.LookupEnv)
+	if err != nil {
+		return cli.Invalid(err)
+	}
+	live, err := liveContract(ctx, cfg, key)
+	if err != nil {
+		return cli.Failed(err)
+	}
+	if cfg.EngineContract != nil {
+		if d := attest.Diff(live, cfg.EngineContract); len(d) > 0 {
+			return cli.Failed(fmt.Errorf("fleet %s already declares an engine_contract that differs from the live sidecars in %s; remove it to re-finalise", path, describeDiff(d)))
+		}
+		fmt.Fprintf(w, "Router fleet contract verified across live sidecars: %s (%s already declares it; nothing written)\n", live.Fingerprint(), path)
+		return nil
+	}
+	cfg.EngineContract = live
+	backup, err := swapIn(cfg, out, path, backupDir)
+	if err != nil {
+		return cli.Failed(err)
+	}
+	fmt.Fprintf(w, "Router fleet contract verified across live sidecars: %s\nwrote %s (previous file backed up to %s)\n", live.Fingerprint(), out, backup)
+	return nil
+}
+
+// liveContract reads every engine's sidecar, verifies each payload against
+// its own contract and the live process, and requires complete, identical
+// contracts.
+func liveContract(ctx context.Context, cfg *fleet.Config, key string) (*fleet.EngineContract, error) {
+	var first *fleet.EngineContract
+	var firstIID string
+	var diffs []string
+	sidecars := &http.Client{Transport: &http.Transport{Proxy: nil}}
+	defer sidecars.CloseIdleConnections()
+	for _, e := range cfg.Engines {
+		k, err := engineContract(ctx, cfg, e, key, sidecars)
+		if err != nil {
+			return nil, err
+		}
+		if first == nil {
+			first, firstIID = k, e.IID
+			continue
+		}
+		if d := attest.Diff(k, first); len(d) > 0 {
+			diffs = append(diffs, fmt.Sprintf("%s differs from %s in %s", e.IID, firstIID, describeDiff(d)))
+		}
+	}
+	if len(diffs) > 0 {
+		return nil, fmt.Errorf("engine sidecars report different contracts: %s; relaunch the odd engines from one plan", strings.Join(diffs, "; "))
+	}
+	if first == nil {
+		return nil, errors.New("the fleet declares no engines")
+	}
+	return first, nil
+}
+
+func describeDiff(d []attest.FieldDiff) string {
+	parts := make([]string, len(d))
+	for i, f := range d {
+		parts[i] = fmt.Sprintf("%s (%s vs %s)", f.Field, f.Observed, f.Expected)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func engineContract(ctx context.Context, cfg *fleet.Config, e fleet.Engine, key string, sidecars *http.Client) (*fleet.EngineContract, error) {
+	if e.AttestationURL == "" {
+		return nil, fmt.Errorf("engine %s has no attestation_url: run narwhal-attest beside it and set engines[].attestation_url", e.IID)
+	}
+	timeout := time.Duration(cfg.Engine.HealthTimeoutS * float64(time.Second))
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c := vllm.NewClient(e.URL, vllm.Options{APIKey: key})
+	defer c.Close()
+	id, verr := c.Identity(ctx)
+	if verr != nil {
+		return nil, fmt.Errorf("engine %s identity unreadable: %s", e.IID, verr.Msg)
+	}
+	raw, err := getSidecar(ctx, sidecars, e.AttestationURL)
+	if err != nil {
+		return nil, fmt.Errorf("engine %s attestation: %w", e.IID, err)
+	}
+	p, fails := attest.Verify(raw, nil, id)
+	if len(fails) > 0 {
+		return nil, fmt.Errorf("engine %s attestation at %s: %s", e.IID, e.AttestationURL, strings.Join(fails, "; "))
+	}
+	if miss := p.Contract.Missing(); len(miss) > 0 {
+		return nil, fmt.Errorf("engine %s attests an incomplete contract, missing %s; capture them into its attestation document", e.IID, strings.Join(miss, ", "))
+	}
+	return &p.Contract, nil
+}
+
+// getSidecar GETs a sidecar; sidecar calls never carry the engine
+// credential.
+func getSidecar(ctx context.Context, hc *http.Client, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s answered %d %s", url, resp.StatusCode, strings.TrimSpace(string(b)))
+	}
+	return b, nil
+}
+
+// swapIn backs up the file out replaces (or the source fleet), renders the
+// finalised document, re-validates it through the fleet loader and
+// atomically replaces out.
+func swapIn(cfg *fleet.Config, out, src, backupDir string) (string, error) {
+	data, err := cfg.MarshalDocument()
+	if err != nil {
+		return "", err
+	}
+	again, err := fleet.Parse(out, data, os.LookupEnv)
+	if err != nil {
+		return "", fmt.Errorf("finalised fleet does not validate: %w", err)
+	}
+	if d := attest.Diff(again.EngineContract, cfg.EngineContract); len(d) > 0 {
+		return "", fmt.Errorf("finalised fleet reads back a different contract: %s", describeDiff(d))
+	}
+	prev := out
+	if _, err := os.Stat(out); err != nil {
+		prev = src
+	}
+	backup, err := backupFile(prev, backupDir)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return "", fmt.Errorf("create %s: %w", filepath.Dir(out), err)
+	}
+	if err := atomicfile.Write(out, data, 0o644); err != nil {
+		return "", fmt.Errorf("write finalised fleet: %w", err)
+	}
+	return backup, nil
+}
+
+func backupFile(path, dir string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("back up %s: %w", path, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("backup directory %s: %w", dir, err)
+	}
+	var id [16]byte
+	_, _ = rand.Read(id[:])
+	dst := filepath.Join(dir, "fleet.before-attestation-"+hex.EncodeToString(id[:])+".json")
+	if err := atomicfile.Write(dst, b, 0o600); err != nil {
+		return "", fmt.Errorf("back up %s: %w", path, err)
+	}
+	return dst, nil
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/narwhal-go/narwhal/internal/attest"
+	"github.com/narwhal-go/narwhal/internal/cli"
+	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/simengine"
+)
+
+// simFleet starts contracted simengines (engine i gets kvHeads[i] KV
+// heads when non-zero) and writes an uncontracted fleet for them.
+func simFleet(t *testing.T, kvHeads ...int) (fleetPath string, sidecars []*attest.Server) {
+	t.Helper()
+	var engines []string
+	for i, h := range kvHeads {
+		id := simengine.DefaultIdentity("m")
+		if h > 0 {
+			id.NumKVHeads = h
+		}
+		e, err := simengine.Start(simengine.Config{Model: "m", Profile: simengine.DefaultProfile("x"), Identity: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		doc, err := attest.Parse("sim", e.AttestationDocument())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := attest.Serve(context.Background(), doc, e.URL(), "127.0.0.1:0", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		sidecars = append(sidecars, s)
+		engines = append(engines, fmt.Sprintf(`{"iid":"e%d","url":%q,"attestation_url":%q}`, i, e.URL(), s.AttestationURL()))
+	}
+	fleetPath = filepath.Join(t.TempDir(), "fleet.json")
+	doc := `{"schema":"narwhal.fleet","schema_version":1,"model":"m","engines":[` + strings.Join(engines, ",") + `],"slo":{"ttft_s":1,"tpot_s":0.05}}`
+	if err := os.WriteFile(fleetPath, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return fleetPath, sidecars
+}
+
+func TestFleetFinalize(t *testing.T) {
+	tests := []struct {
+		name    string
+		kvHeads []int
+		code    int
+		want    string
+	}{
+		{"identical contracts", []int{0, 0}, 0, "Router fleet contract verified across live sidecars: "},
+		{"differing contracts", []int{0, 4, 0}, 1, "engine sidecars report different contracts: e1 differs from e0 in kv_heads (4 vs 8); relaunch"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path, _ := simFleet(t, tc.kvHeads...)
+			before, _ := os.ReadFile(path)
+			dir := t.TempDir()
+			out := filepath.Join(dir, "deployment", "fleet.json")
+			var o, e bytes.Buffer
+			code := cli.Run(newRoot(), []string{"fleet", "finalize", "--fleet", path, "--out", out, "--backup-dir", filepath.Join(dir, "runs")}, &o, &e)
+			if code != tc.code || !strings.Contains(o.String()+e.String(), tc.want) {
+				t.Fatalf("exit %d out %q err %q, want %d with %q", code, o.String(), e.String(), tc.code, tc.want)
+			}
+			if tc.code != 0 {
+				if !strings.Contains(e.String(), "kv_heads (4 vs 8)") {
+					t.Fatalf("the differing field is not named: %s", e.String())
+				}
+				if _, err := os.Stat(out); err == nil {
+					t.Fatal("a refused finalisation wrote a fleet")
+				}
+				return
+			}
+			cfg, err := fleet.Load(out)
+			if err != nil || cfg.EngineContract == nil || !cfg.EngineContract.Complete() || cfg.EngineContract.KVHeads != 8 {
+				t.Fatalf("finalised fleet: %v %+v", err, cfg)
+			}
+			backups, _ := filepath.Glob(filepath.Join(dir, "runs", "fleet.before-attestation-*.json"))
+			if len(backups) != 1 {
+				t.Fatalf("backups %v", backups)
+			}
+			if b, _ := os.ReadFile(backups[0]); string(b) != string(before) {
+				t.Fatal("backup is not the previous file")
+			}
+			// Finalising the finalised fleet verifies and writes nothing.
+			o.Reset()
+			if code := cli.Run(newRoot(), []string{"fleet", "finalize", "--fleet", out, "--backup-dir", filepath.Join(dir, "runs")}, &o, &e); code != 0 || !strings.Contains(o.String(), "nothing written") {
+				t.Fatalf("re-finalise: exit %d %q %q", code, o.String(), e.String())
+			}
+		})
+	}
+}
+
+// TestAttestationDigestWithEvidenceCLI: `narwhal evidence digest` of the
+// payload without attestation_digest reproduces the sidecar's digest.
+func TestAttestationDigestWithEvidenceCLI(t *testing.T) {
+	_, sidecars := simFleet(t, 0)
+	resp, err := http.Get(sidecars[0].AttestationURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	var want string
+	_ = json.Unmarshal(m["attestation_digest"], &want)
+	delete(m, "attestation_digest")
+	rest, _ := json.MarshalIndent(m, "", "  ") // not canonical on purpose
+	p := filepath.Join(t.TempDir(), "payload.json")
+	if err := os.WriteFile(p, rest, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var o, e bytes.Buffer
+	if code := cli.Run(newRoot(), []string{"evidence", "digest", p}, &o, &e); code != 0 || strings.TrimSpace(o.String()) != want {
+		t.Fatalf("narwhal evidence digest = %q (exit %d, %s), sidecar says %q", o.String(), code, e.String(), want)
+	}
+}
