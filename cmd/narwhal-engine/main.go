@@ -13,6 +13,6 @@ func main() { cli.Main(newRoot()) }
 
 func newRoot() *cobra.Command {
 	root := cli.NewRoot("narwhal-engine", "Engine tooling: simulated vLLM engines for tests, demos and make run")
-	root.AddCommand(newSimCmd(), newSimFleetCmd())
+	root.AddCommand(newSimCmd(), newSimFleetCmd(), newPlanCmd())
 	return root
 }

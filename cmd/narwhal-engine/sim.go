@@ -19,7 +19,8 @@ import (
 
 type simFlags struct {
 	host, model, profilePath, profileIID, engineID, vllmVersion, apiKey, failStartup string
-	port, maxModelLen, kvCap, scPort, adminPort                                      int
+	port, maxModelLen, kvCap, scPort, adminPort, attestPort                          int
+	attest                                                                           bool
 	lease                                                                            time.Duration
 	faults                                                                           simengine.Faults
 }
@@ -46,6 +47,9 @@ func (f *simFlags) register(c *cobra.Command, single bool) {
 		fs.StringVar(&f.engineID, "engine-id", "", "NIXL engine id (default: random)")
 		fs.IntVar(&f.scPort, "side-channel-port", 0, "KV side-channel port (0 picks a free one)")
 		fs.IntVar(&f.adminPort, "admin-port", 0, "loopback fault admin port (0 picks a free one)")
+		fs.IntVar(&f.attestPort, "attest-port", -1, "also serve an attestation sidecar (narwhal-attest) on this port; 0 picks a free one, -1 none")
+	} else {
+		fs.BoolVar(&f.attest, "attest", false, "also serve an attestation sidecar per engine on a free port")
 	}
 }
 
@@ -104,7 +108,17 @@ func newSimCmd() *cobra.Command {
 			if err != nil {
 				return startErr(err)
 			}
-			fmt.Fprintf(c.OutOrStdout(), "%s admin=%s side_channel=%s engine_id=%s\n", e.URL(), e.AdminURL(), e.SideChannelAddr(), e.EngineID())
+			attURL := ""
+			if f.attestPort >= 0 {
+				s, err := startSidecar(context.Background(), e, f.host, f.attestPort, cfg.Logger)
+				if err != nil {
+					e.Close()
+					return cli.Failed(err)
+				}
+				defer s.Close()
+				attURL = " attestation_url=" + s.AttestationURL()
+			}
+			fmt.Fprintf(c.OutOrStdout(), "%s admin=%s side_channel=%s engine_id=%s%s\n", e.URL(), e.AdminURL(), e.SideChannelAddr(), e.EngineID(), attURL)
 			waitSignal(c.Context())
 			return e.Close()
 		},
@@ -143,7 +157,17 @@ func newSimFleetCmd() *cobra.Command {
 				return startErr(err)
 			}
 			for i, e := range fl.Engines {
-				fmt.Fprintf(c.OutOrStdout(), "engine-%d %s admin=%s engine_id=%s\n", i, e.URL(), e.AdminURL(), e.EngineID())
+				attURL := ""
+				if f.attest {
+					s, err := startSidecar(context.Background(), e, f.host, 0, nil)
+					if err != nil {
+						fl.Close()
+						return cli.Failed(err)
+					}
+					defer s.Close()
+					attURL = " attestation_url=" + s.AttestationURL()
+				}
+				fmt.Fprintf(c.OutOrStdout(), "engine-%d %s admin=%s engine_id=%s%s\n", i, e.URL(), e.AdminURL(), e.EngineID(), attURL)
 			}
 			waitSignal(c.Context())
 			return fl.Close()

@@ -1,0 +1,139 @@
+package launch
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/narwhal-go/narwhal/internal/fleet"
+)
+
+// Schema of a rendered plan file.
+const (
+	Schema        = "narwhal.engine-launch-plan"
+	SchemaVersion = 1
+)
+
+// Options are the launcher's own choices, outside the fleet.
+type Options struct {
+	BindHost        string // vllm serve --host; default 0.0.0.0
+	SideChannelBase int    // engine i's NIXL side channel is base+i; default 5600
+}
+
+// Engine is one engine's plan.
+type Engine struct {
+	IID       string            `json:"iid"`
+	Argv      []string          `json:"argv"`
+	Env       map[string]string `json:"env"`
+	APIKeyEnv string            `json:"api_key_env"` // the variable's name; its value is never written
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Plan renders every engine's plan from cfg.
+func Plan(cfg *fleet.Config, o Options) ([]Engine, error) {
+	if o.BindHost == "" {
+		o.BindHost = "0.0.0.0"
+	}
+	if o.SideChannelBase <= 0 {
+		o.SideChannelBase = 5600
+	}
+	if k := cfg.Engine.EngineAPIKeyEnv; k != "" && !envName.MatchString(k) {
+		return nil, fmt.Errorf("engine.engine_api_key_env %q is not a shell variable name", k)
+	}
+	var out []Engine
+	for i, e := range cfg.Engines {
+		p, err := enginePlan(cfg, e, o, o.SideChannelBase+i)
+		if err != nil {
+			return nil, fmt.Errorf("engine %s: %w", e.IID, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func enginePlan(cfg *fleet.Config, e fleet.Engine, o Options, scPort int) (Engine, error) {
+	host, port, err := hostPort(e.URL)
+	if err != nil {
+		return Engine{}, err
+	}
+	tp := 1
+	if cfg.Hardware != nil {
+		tp = cfg.Hardware.TensorParallel
+	}
+	kv, _ := json.Marshal(kvTransferConfig(cfg.EngineContract))
+	argv := []string{"vllm", "serve", cfg.Model, "--served-model-name", cfg.Model, "--host", o.BindHost,
+		"--port", strconv.Itoa(port), "--tensor-parallel-size", strconv.Itoa(tp), "--kv-transfer-config", string(kv)}
+	if k := cfg.EngineContract; k != nil {
+		if k.ModelDtype != "" {
+			argv = append(argv, "--dtype", k.ModelDtype)
+		}
+		if k.KVCacheDtype != "" {
+			argv = append(argv, "--kv-cache-dtype", k.KVCacheDtype)
+		}
+	}
+	env := map[string]string{"VLLM_NIXL_SIDE_CHANNEL_HOST": host, "VLLM_NIXL_SIDE_CHANNEL_PORT": strconv.Itoa(scPort)}
+	return Engine{IID: e.IID, Argv: argv, Env: env, APIKeyEnv: cfg.Engine.EngineAPIKeyEnv}, nil
+}
+
+// hostPort takes the engine URL apart into typed values: only the host
+// name and an integer port reach the plan.
+func hostPort(raw string) (string, int, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" {
+		return "", 0, fmt.Errorf("url %q has no host", raw)
+	}
+	port := 80
+	if u.Scheme == "https" {
+		port = 443
+	}
+	if p := u.Port(); p != "" {
+		if port, err = strconv.Atoi(p); err != nil || port <= 0 || port > 65535 {
+			return "", 0, fmt.Errorf("url %q has an invalid port", raw)
+		}
+	}
+	if ip := net.ParseIP(u.Hostname()); ip == nil && !envName.MatchString(strings.ReplaceAll(strings.ReplaceAll(u.Hostname(), ".", "_"), "-", "_")) {
+		return "", 0, fmt.Errorf("url %q host is neither an IP nor a DNS name", raw)
+	}
+	return u.Hostname(), port, nil
+}
+
+// kvTransferConfig is NixlConnector with kv_both, so every engine can take
+// either role, and the handshake compatibility check kept on.
+func kvTransferConfig(k *fleet.EngineContract) map[string]any {
+	connector, role := "NixlConnector", "kv_both"
+	if k != nil && k.Connector != "" {
+		connector = k.Connector
+	}
+	if k != nil && k.KVRole != "" {
+		role = k.KVRole
+	}
+	return map[string]any{"kv_connector": connector, "kv_role": role,
+		"kv_connector_extra_config": map[string]any{"enforce_handshake_compat": true}}
+}
+
+// Script is the plan as a POSIX shell script: every value quoted, the
+// credential read from the named variable at launch time.
+func (p Engine) Script() string {
+	var b strings.Builder
+	b.WriteString("#!/bin/sh\n# narwhal-engine plan: engine " + Quote(p.IID) + "\nset -eu\n")
+	keys := make([]string, 0, len(p.Env))
+	for k := range p.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		b.WriteString("export " + k + "=" + Quote(p.Env[k]) + "\n")
+	}
+	if p.APIKeyEnv != "" {
+		// vLLM reads VLLM_API_KEY; the plan names the variable, never its value.
+		fmt.Fprintf(&b, ": \"${%s:?set %s to the engine credential}\"\nexport VLLM_API_KEY=\"$%s\"\n", p.APIKeyEnv, p.APIKeyEnv, p.APIKeyEnv)
+	}
+	b.WriteString("exec " + Join(p.Argv) + "\n")
+	return b.String()
+}
