@@ -11,7 +11,7 @@ import (
 // does: placement with the TTFT admission check, then the decode check.
 func (rn *runner) arrive(r *request, a Arrival, idx int) {
 	*r = request{a: a, rid: fmt.Sprintf("r%07d", idx), arrived: rn.now}
-	r.prefillID, r.decodeI = r.rid+"/p", r.rid+"/d"
+	r.prefillID, r.decodeID = r.rid+"/p", r.rid+"/d"
 	rn.open++
 	now := rn.nowS()
 	r.sr = rn.core.Track(now, sched.Request{RID: r.rid, InputLen: a.InputLen, WantedLen: a.OutputLen})
@@ -91,7 +91,7 @@ func (rn *runner) legEvent(e *engine, l leg, ev enginemodel.Event) error {
 // placed and its KV sent (no transfer when decode stays on the producer).
 func (rn *runner) handoff(r *request, p *engine) {
 	now := rn.nowS()
-	r.prefillDone, r.prefilled = rn.now, true
+	r.prefillDone = rn.now
 	rn.core.PrefillDone(now, p.iid, r.rid)
 	pl, ref := rn.core.PlaceDecode(r.sr, nil)
 	rn.observe()
@@ -117,7 +117,7 @@ func (rn *runner) kvArrived(r *request) {
 	}
 	r.prod.m.Release(r.prefillID)
 	rn.kick(r.prod)
-	rn.add(r.cons, enginemodel.Request{ID: r.decodeI, PromptTokens: r.a.InputLen, MaxTokens: r.a.OutputLen,
+	rn.add(r.cons, enginemodel.Request{ID: r.decodeID, PromptTokens: r.a.InputLen, MaxTokens: r.a.OutputLen,
 		CachedTokens: r.a.InputLen}, leg{r, legDecode})
 }
 
@@ -125,7 +125,7 @@ func (rn *runner) kvArrived(r *request) {
 // and its decode leg stays on the same engine request.
 func (rn *runner) prefillHere(r *request, e *engine) error {
 	now := rn.nowS()
-	r.prefillDone, r.prefilled = rn.now, true
+	r.prefillDone = rn.now
 	rn.core.PrefillDone(now, e.iid, r.rid)
 	pl, ref := rn.core.PlaceDecode(r.sr, nil)
 	if ref == nil && pl.IID != e.iid {

@@ -37,15 +37,15 @@ type leg struct {
 
 // request is one arrival's life in the simulation.
 type request struct {
-	a                  Arrival
-	rid                string
-	sr                 *sched.Request
-	arrived            int64
-	prefillDone, last  int64
-	tokens             int
-	prod, cons         *engine
-	done, prefilled    bool
-	prefillID, decodeI string
+	a                   Arrival
+	rid                 string
+	sr                  *sched.Request
+	arrived             int64
+	prefillDone, last   int64
+	tokens              int
+	prod, cons          *engine
+	done                bool
+	prefillID, decodeID string
 }
 
 // runner is one simulation. Virtual time is integer nanoseconds so that
