@@ -95,3 +95,13 @@ func TestDiffNamesFields(t *testing.T) {
 		t.Fatalf("Diff of equal contracts = %+v", d)
 	}
 }
+
+func TestExampleDocumentLoads(t *testing.T) {
+	d, err := Load("../../examples/attestation.example.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Contract.Complete() {
+		t.Fatalf("the example contract is incomplete: %v", d.Contract.Missing())
+	}
+}

@@ -15,7 +15,7 @@ var safeWord = regexp.MustCompile(`^[A-Za-z0-9_./:=,+@%-]+$`)
 
 // Quote renders s as one POSIX shell word: unchanged when it has only
 // characters no shell treats specially, else single-quoted with each '
-// written as '\''.
+// written as '\”.
 func Quote(s string) string {
 	if safeWord.MatchString(s) {
 		return s
