@@ -180,7 +180,7 @@ func (r *run) decode(ctx context.Context, dst, salt string, h *vllm.Handoff) (tr
 		ev, e := st.Next()
 		if e != nil {
 			if e.Timeout && res.tokens == 0 {
-				return res, KindFirstTokenDeadline, fmt.Errorf("first-token deadline %gs expired; transfer remains unconfirmed. Run first-token calibration.", firstLimit)
+				return res, KindFirstTokenDeadline, fmt.Errorf("first-token deadline %gs expired; transfer remains unconfirmed: run first-token calibration", firstLimit)
 			}
 			return res, KindTransferFailed, fmt.Errorf("decode leg on %s: %s", dst, e.Msg)
 		}

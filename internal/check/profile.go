@@ -12,7 +12,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/profile"
 )
 
-// usableProfiles is true once the profile gate found a store; pace then
+// row is iid's profile row, when the store holds one; pace then
 // compares against each engine's own curve.
 func (r *run) row(iid string) (profile.Row, bool) {
 	if r.o.Profiles == nil {
