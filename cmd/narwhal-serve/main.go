@@ -20,8 +20,10 @@ import (
 	"github.com/narwhal-go/narwhal/internal/cli"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/ports"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/router"
+	"github.com/narwhal-go/narwhal/internal/state"
 	"github.com/narwhal-go/narwhal/internal/version"
 )
 
@@ -31,6 +33,9 @@ type flags struct {
 	fleet, host, journal, logFormat, adminTokenEnv string
 	port, maxConcurrent                            int
 	graceful                                       float64
+	resume                                         bool
+	standbyOf, leasePath, routerID                 string
+	leaseTTL, leaseRenew, leaseMargin              time.Duration
 }
 
 func newRoot() *cobra.Command {
@@ -58,6 +63,13 @@ timeout, and exits.`
 	fl.Float64Var(&f.graceful, "graceful-timeout", -1, "whole seconds in-flight requests get after SIGTERM (default serving.graceful_timeout_s)")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format on stderr: text or json")
 	fl.StringVar(&f.adminTokenEnv, "admin-token-env", "", "name of the environment variable holding the bearer token for POST /narwhal/lifecycle/* (without one, lifecycle actions are accepted only when bound to loopback)")
+	fl.BoolVar(&f.resume, "resume", false, "resume roles, ejections, lifecycle and counters from recovery.state_path (also recovery.resume)")
+	fl.StringVar(&f.standbyOf, "standby-of", "", "run as a warm standby of the primary router at this base URL (needs --lease-path)")
+	fl.StringVar(&f.leasePath, "lease-path", "", "router lease file on storage shared by primary and standby; fences the router that does not hold it")
+	fl.StringVar(&f.routerID, "router-id", "", "this router's name in the lease holder token (default: the host name)")
+	fl.DurationVar(&f.leaseTTL, "lease-ttl", 5*time.Second, "lease lifetime")
+	fl.DurationVar(&f.leaseRenew, "lease-renew-interval", time.Second, "how often the holder renews the lease")
+	fl.DurationVar(&f.leaseMargin, "lease-safety-margin", time.Second, "the holder fences itself this long before the shared expiry")
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), f) }
 	return root
 }
@@ -98,8 +110,12 @@ func run(ctx context.Context, f flags) error {
 	if err != nil {
 		return err
 	}
+	ha, err := haOptions(f, cfg)
+	if err != nil {
+		return err
+	}
 	r, err := router.New(cfg, profiles, router.Options{Logger: log, Journal: jw, MaxConcurrent: f.maxConcurrent,
-		AdminToken: adminToken, AdminOpen: isLoopback(f.host)})
+		AdminToken: adminToken, AdminOpen: isLoopback(f.host), HA: ha})
 	if err != nil {
 		return cli.Invalid(err)
 	}
@@ -117,6 +133,27 @@ func run(ctx context.Context, f flags) error {
 	}
 	log.Info("narwhal-serve stopped cleanly")
 	return nil
+}
+
+// haOptions builds the handoff, resume and lease settings.
+func haOptions(f flags, cfg *fleet.Config) (router.HA, error) {
+	ha := router.HA{StatePath: cfg.Recovery.StatePath, Resume: f.resume || cfg.Recovery.Resume, StandbyOf: strings.TrimRight(f.standbyOf, "/")}
+	if f.standbyOf != "" && f.leasePath == "" {
+		return ha, cli.Usage("--standby-of needs --lease-path: the lease decides which router places work")
+	}
+	if f.leasePath == "" {
+		return ha, nil
+	}
+	id := f.routerID
+	if id == "" {
+		id, _ = os.Hostname()
+	}
+	lease, err := state.NewLease(f.leasePath, id, f.leaseTTL, f.leaseRenew, f.leaseMargin, ports.SystemClock(), ports.RandomIDs())
+	if err != nil {
+		return ha, cli.Usage("%v", err)
+	}
+	ha.Lease = lease
+	return ha, nil
 }
 
 // adminToken reads the lifecycle admin token from the named variable.

@@ -236,3 +236,130 @@ func readJSON(t *testing.T, url string, v any) {
 		t.Fatal(err)
 	}
 }
+
+func TestSIGKILLThenResumeRestoresLifecycleAndCounters(t *testing.T) {
+	w := newWorld(t, nil)
+	port := freePort(t)
+	a := w.start(port)
+	// Hold d1 out (no contract: it stays blocked with missing-contract) and
+	// serve some traffic so there are counters to carry over.
+	resp, err := http.Post(a.base+"/narwhal/lifecycle/drain", "application/json", strings.NewReader(`{"iid":"d1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for i := 0; i < 3; i++ {
+		if _, _, err := stream(context.Background(), a.base, 4); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Streams in flight when the router is killed.
+	for i := 0; i < 3; i++ {
+		go stream(context.Background(), a.base, 200)
+	}
+	time.Sleep(300 * time.Millisecond) // a monitor pass has written the handoff
+	a.cmd.Process.Kill()
+	a.wait(t)
+
+	b := w.start(port, "--resume")
+	var lc struct {
+		Engines map[string]struct {
+			State      string `json:"state"`
+			AcceptsNew bool   `json:"accepts_new"`
+			Checks     []struct{ Name string }
+		} `json:"engines"`
+	}
+	readJSON(t, b.base+"/narwhal/lifecycle", &lc)
+	d1 := lc.Engines["d1"]
+	if d1.State != "blocked" || d1.AcceptsNew || len(d1.Checks) == 0 || d1.Checks[0].Name != "missing-contract" {
+		t.Errorf("d1 after resume: %+v; want still held out with missing-contract", d1)
+	}
+	var st struct {
+		Offered int `json:"offered"`
+		Served  int `json:"served"`
+	}
+	readJSON(t, b.base+"/narwhal/state", &st)
+	if st.Served < 3 || st.Offered < 3 {
+		t.Errorf("counters after resume: %+v; want at least the 3 served before the kill", st)
+	}
+	if out, _, err := stream(context.Background(), b.base, 4); err != nil || !strings.Contains(out, "[DONE]") {
+		t.Errorf("the resumed router does not serve: %v %.200s", err, out)
+	}
+}
+
+func TestResumeRefusesADamagedStateFile(t *testing.T) {
+	w := newWorld(t, nil)
+	if err := os.WriteFile(filepath.Join(w.dir, "state.json"), []byte(`{"schema":"narwhal.handoff","schema_version":1,`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary, "--fleet", w.fleet, "--port", "0", "--resume")
+	out, err := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "state.json") || !strings.Contains(string(out), "move the file aside") {
+		t.Fatalf("exit %d (%v), want 2 and a message naming the file and the fix:\n%s", cmd.ProcessState.ExitCode(), err, out)
+	}
+}
+
+func ready(base string) bool {
+	resp, err := http.Get(base + "/ready")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == 200
+}
+
+func TestStandbyTakesOverAndTheOldPrimaryStaysFenced(t *testing.T) {
+	w := newWorld(t, nil)
+	lease := filepath.Join(w.dir, "router.lease")
+	leaseArgs := []string{"--lease-path", lease, "--lease-ttl", "2s", "--lease-renew-interval", "500ms", "--lease-safety-margin", "500ms"}
+	portA := freePort(t)
+	a := w.start(portA, append(leaseArgs, "--router-id", "a")...)
+	if !ready(a.base) {
+		t.Fatal("primary not ready")
+	}
+	b := w.start(freePort(t), append(leaseArgs, "--router-id", "b", "--standby-of", a.base)...)
+	time.Sleep(600 * time.Millisecond) // a few good probes
+	if ready(b.base) {
+		t.Fatal("the standby is ready while the primary serves")
+	}
+	resp, _ := http.Post(b.base+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"x","max_tokens":2}`))
+	if resp.StatusCode != 503 {
+		t.Errorf("standby served a completion: %d", resp.StatusCode)
+	}
+	resp.Body.Close()
+
+	a.cmd.Process.Kill()
+	a.wait(t)
+	killed := time.Now()
+	for !ready(b.base) {
+		if time.Since(killed) > 10*time.Second {
+			t.Fatalf("no takeover within 10 s:\n%s", b.errb.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	took := time.Since(killed)
+	t.Logf("takeover after %v (lease ttl 2s)", took)
+	if took > 4*time.Second {
+		t.Errorf("takeover took %v, more than two lease periods (4 s)", took)
+	}
+	if out, _, err := stream(context.Background(), b.base, 4); err != nil || !strings.Contains(out, "[DONE]") {
+		t.Errorf("the new primary does not serve: %v %.200s", err, out)
+	}
+
+	// The old primary comes back: the lease is held by b, so it must not serve.
+	a2 := w.start(portA, append(leaseArgs, "--router-id", "a")...)
+	time.Sleep(300 * time.Millisecond)
+	if ready(a2.base) {
+		t.Fatal("the returning old primary is ready while the new one holds the lease")
+	}
+	resp, _ = http.Post(a2.base+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"x","max_tokens":2}`))
+	if resp.StatusCode != 503 {
+		t.Errorf("the old primary served a completion: %d", resp.StatusCode)
+	}
+	resp.Body.Close()
+	var h struct{ Status string }
+	readJSON(t, a2.base+"/health", &h)
+	if h.Status != "fenced" {
+		t.Errorf("old primary /health status %q, want fenced", h.Status)
+	}
+}

@@ -327,7 +327,7 @@ func TestControlRoutes(t *testing.T) {
 	for path, want := range map[string]string{
 		"/v1/models":     `"id":"` + model + `"`,
 		"/health":        `"ok"`,
-		"/ready":         `"ready":true`,
+		"/ready":         `"status":"ready"`,
 		"/narwhal/state": `"schema":"narwhal.state"`,
 		"/metrics":       "narwhal_offered_total",
 	} {

@@ -55,6 +55,7 @@ func (h *harness) ejected(iid string) bool {
 func TestConnectionRefusedEjectsWithinTheStreak(t *testing.T) {
 	h := newHarness(t, ppdd, fastRecovery)
 	h.engines.Engines[0].SetFaults(simengine.Faults{RefuseConnections: true}) // p0 is dead
+	died := time.Now()
 	for i := 0; i < 6; i++ {
 		resp, out := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": fmt.Sprint("q", i), "max_tokens": 2})
 		if resp.StatusCode != 200 {
@@ -64,12 +65,15 @@ func TestConnectionRefusedEjectsWithinTheStreak(t *testing.T) {
 	if !h.ejected("p0") {
 		t.Fatalf("p0 refused connections %d times and is not ejected; streaks %v", 6, h.router.life.Streaks()["p0"])
 	}
+	t.Logf("ejection: p0 out of placement within %v of refusing connections (6 requests, all served)", time.Since(died).Round(time.Millisecond))
 	if got := h.router.life.Ejected()["p0"]; got != "connection" && got != "liveness" {
 		t.Errorf("cause %q, want connection (request path) or liveness (sweep)", got)
 	}
 	// Healthy again: the readmission probe brings it back.
 	h.engines.Engines[0].SetFaults(simengine.Faults{})
+	healed := time.Now()
 	eventually(t, "p0 readmitted", func() bool { return !h.ejected("p0") })
+	t.Logf("readmission: p0 back %v after it healed (monitor 50 ms, readmit_every 2)", time.Since(healed).Round(time.Millisecond))
 }
 
 func TestBusyButHealthyEngineIsNotEjected(t *testing.T) {
@@ -129,8 +133,12 @@ func TestRestartedEngineLeavesServiceAndReturns(t *testing.T) {
 	before := h.router.life.ProcessStarts()["d1"]
 	time.Sleep(20 * time.Millisecond) // a later process start
 	h.engines.Engines[3].Restart()
+	restarted := time.Now()
 	eventually(t, "d1 excluded as a new process", func() bool { return h.router.life.Ejected()["d1"] == "process_identity" })
+	excluded := time.Since(restarted)
 	eventually(t, "d1 back in service", func() bool { return !h.ejected("d1") })
+	t.Logf("restart: d1 excluded %v after its restart, revalidated and back after %v (liveness_every 2, readmit_every 2, monitor 50 ms)",
+		excluded.Round(time.Millisecond), time.Since(restarted).Round(time.Millisecond))
 	if after := h.router.life.ProcessStarts()["d1"]; after <= before {
 		t.Errorf("accepted process start %v, want newer than %v", after, before)
 	}

@@ -22,6 +22,7 @@ func (r *Router) routes() {
 	m.HandleFunc("GET /ready", r.serveReady)
 	m.HandleFunc("GET /narwhal/state", r.serveState)
 	m.HandleFunc("GET /narwhal/lifecycle", r.serveLifecycle)
+	m.HandleFunc("GET /narwhal/handoff", r.serveHandoff)
 	m.HandleFunc("POST /narwhal/lifecycle/drain", r.admin(r.serveDrain))
 	m.HandleFunc("POST /narwhal/lifecycle/readmit", r.admin(r.serveReadmit))
 	m.Handle("GET /metrics", r.metricsHandler())
@@ -326,8 +327,8 @@ func contentText(raw json.RawMessage) string {
 // readiness reports whether the router can place work, or the first
 // reason it cannot.
 func (r *Router) readiness() (string, bool) {
-	if !r.controlsFleet() {
-		return "shadowing", false
+	if !r.controlsFleet() || r.ha.blockedReason() != "" {
+		return r.notControlling(), false
 	}
 	if !r.identities.Load() {
 		return "engine identity validation pending", false
@@ -347,9 +348,5 @@ func (r *Router) ready() bool {
 	return ok && !r.closing.Load()
 }
 
-// controlsFleet: this router places work (it is not a standby and its
-// lease, when it has one, is valid).
-func (r *Router) controlsFleet() bool { return true }
-
 // stateChanged is called after every change the handoff document records.
-func (r *Router) stateChanged() {}
+func (r *Router) stateChanged() { r.writeHandoff() }

@@ -28,6 +28,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/ports"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/sched"
+	"github.com/narwhal-go/narwhal/internal/state"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -49,6 +50,8 @@ type Options struct {
 	// allowed anyway (true only when the router binds loopback).
 	AdminToken string
 	AdminOpen  bool
+	// HA configures the handoff document, resume, the lease and standby.
+	HA HA
 }
 
 // engine is one configured engine as the router talks to it.
@@ -92,6 +95,13 @@ type Router struct {
 	identities atomic.Bool
 	passes     int // monitor passes, for the liveness cadence
 
+	statePath string
+	handoffMu sync.Mutex
+	lease     *state.Lease
+	standbyOf string
+	ha        haState
+	follower  atomic.Value // *state.Follower while standby
+
 	bg       sync.WaitGroup // background probes
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
@@ -130,6 +140,10 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 		engines: map[string]*engine{}, seats: make(chan struct{}, limit),
 		stop: make(chan struct{}), done: make(chan struct{}),
 		life: lifecycle.New(cfg), attestURL: map[string]string{}, adminToken: o.AdminToken, adminOpen: o.AdminOpen,
+		statePath: o.HA.StatePath, lease: o.HA.Lease, standbyOf: o.HA.StandbyOf,
+	}
+	if r.standbyOf != "" && r.lease == nil {
+		return nil, errors.New("a standby needs a lease: pass --lease-path with --standby-of")
 	}
 	r.bgCtx, r.bgCancel = context.WithCancel(context.Background())
 	r.stats.credits = float64(cfg.Serving.RetryBudget)
@@ -149,6 +163,11 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 	}
 	sort.Strings(r.order)
 	r.routes()
+	if o.HA.Resume && r.standbyOf == "" {
+		if err := r.resume(); err != nil {
+			return nil, err
+		}
+	}
 	return r, nil
 }
 
@@ -198,6 +217,7 @@ func (r *Router) Metrics() *metrics.Metrics { return r.metrics }
 // engine.health_timeout_s), then runs the monitor loop until Close.
 func (r *Router) Start() {
 	if r.started.CompareAndSwap(false, true) {
+		r.startHA()
 		r.captureIdentities(r.bgCtx)
 		r.identities.Store(true)
 		go r.monitor()
@@ -212,12 +232,14 @@ func (r *Router) Shutdown(ctx context.Context) error {
 	r.metrics.RouterReady.Set(0)
 	waited := make(chan struct{})
 	go func() { r.inflight.Wait(); close(waited) }()
+	var err error
 	select {
 	case <-waited:
-		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("graceful shutdown: %d requests still in flight: %w", r.retained.Load(), ctx.Err())
+		err = fmt.Errorf("graceful shutdown: %d requests still in flight: %w", r.retained.Load(), ctx.Err())
 	}
+	r.writeHandoff() // the final state, while this router still holds the lease
+	return err
 }
 
 // Close stops the monitor loop and releases engine connections. It does
@@ -230,6 +252,9 @@ func (r *Router) Close() {
 		}
 		r.bgCancel()
 		r.bg.Wait()
+		if r.lease != nil && r.lease.Valid() {
+			_ = r.lease.Release()
+		}
 		for _, e := range r.engines {
 			e.client.Close()
 		}
@@ -246,7 +271,9 @@ func (r *Router) monitor() {
 		case <-r.stop:
 			return
 		case <-t.C():
-			r.monitorPass()
+			if r.controlsFleet() {
+				r.monitorPass()
+			}
 		}
 	}
 }

@@ -21,26 +21,6 @@ func (r *Router) serveModels(w http.ResponseWriter, _ *http.Request) {
 		map[string]any{"id": r.cfg.Model, "object": "model", "owned_by": "narwhal"}}})
 }
 
-// serveHealth is process liveness: always 200 while the process serves.
-func (r *Router) serveHealth(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, 200, map[string]any{"status": "ok"})
-}
-
-// serveReady is load-balancer readiness: 503 while shutting down or while
-// no engine can take work.
-func (r *Router) serveReady(w http.ResponseWriter, _ *http.Request) {
-	reason, ready := r.readiness()
-	if r.closing.Load() {
-		reason, ready = "shutting down", false
-	}
-	if !ready {
-		w.Header().Set("Retry-After", "1")
-		writeJSON(w, 503, map[string]any{"ready": false, "reason": reason})
-		return
-	}
-	writeJSON(w, 200, map[string]any{"ready": true})
-}
-
 // serveState is the narwhal.state v1 document: what the scheduler holds
 // and what the router counted.
 func (r *Router) serveState(w http.ResponseWriter, _ *http.Request) {
