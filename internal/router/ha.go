@@ -26,7 +26,6 @@ type HA struct {
 
 // haState is the router's side of high availability.
 type haState struct {
-	lease   *state.Lease
 	standby atomic.Bool
 	blocked atomic.Value // string: why failover or control is blocked
 }
