@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/attest"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/profile"
@@ -66,7 +67,17 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 		return fmt.Errorf("dev fleet: start simulated engines: %w", err)
 	}
 	defer engines.Close()
+	sidecars, err := startSidecars(ctx, engines, o.Logger)
+	if err != nil {
+		return err
+	}
+	defer closeAll(sidecars)
 	cfg, store := Fleet(o.Model, engines.URLs(), o.Dir)
+	contract := simengine.Contract(simengine.DefaultIdentity(o.Model))
+	cfg.EngineContract = &contract
+	for i, s := range sidecars {
+		cfg.Engines[i].AttestationURL = s.AttestationURL()
+	}
 	fleetPath := filepath.Join(o.Dir, "fleet.json")
 	if err := profile.Save(cfg.Profiles.Path, store); err != nil {
 		return fmt.Errorf("dev fleet: %w", err)
@@ -134,8 +145,35 @@ func Fleet(model string, urls []string, dir string) (*fleet.Config, *profile.Sto
 	return &cfg, store
 }
 
+// startSidecars runs an attestation sidecar beside every engine, as an
+// operator runs narwhal-attest beside every vLLM engine: the fleet is then
+// contracted, so lifecycle drains and readmissions work and verify the
+// attested build.
+func startSidecars(ctx context.Context, engines *simengine.Fleet, log *slog.Logger) ([]*attest.Server, error) {
+	var out []*attest.Server
+	for _, e := range engines.Engines {
+		doc, err := attest.Parse("simengine "+e.EngineID(), e.AttestationDocument())
+		if err == nil {
+			var s *attest.Server
+			if s, err = attest.Serve(ctx, doc, e.URL(), "127.0.0.1:0", log); err == nil {
+				out = append(out, s)
+				continue
+			}
+		}
+		closeAll(out)
+		return nil, fmt.Errorf("dev fleet: attestation sidecar for %s: %w", e.URL(), err)
+	}
+	return out, nil
+}
+
+func closeAll(servers []*attest.Server) {
+	for _, s := range servers {
+		s.Close()
+	}
+}
+
 func printBanner(out io.Writer, base string, cfg *fleet.Config, fleetPath string) {
-	fmt.Fprintf(out, `narwhal dev fleet: %d simulated engines, router on %s
+	fmt.Fprintf(out, `narwhal dev fleet: %d simulated engines with attestation sidecars, router on %s
 
   OpenAI base URL   %s/v1   (model %q, any API key)
   try               curl -sN %s/v1/chat/completions -H 'Content-Type: application/json' \

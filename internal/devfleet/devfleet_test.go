@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/narwhal-go/narwhal/internal/check"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/profile"
@@ -56,6 +57,17 @@ func start(t *testing.T) (string, string, func()) {
 
 func TestRunServesAndWritesItsFiles(t *testing.T) {
 	base, dir, stop := start(t)
+	// Preflight passes against the running dev fleet: it is contracted,
+	// with a sidecar per engine.
+	running, err := fleet.Load(filepath.Join(dir, "fleet.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, _ := profile.Load(running.Profiles.Path)
+	rep := check.Run(context.Background(), check.Options{Fleet: running, Profiles: store, Ring: true, PaceWords: 512})
+	if !rep.Passed() {
+		t.Errorf("preflight against make run's fleet failed: %v (gates %+v)", rep.Failed, rep.Gates)
+	}
 	body := `{"model":"narwhal/sim-llama-3-8b","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`
 	resp, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(body))
 	if err != nil {
@@ -76,6 +88,9 @@ func TestRunServesAndWritesItsFiles(t *testing.T) {
 	}
 	if cfg.Serving.MaxAttempts != 2 || cfg.Serving.HandoffTimeoutS >= 30 || len(cfg.Engines) != 4 {
 		t.Errorf("fleet: attempts %d handoff %v engines %d", cfg.Serving.MaxAttempts, cfg.Serving.HandoffTimeoutS, len(cfg.Engines))
+	}
+	if cfg.EngineContract == nil || !cfg.EngineContract.Complete() || cfg.Engines[0].AttestationURL == "" {
+		t.Errorf("the dev fleet is not contracted: contract %+v, attestation_url %q", cfg.EngineContract, cfg.Engines[0].AttestationURL)
 	}
 	if _, err := profile.Load(filepath.Join(dir, "profiles.json")); err != nil {
 		t.Errorf("generated profiles: %v", err)

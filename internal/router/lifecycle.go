@@ -9,8 +9,10 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/attest"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
 	"github.com/narwhal-go/narwhal/internal/vllm"
@@ -261,8 +263,9 @@ func (r *Router) modelGate(ctx context.Context, iid string) error {
 	return nil
 }
 
-// attestationGate reads the engine's sidecar when one is configured: it
-// must answer (a sidecar answers 503 once its engine process changed).
+// attestationGate verifies the engine's sidecar when one is configured:
+// the attested contract must be the fleet's and its process identity the
+// live one (a sidecar answers 503 once its engine process changed).
 func (r *Router) attestationGate(ctx context.Context, iid string) error {
 	url := r.attestURL[iid]
 	if url == "" {
@@ -274,13 +277,21 @@ func (r *Router) attestationGate(ctx context.Context, iid string) error {
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(req) // sidecars never get the engine credential
 	if err != nil {
 		return fmt.Errorf("attestation sidecar %s: %w", url, err)
 	}
-	resp.Body.Close()
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode != 200 {
 		return fmt.Errorf("attestation sidecar answered %d: restart it so it binds the new engine process", resp.StatusCode)
+	}
+	live, err := r.identity(ctx, iid)
+	if err != nil {
+		return err
+	}
+	if _, fails := attest.Verify(body, r.cfg.EngineContract, vllm.Identity{Version: live.Version, ProcessStart: live.ProcessStart}); len(fails) > 0 {
+		return fmt.Errorf("attestation: %s", strings.Join(fails, "; "))
 	}
 	return nil
 }
