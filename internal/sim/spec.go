@@ -128,4 +128,4 @@ const DemoSegmentS = 120
 // DemoRates are the demo's offered rates for eight engines, requests per
 // second: from where most static splits still hold to where every arm
 // falls below 90%.
-func DemoRates() []float64 { return []float64{7, 8, 9, 10, 11, 12} }
+func DemoRates() []float64 { return []float64{7, 8, 9, 10, 11, 12, 13, 14, 15} }
