@@ -140,7 +140,7 @@ func engineContract(ctx context.Context, cfg *fleet.Config, e fleet.Engine, key 
 	if verr != nil {
 		return nil, fmt.Errorf("engine %s identity unreadable: %s", e.IID, verr.Msg)
 	}
-	raw, err := getSidecar(ctx, sidecars, e.AttestationURL)
+	raw, err := attest.Fetch(ctx, sidecars, e.AttestationURL)
 	if err != nil {
 		return nil, fmt.Errorf("engine %s attestation: %w", e.IID, err)
 	}
@@ -152,28 +152,6 @@ func engineContract(ctx context.Context, cfg *fleet.Config, e fleet.Engine, key 
 		return nil, fmt.Errorf("engine %s attests an incomplete contract, missing %s; capture them into its attestation document", e.IID, strings.Join(miss, ", "))
 	}
 	return &p.Contract, nil
-}
-
-// getSidecar GETs a sidecar; sidecar calls never carry the engine
-// credential.
-func getSidecar(ctx context.Context, hc *http.Client, url string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s answered %d %s", url, resp.StatusCode, strings.TrimSpace(string(b)))
-	}
-	return b, nil
 }
 
 // swapIn backs up the file out replaces (or the source fleet), renders the

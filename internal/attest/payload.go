@@ -1,9 +1,12 @@
 package attest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"strings"
 
 	"github.com/narwhal-go/narwhal/internal/canon"
@@ -144,4 +147,27 @@ func checkEngine(raw json.RawMessage, live vllm.Identity, p *Payload) []string {
 	}
 	p.Engine = vllm.Identity{Version: v, ProcessStart: t}
 	return fails
+}
+
+// Fetch reads a sidecar's attestation response: 200 and at most 1 MiB, or
+// an error naming the URL and what it answered. Sidecars never get the
+// engine credential, so hc must not add one.
+func Fetch(ctx context.Context, hc *http.Client, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s answered %d %s", url, resp.StatusCode, strings.TrimSpace(string(b)))
+	}
+	return b, nil
 }

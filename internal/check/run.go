@@ -3,8 +3,6 @@ package check
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"sort"
 	"strings"
 	"time"
@@ -202,23 +200,7 @@ func (r *run) attestEngine(ctx context.Context, g *Gate, e fleet.Engine, k *flee
 func (r *run) fetchAttestation(ctx context.Context, url string) ([]byte, error) {
 	c, cancel := r.healthCtx(ctx)
 	defer cancel()
-	req, err := http.NewRequestWithContext(c, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := r.o.Sidecars.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s answered %d %s", url, resp.StatusCode, strings.TrimSpace(string(b)))
-	}
-	return b, nil
+	return attest.Fetch(c, r.o.Sidecars, url)
 }
 
 func (r *run) model(ctx context.Context, g *Gate) {

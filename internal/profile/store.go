@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
+
+	"github.com/narwhal-go/narwhal/internal/atomicfile"
 )
 
 type kind int
@@ -313,37 +314,8 @@ func Save(path string, s *Store) error {
 	if err != nil {
 		return fmt.Errorf("save %s: %w", path, err)
 	}
-	return writeAtomic(path, append(b, '\n'))
-}
-
-func writeAtomic(path string, b []byte) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("save %s: %w (is the directory writable?)", path, err)
+	if err := atomicfile.Write(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("save profiles: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			_ = os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(b); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("save %s: %w", path, err)
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("save %s: %w", path, err)
-	}
-	d, derr := os.Open(dir)
-	if derr != nil {
-		return nil // renamed; a directory we cannot open cannot be synced either
-	}
-	defer d.Close()
-	_ = d.Sync()
 	return nil
 }

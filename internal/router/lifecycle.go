@@ -273,18 +273,9 @@ func (r *Router) attestationGate(ctx context.Context, iid string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.probeTimeout())
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	body, err := attest.Fetch(ctx, http.DefaultClient, url)
 	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req) // sidecars never get the engine credential
-	if err != nil {
-		return fmt.Errorf("attestation sidecar %s: %w", url, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != 200 {
-		return fmt.Errorf("attestation sidecar answered %d: restart it so it binds the new engine process", resp.StatusCode)
+		return fmt.Errorf("attestation sidecar: %w (after an engine restart, restart its sidecar too)", err)
 	}
 	live, err := r.identity(ctx, iid)
 	if err != nil {
