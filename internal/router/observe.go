@@ -2,6 +2,7 @@ package router
 
 import (
 	"net/http"
+	"sort"
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
@@ -64,10 +65,11 @@ func (r *Router) publish(s *sched.Snapshot) {
 		PrefillLoad: s.Load.Prefill, DecodeLoad: s.Load.Decode, Resident: map[string]metrics.Resident{}}
 	for _, e := range s.Engines {
 		p.Resident[e.IID] = metrics.Resident{Prefill: e.ResidentPrefill, Decode: e.ResidentDecode}
-		if !e.Live {
-			p.Ejected = append(p.Ejected, e.IID)
-		}
 	}
+	for iid := range r.life.Ejected() { // drained or held engines are not ejected
+		p.Ejected = append(p.Ejected, iid)
+	}
+	sort.Strings(p.Ejected)
 	r.metrics.SetPools(p)
 	r.metrics.HTTPRetained.Set(float64(r.retained.Load()))
 	r.metrics.AdmissionInflight.Set(float64(len(r.seats)))

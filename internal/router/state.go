@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/lifecycle"
 )
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -34,14 +35,20 @@ func (r *Router) state() map[string]any {
 	snap := r.core.Snapshot(now)
 	st := r.stats
 	resident := map[string]any{}
-	var pinned, ejected []string
+	var pinned, ejected, draining []string
 	for _, e := range snap.Engines {
 		resident[e.IID] = map[string]int{"prefill": e.ResidentPrefill, "decode": e.ResidentDecode}
 		if e.Pin {
 			pinned = append(pinned, e.IID)
 		}
-		if !e.Live {
-			ejected = append(ejected, e.IID)
+	}
+	for iid := range r.life.Ejected() {
+		ejected = append(ejected, iid)
+	}
+	sort.Strings(ejected)
+	for _, rec := range r.life.Records() {
+		if rec.State != lifecycle.Active {
+			draining = append(draining, rec.IID)
 		}
 	}
 	failures := []map[string]any{}
@@ -90,7 +97,7 @@ func (r *Router) state() map[string]any {
 		"resident":    resident,
 		"pinned":      nonNil(pinned),
 		"min_prefill": c.Controller.MinPrefill, "min_decode": c.Controller.MinDecode,
-		"ejected": nonNil(ejected), "draining": []string{}, "probation": []string{}, "quarantined": []string{},
+		"ejected": nonNil(ejected), "draining": nonNil(draining), "probation": []string{}, "quarantined": []string{},
 		"control": map[string]any{"advisory": ctl.Advisory, "last_decision": ctl.LastDecision,
 			"decisions": ctl.Decisions, "flips": ctl.Flips, "flip_reversals": ctl.FlipReversals,
 			"flips_refused": ctl.FlipsRefused},
