@@ -100,6 +100,7 @@ func (c *call) settle(o outcome) {
 	r.stats.upstreamDecode += c.upstreamD
 	if c.sreq != nil {
 		r.core.Finished(now, c.rid)
+		r.seatFreed()
 	}
 	r.mu.Unlock()
 	r.observe(o, row, met)

@@ -74,8 +74,9 @@ type Router struct {
 	engines map[string]*engine
 	order   []string // iids, sorted
 
-	mu    sync.Mutex // guards core, stats, credits, rng
+	mu    sync.Mutex // guards core, stats, credits, rng, freed
 	core  *sched.Core
+	freed chan struct{} // closed (and replaced) whenever a phase seat frees
 	stats stats
 	rng   ports.Rng
 
@@ -138,7 +139,7 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 		cfg: cfg, log: o.Logger, clock: o.Clock, ids: o.IDs, rng: o.Rng, journal: o.Journal,
 		metrics: metrics.New(cfg), epoch: o.Clock.Now(), limit: limit, core: core,
 		engines: map[string]*engine{}, seats: make(chan struct{}, limit),
-		stop: make(chan struct{}), done: make(chan struct{}),
+		stop: make(chan struct{}), done: make(chan struct{}), freed: make(chan struct{}),
 		life: lifecycle.New(cfg), attestURL: map[string]string{}, adminToken: o.AdminToken, adminOpen: o.AdminOpen,
 		statePath: o.HA.StatePath, lease: o.HA.Lease, standbyOf: o.HA.StandbyOf,
 	}
@@ -202,6 +203,14 @@ func withDefaults(o Options) Options {
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// seatFreed wakes the requests waiting for a phase seat; they place again
+// and the ones that still find no seat wait on the next signal. Called
+// with r.mu held.
+func (r *Router) seatFreed() {
+	close(r.freed)
+	r.freed = make(chan struct{})
+}
 
 // now is the router's monotonic time in seconds since it started: the
 // scheduling core's time scale and the journal's arrived/at values.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync/atomic"
+	"time"
 
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/sched"
@@ -27,7 +28,7 @@ func (c *call) run(ctx context.Context) {
 // attempt should follow.
 func (c *call) attempt(ctx context.Context, n int, exclude map[string]bool) bool {
 	r := c.r
-	p, ok := c.placePrefill(n, exclude)
+	p, ok := c.placePrefill(ctx, n, exclude)
 	if !ok {
 		return false
 	}
@@ -49,7 +50,10 @@ func (c *call) attempt(ctx context.Context, n int, exclude map[string]bool) bool
 			Msg: "KV handoff expired before decode dispatch"}
 		return c.handoffExpired(ctx, n, e, exclude, p)
 	}
-	d, ok := c.placeDecode(exclude)
+	d, expired, ok := c.placeDecode(ctx, exclude, start)
+	if expired != nil {
+		return c.handoffExpired(ctx, n, expired, exclude, p)
+	}
 	if !ok {
 		return false
 	}
@@ -78,7 +82,50 @@ func (c *call) attempt(ctx context.Context, n int, exclude map[string]bool) bool
 // placePrefill chooses the prefill engine and dispatches the leg in the
 // core. The TTFT check runs on the first attempt only; the decode check on
 // every attempt.
-func (c *call) placePrefill(n int, exclude map[string]bool) (string, bool) {
+func (c *call) placePrefill(ctx context.Context, n int, exclude map[string]bool) (string, bool) {
+	for {
+		iid, wait, ok := c.tryPrefill(n, exclude)
+		if wait == nil {
+			return iid, ok
+		}
+		// Every candidate is at its prefill seats: wait for one, within what
+		// is left of the queue budget.
+		left := seconds(c.r.cfg.Serving.QueueTimeoutS - c.queueWaits.Admission - c.queueWaits.Prefill)
+		start := c.r.now()
+		freed := c.waitSeat(ctx, wait, left)
+		c.queueWaits.Prefill += c.r.now() - start
+		switch {
+		case ctx.Err() != nil:
+			c.ended(ctx)
+			return "", false
+		case !freed:
+			c.fail(outcome{terminal: journal.TerminalExpired, reason: journal.ReasonQueueTimeout, detail: "no prefill seat within serving.queue_timeout_s",
+				err: typed(504, "expired", "no prefill seat freed within the queue timeout", 0)})
+			return "", false
+		}
+	}
+}
+
+// waitSeat waits up to d for the seat channel to signal; false when the
+// time ran out or ctx ended.
+func (c *call) waitSeat(ctx context.Context, seat <-chan struct{}, d time.Duration) bool {
+	if d <= 0 {
+		return false
+	}
+	t := c.r.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-seat:
+		return true
+	case <-t.C():
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// tryPrefill places and dispatches the prefill leg once. wait is non-nil
+// when every candidate is at its seats: it closes when a seat frees.
+func (c *call) tryPrefill(n int, exclude map[string]bool) (string, <-chan struct{}, bool) {
 	r := c.r
 	r.mu.Lock()
 	now := r.now()
@@ -105,12 +152,16 @@ func (c *call) placePrefill(n int, exclude map[string]bool) (string, bool) {
 			c.reserved = false
 		}
 	}
+	freed := r.freed
 	r.mu.Unlock()
-	if ref != nil {
+	switch {
+	case ref != nil && ref.Wait:
+		return "", freed, false
+	case ref != nil:
 		c.refused(n, ref)
-		return "", false
+		return "", nil, false
 	}
-	return pl.IID, true
+	return pl.IID, nil, true
 }
 
 // refused ends the call with a placement refusal.
@@ -138,22 +189,45 @@ func (c *call) noteNotDispatched() {
 	}
 }
 
-func (c *call) placeDecode(exclude map[string]bool) (string, bool) {
+// placeDecode places and dispatches the decode leg, waiting for a decode
+// seat while the KV handoff is young enough (handoffStart is when the
+// prefill leg started). expired is the handoff error when it is not.
+func (c *call) placeDecode(ctx context.Context, exclude map[string]bool, handoffStart float64) (iid string, expired *vllm.Error, ok bool) {
 	r := c.r
-	r.mu.Lock()
-	pl, ref := r.core.PlaceDecode(c.sreq, exclude)
-	if ref == nil {
-		r.core.Dispatched(r.now(), pl.IID, c.rid, sched.Decode)
-		r.stats.decodeAttempts++
-		r.metrics.DecodeAttempts.Inc()
+	for {
+		r.mu.Lock()
+		pl, ref := r.core.PlaceDecode(c.sreq, exclude)
+		if ref == nil {
+			r.core.Dispatched(r.now(), pl.IID, c.rid, sched.Decode)
+			r.stats.decodeAttempts++
+			r.metrics.DecodeAttempts.Inc()
+		}
+		freed := r.freed
+		r.mu.Unlock()
+		switch {
+		case ref == nil:
+			return pl.IID, nil, true
+		case !ref.Wait:
+			c.fail(outcome{terminal: journal.TerminalFailed, reason: journal.ReasonNoEngine, detail: ref.Message,
+				err: typed(503, "backend_unavailable", "no engine can take the decode leg now", 1)})
+			return "", nil, false
+		}
+		left := c.deadline.Sub(r.clock.Now())
+		if b := r.cfg.Serving.HandoffTimeoutS; b > 0 {
+			left = min(left, seconds(b-(r.now()-handoffStart)))
+		}
+		start := r.now()
+		freed2 := c.waitSeat(ctx, freed, left)
+		c.queueWaits.Decode += r.now() - start
+		if ctx.Err() != nil {
+			c.ended(ctx)
+			return "", nil, false
+		}
+		if !freed2 {
+			return "", &vllm.Error{Phase: "decode", Reason: journal.ReasonEngineTimeout, Timeout: true, Class: "kv_handoff",
+				Msg: "KV handoff bound reached while waiting for a decode seat"}, false
+		}
 	}
-	r.mu.Unlock()
-	if ref != nil {
-		c.fail(outcome{terminal: journal.TerminalFailed, reason: journal.ReasonNoEngine, detail: ref.Message,
-			err: typed(503, "backend_unavailable", "no engine can take the decode leg now", 1)})
-		return "", false
-	}
-	return pl.IID, true
 }
 
 // prefillLeg runs the producer leg and returns the handoff and the time
@@ -167,6 +241,7 @@ func (c *call) prefillLeg(ctx context.Context, n int, iid string) (*vllm.Handoff
 	c.upstreamP += r.now() - start
 	r.mu.Lock()
 	r.core.PrefillDone(r.now(), iid, c.rid)
+	r.seatFreed()
 	r.mu.Unlock()
 	return h, start, e
 }

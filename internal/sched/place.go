@@ -47,6 +47,10 @@ type Placement struct {
 
 // Refusal is a reason the core will not place a leg now.
 type Refusal struct {
+	// Wait: every candidate is at its phase seats; the caller may wait for
+	// one to free and place again. Status and Type are the answer when the
+	// wait runs out.
+	Wait       bool
 	Status     int    // HTTP status the router answers with
 	Type       string // error type and code
 	Cause      string // refused_cause / reason for the journal
@@ -64,6 +68,7 @@ const (
 	CauseTPOT              = "tpot"
 	CauseKVCapacity        = "kv_capacity"
 	CauseNoEngine          = "no_engine"
+	CauseSeats             = "seats"
 )
 
 // candidates returns the live engines of role outside exclude, or under
@@ -89,6 +94,43 @@ func (c *Core) candidates(role fleet.Role, exclude map[string]bool) (out []*Inst
 	return out, true
 }
 
+// seated keeps the candidates with a free seat for phase. none reports
+// that candidates existed but every one was full.
+func (c *Core) seated(cands []*Instance, phase Phase) (out []*Instance, none bool) {
+	for _, i := range cands {
+		if c.seatFree(i, phase) {
+			out = append(out, i)
+		}
+	}
+	return out, len(cands) > 0 && len(out) == 0
+}
+
+// seatFree reports whether i can take one more leg of phase. Decode seats
+// are also bounded by the profile's decode_max_requests.
+func (c *Core) seatFree(i *Instance, phase Phase) bool {
+	if phase == Prefill {
+		return c.opt.PrefillSeats <= 0 || len(i.prefill) < c.opt.PrefillSeats
+	}
+	limit := c.opt.DecodeSeats
+	if limit <= 0 {
+		return true
+	}
+	if m := i.prof.DecodeMaxRequests; m != nil && *m > 0 {
+		limit = min(limit, *m)
+	}
+	return len(i.decode) < limit
+}
+
+// seatsFull is the refusal for a leg that must wait for a phase seat.
+func seatsFull(phase Phase) *Refusal {
+	if phase == Prefill {
+		return &Refusal{Wait: true, Status: 504, Type: "expired", Cause: CauseSeats,
+			Message: "every engine that can take the prefill leg is at its prefill seats"}
+	}
+	return &Refusal{Wait: true, Status: 504, Type: "handoff_expired", Cause: CauseSeats,
+		Message: "KV handoff bound reached while waiting for a decode seat"}
+}
+
 // cheapest returns the lexicographically cheapest candidate that meets the
 // SLO, else the cheapest overall; ties go to the lowest iid because
 // candidates come sorted.
@@ -112,6 +154,10 @@ func (c *Core) PlacePrefill(r *Request, exclude map[string]bool, elapsed float64
 	if len(cands) == 0 {
 		return Placement{}, &Refusal{Status: 503, Type: "no_schedulable_engines", Cause: CauseNoEngine, RetryAfter: 1,
 			Message: "no engine can take the prefill leg"}
+	}
+	cands, full := c.seated(cands, Prefill)
+	if full {
+		return Placement{}, seatsFull(Prefill)
 	}
 	cost := func(i *Instance) Cost {
 		k := c.PrefillCost(r, i)
@@ -183,6 +229,10 @@ func (c *Core) PlaceDecode(r *Request, exclude map[string]bool) (Placement, *Ref
 	if len(cands) == 0 {
 		return Placement{}, &Refusal{Status: 503, Type: "backend_unavailable", Cause: CauseNoEngine, RetryAfter: 1,
 			Message: "no engine can take the decode leg"}
+	}
+	cands, full := c.seated(cands, Decode)
+	if full {
+		return Placement{}, seatsFull(Decode)
 	}
 	best, k, met := cheapest(cands, func(i *Instance) Cost { return c.DecodeCost(r, i) },
 		func(k Cost) bool { return k.Secondary <= 0 })

@@ -55,12 +55,17 @@ type Options struct {
 	Aggregated bool
 
 	Controller fleet.Controller
+
+	// PrefillSeats and DecodeSeats cap the legs resident on one engine per
+	// phase (0: no cap). They exist only while the admission queue is on;
+	// a request that finds every candidate full waits for a seat.
+	PrefillSeats, DecodeSeats int
 }
 
 // OptionsFrom reads Options from a validated fleet.
 func OptionsFrom(c *fleet.Config) Options {
 	r := c.Controller.Reactive
-	return Options{
+	o := Options{
 		TTFT: c.SLO.TTFT, TPOT: c.SLO.TPOT,
 		AdmissionMargin:   c.Serving.AdmissionMargin,
 		Predictive:        c.Serving.Admission == fleet.AdmissionPredictive,
@@ -72,6 +77,10 @@ func OptionsFrom(c *fleet.Config) Options {
 		Policy:            PolicyReactive,
 		Controller:        c.Controller,
 	}
+	if c.Serving.QueueCapacity > 0 {
+		o.PrefillSeats, o.DecodeSeats = c.Serving.PrefillConcurrent, c.Serving.DecodeConcurrent
+	}
+	return o
 }
 
 // Request is what the core knows of one original request.

@@ -338,3 +338,27 @@ func TestAggregatedPlacement(t *testing.T) {
 		t.Errorf("decode on %s, want the producer d0", d.IID)
 	}
 }
+
+func TestPhaseSeats(t *testing.T) {
+	c := newCore(t, "p0:prefill", "p1:prefill", "d0:decode")
+	c.opt.PrefillSeats, c.opt.DecodeSeats = 1, 1
+	c.Track(0, req("a", 100, 8))
+	c.Dispatched(0, "p0", "a", Prefill)
+	r := c.Track(0, req("b", 100, 8))
+	if p, ref := c.PlacePrefill(r, nil, 0, true); ref != nil || p.IID != "p1" {
+		t.Fatalf("with p0 at its seat: %v %+v, want p1", p.IID, ref)
+	}
+	c.Dispatched(0, "p1", "b", Prefill)
+	if _, ref := c.PlacePrefill(c.Track(0, req("c", 100, 8)), nil, 0, true); ref == nil || !ref.Wait {
+		t.Fatalf("every prefill seat taken: refusal %+v, want a wait", ref)
+	}
+	c.Track(0, req("d", 100, 8))
+	c.Dispatched(0, "d0", "d", Decode)
+	if _, ref := c.PlaceDecode(r, nil); ref == nil || !ref.Wait || ref.Type != "handoff_expired" {
+		t.Fatalf("decode seat taken: %+v, want a wait", ref)
+	}
+	c.Finished(1, "a")
+	if p, ref := c.PlacePrefill(c.Track(1, req("e", 100, 8)), nil, 0, true); ref != nil || p.IID != "p0" {
+		t.Errorf("after p0's seat freed: %v %+v", p.IID, ref)
+	}
+}

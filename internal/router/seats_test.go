@@ -1,0 +1,71 @@
+package router
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/simengine"
+)
+
+func queued(prefill, decode int, timeout float64) func(*fleet.Config) {
+	return func(c *fleet.Config) {
+		c.Serving.QueueCapacity, c.Serving.QueueTimeoutS = 8, timeout
+		c.Serving.PrefillConcurrent, c.Serving.DecodeConcurrent = prefill, decode
+		c.Serving.Admission = fleet.AdmissionOpen
+	}
+}
+
+// With the queue on, each engine holds at most its phase seats; the rest
+// wait for a seat and are served in turn.
+func TestPhaseSeatsQueueRequests(t *testing.T) {
+	h := newHarness(t, pd, queued(1, 1, 10))
+	var wg sync.WaitGroup
+	rids := make([]string, 4)
+	for i := range rids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, out := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "seat me", "max_tokens": 6})
+			if resp.StatusCode != 200 {
+				t.Errorf("request %d: %d %s", i, resp.StatusCode, out)
+			}
+			rids[i] = resp.Header.Get("X-Request-Id")
+		}()
+	}
+	wg.Wait()
+	waited := 0.0
+	for _, rid := range rids {
+		row := h.row(rid)
+		waited += row.QueueWaits.Prefill + row.QueueWaits.Decode
+	}
+	if waited == 0 {
+		t.Error("four requests on one seat per phase, yet nobody waited for a seat")
+	}
+}
+
+func TestPrefillSeatWaitExpires(t *testing.T) {
+	h := newHarness(t, pd, queued(1, 4, 0.2))
+	h.engines.Engines[0].SetFaults(simengine.Faults{LatencyMultiplier: 40}) // the seat holder is slow (~0.6 s)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "hold the seat", "max_tokens": 1})
+	}()
+	eventually(t, "the first request holds the prefill seat", func() bool {
+		h.router.mu.Lock()
+		defer h.router.mu.Unlock()
+		return h.router.core.Instance("p0").Resident() == 1
+	})
+	resp, out := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "no seat for me", "max_tokens": 1})
+	if resp.StatusCode != 504 {
+		t.Fatalf("%d %s, want 504 expired", resp.StatusCode, out)
+	}
+	row := h.row(resp.Header.Get("X-Request-Id"))
+	if row.Terminal != journal.TerminalExpired || *row.Reason != journal.ReasonQueueTimeout || *row.ErrorType != "expired" {
+		t.Errorf("journal %s %v %v", row.Terminal, *row.Reason, *row.ErrorType)
+	}
+	h.engines.Engines[0].SetFaults(simengine.Faults{})
+	<-done
+}
