@@ -98,6 +98,11 @@ func (r *Router) ingressGate(retained int64) (outcome, bool) {
 		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonInflightLimit,
 			err: &apiError{Status: 429, Type: "server_overloaded_error", Message: "router in-flight limit reached", RetryAfter: 1}}, true
 	}
+	if sat, lag, sizing := r.saturated(); sat {
+		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonSaturated,
+			detail: fmt.Sprintf("router saturated: loop lag %v, median sizing delay %v (limit slo.ttft_s/4)", lag, sizing),
+			err:    &apiError{Status: 429, Type: "server_overloaded_error", Message: "router saturated; retry shortly", RetryAfter: 1}}, true
+	}
 	if reason, ready := r.readiness(); !ready {
 		typ := "standby"
 		if reason == reasonNoEngines {
@@ -190,6 +195,7 @@ func (c *call) ended(ctx context.Context) {
 // estimate.
 func (c *call) size(ctx context.Context) bool {
 	r := c.r
+	began := r.clock.Now()
 	n, exact, text := c.localSize()
 	if !exact && r.cfg.Engine.Tokenize {
 		var e *vllm.Error
@@ -206,6 +212,7 @@ func (c *call) size(ctx context.Context) bool {
 		n = max(1, int(float64(len(text))/r.cfg.Engine.CharsPerToken))
 	}
 	c.inputLen, c.sized = n, true
+	r.sized(r.clock.Now().Sub(began))
 	r.mu.Lock()
 	c.sreq = r.core.Track(c.arrived, sched.Request{RID: c.rid, InputLen: n, WantedLen: c.wanted})
 	r.mu.Unlock()

@@ -102,6 +102,7 @@ type Router struct {
 	standbyOf string
 	ha        haState
 	follower  atomic.Value // *state.Follower while standby
+	sat       saturation
 
 	bg       sync.WaitGroup // background probes
 	bgCtx    context.Context
@@ -229,6 +230,8 @@ func (r *Router) Start() {
 		r.startHA()
 		r.captureIdentities(r.bgCtx)
 		r.identities.Store(true)
+		r.bg.Add(1)
+		go r.probeLag()
 		go r.monitor()
 	}
 }

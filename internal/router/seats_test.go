@@ -69,3 +69,17 @@ func TestPrefillSeatWaitExpires(t *testing.T) {
 	h.engines.Engines[0].SetFaults(simengine.Faults{})
 	<-done
 }
+
+func TestSaturatedRouterRefuses(t *testing.T) {
+	h := newHarness(t, pd, nil)
+	for i := 0; i < sizingMinimum; i++ {
+		h.router.sized(seconds(h.cfg.SLO.TTFT)) // sizing as slow as the whole TTFT target
+	}
+	resp, _ := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "x", "max_tokens": 1})
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "1" {
+		t.Fatalf("%d, want 429 with Retry-After 1", resp.StatusCode)
+	}
+	if row := h.row(resp.Header.Get("X-Request-Id")); *row.Reason != journal.ReasonSaturated {
+		t.Errorf("reason %v, want saturated", *row.Reason)
+	}
+}

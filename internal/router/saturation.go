@@ -1,0 +1,88 @@
+package router
+
+import (
+	"sort"
+	"sync"
+	"time"
+)
+
+// saturation watches for a router too busy to serve well (runtime.md
+// §1.3): the lateness of a 50 ms probe tick (goroutines starved of CPU)
+// and the median time recent requests took to be sized. When either
+// reaches a quarter of the TTFT target, new requests are refused with 429
+// rather than queued into certain SLO misses.
+type saturation struct {
+	mu     sync.Mutex
+	lag    time.Duration
+	sizing []sizingSample // last 2 s
+}
+
+type sizingSample struct {
+	at    time.Time
+	delay time.Duration
+}
+
+const (
+	lagProbe      = 50 * time.Millisecond
+	sizingWindow  = 2 * time.Second
+	sizingMinimum = 8
+)
+
+// probeLag runs until stop: each tick records how late it fired.
+func (r *Router) probeLag() {
+	defer r.bg.Done()
+	t := r.clock.NewTicker(lagProbe)
+	defer t.Stop()
+	next := r.clock.Now().Add(lagProbe)
+	for {
+		select {
+		case <-r.bgCtx.Done():
+			return
+		case now := <-t.C():
+			late := max(0, now.Sub(next))
+			if n := r.clock.Now(); n.Sub(now) > late {
+				late = n.Sub(now) // the tick itself sat in the channel
+			}
+			next = now.Add(lagProbe)
+			r.sat.mu.Lock()
+			r.sat.lag = late
+			r.sat.mu.Unlock()
+			r.metrics.LoopLag.Set(late.Seconds())
+		}
+	}
+}
+
+// sized records how long a request took to be sized.
+func (r *Router) sized(delay time.Duration) {
+	now := r.clock.Now()
+	s := &r.sat
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sizing = append(s.sizing, sizingSample{now, delay})
+	cut := 0
+	for cut < len(s.sizing) && now.Sub(s.sizing[cut].at) > sizingWindow {
+		cut++
+	}
+	s.sizing = s.sizing[cut:]
+}
+
+// saturated reports whether the router should refuse new work, and the
+// two signals.
+func (r *Router) saturated() (bool, time.Duration, time.Duration) {
+	s := &r.sat
+	s.mu.Lock()
+	lag := s.lag
+	var median time.Duration
+	if len(s.sizing) >= sizingMinimum {
+		d := make([]time.Duration, len(s.sizing))
+		for i, x := range s.sizing {
+			d[i] = x.delay
+		}
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		median = d[len(d)/2]
+	}
+	s.mu.Unlock()
+	r.metrics.SizingDelay.Set(median.Seconds())
+	limit := seconds(r.cfg.SLO.TTFT / 4)
+	return lag >= limit || median >= limit, lag, median
+}
