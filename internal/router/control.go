@@ -16,7 +16,16 @@ func (r *Router) monitorPass() {
 	if every := r.cfg.Recovery.LivenessEvery; every > 0 && r.passes%every == 0 {
 		r.livenessSweep(r.bgCtx)
 	}
-	r.afterLifecycle()
+	r.flushLifecycleEvents()
+	for _, rec := range r.life.Records() {
+		r.metrics.SetLifecycleState(rec.IID, string(rec.State))
+	}
+	var failed []string
+	if err := r.writeHandoff(); err != nil {
+		r.stageFailed("handoff", "io", err)
+		failed = append(failed, "handoff io")
+	}
+	r.passEnded(failed)
 	for iid, streaks := range r.life.Streaks() {
 		for class, n := range streaks {
 			r.metrics.SetStreak(iid, string(class), n)

@@ -118,7 +118,7 @@ func (r *Router) follow(ctx context.Context) {
 		return
 	}
 	r.log.Info("took over from the primary", "epoch", epoch, "takeover_s", r.clock.Now().Sub(start).Seconds())
-	r.writeHandoff()
+	_ = r.writeHandoff()
 	r.renew(ctx)
 }
 

@@ -96,15 +96,17 @@ func fromDrainRecord(d state.DrainRecord) lifecycle.Record {
 // writeHandoff saves the handoff document to recovery.state_path. Only a
 // router that controls the fleet writes it: a fenced router's view is
 // stale.
-func (r *Router) writeHandoff() {
-	if r.statePath == "" || !r.controlsFleet() {
-		return
-	}
+func (r *Router) writeHandoff() error {
 	r.handoffMu.Lock()
 	defer r.handoffMu.Unlock()
+	if r.statePath == "" || !r.controlsFleet() {
+		return nil
+	}
 	if err := state.Write(r.statePath, r.handoff()); err != nil {
 		r.log.Error("writing the handoff document failed; a restarted router would resume from an older one", "path", r.statePath, "err", err)
+		return err
 	}
+	return nil
 }
 
 func (r *Router) serveHandoff(w http.ResponseWriter, _ *http.Request) {

@@ -337,6 +337,9 @@ func (r *Router) readiness() (string, bool) {
 	if !r.controlsFleet() || r.ha.blockedReason() != "" {
 		return r.notControlling(), false
 	}
+	if d := r.degradedReason(); d != "" {
+		return d, false
+	}
 	if !r.identities.Load() {
 		return "engine identity validation pending", false
 	}
@@ -356,4 +359,4 @@ func (r *Router) ready() bool {
 }
 
 // stateChanged is called after every change the handoff document records.
-func (r *Router) stateChanged() { r.writeHandoff() }
+func (r *Router) stateChanged() { _ = r.writeHandoff() }

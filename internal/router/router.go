@@ -103,6 +103,7 @@ type Router struct {
 	ha        haState
 	follower  atomic.Value // *state.Follower while standby
 	sat       saturation
+	mon       monitoring
 
 	bg       sync.WaitGroup // background probes
 	bgCtx    context.Context
@@ -250,7 +251,7 @@ func (r *Router) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		err = fmt.Errorf("graceful shutdown: %d requests still in flight: %w", r.retained.Load(), ctx.Err())
 	}
-	r.writeHandoff() // the final state, while this router still holds the lease
+	_ = r.writeHandoff() // the final state, while this router still holds the lease
 	return err
 }
 

@@ -102,6 +102,7 @@ func (r *Router) state() map[string]any {
 			"decisions": ctl.Decisions, "flips": ctl.Flips, "flip_reversals": ctl.FlipReversals,
 			"flips_refused": ctl.FlipsRefused},
 		"panic_bypasses": ctl.PanicBypasses,
+		"monitoring":     r.monitoringState(),
 		"flips":          ctl.History, "flips_refused": ctl.FlipsRefused,
 	}
 }
