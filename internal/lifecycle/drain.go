@@ -45,27 +45,37 @@ func (m *Manager) TakeEvents(since int) ([]Event, int) {
 // leaves placement at once and its process identity is captured so that
 // readmission can insist on a newer process. lastLive reports whether iid
 // is the only live engine left (a single-engine drain would stop service).
+// capture runs without the manager's lock: it does engine I/O.
 func (m *Manager) Drain(iid string, now, deadlineS float64, lastLive bool, capture func() (Identity, error)) (Record, error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	e := m.engines[iid]
 	switch {
 	case e == nil:
+		m.mu.Unlock()
 		return Record{}, conflict("unknown engine(s): %s", iid)
 	case deadlineS <= 0:
+		defer m.mu.Unlock()
 		return e.rec, conflict("deadline_s must be positive")
 	case e.rec.State == Draining || e.rec.State == Drained || e.rec.State == Validating || e.rec.State == DeadlineExceeded:
+		defer m.mu.Unlock()
 		return e.rec, conflict("lifecycle action already active for %s", iid)
 	case e.rec.State == Active && lastLive:
+		defer m.mu.Unlock()
 		return e.rec, conflict("the last schedulable engine requires a whole-wave drain")
 	}
 	deadline := now + deadlineS
 	e.rec = Record{IID: iid, State: Draining, RequestedAt: &now, DeadlineAt: &deadline, RestartRequired: true, Checks: []Check{}}
 	m.event(now, "drain_started", map[string]any{"iid": iid, "wave_id": ""})
 	if miss := m.missingContract(); miss != "" {
+		defer m.mu.Unlock()
 		return m.block(iid, now, "lifecycle drain requires a complete engine_contract", miss)
 	}
+	m.mu.Unlock()
+
 	id, err := capture()
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if err != nil {
 		return m.block(iid, now, fmt.Sprintf("%s: identity capture failed: %v", iid, err), "")
 	}
@@ -90,7 +100,8 @@ func (m *Manager) block(iid string, now float64, msg, missing string) (Record, e
 
 // Settle advances drains at wall time now: a draining engine whose
 // resident work is gone is drained; one past its deadline with work left
-// is deadline_exceeded.
+// is deadline_exceeded. resident runs under the manager's lock: it must
+// not take other locks.
 func (m *Manager) Settle(now float64, resident func(iid string) int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -10,7 +10,10 @@ import (
 // liveness sweep when due, telemetry, and the handoff document.
 func (r *Router) monitorPass() {
 	r.controlPass()
-	r.life.Settle(r.wallNow(), r.resident)
+	// Residents are read first: Settle holds the lifecycle lock, which
+	// must never be held while taking r.mu.
+	resident := r.residents()
+	r.life.Settle(r.wallNow(), func(iid string) int { return resident[iid] })
 	r.readmissionProbes(r.bgCtx)
 	r.passes++
 	if every := r.cfg.Recovery.LivenessEvery; every > 0 && r.passes%every == 0 {
@@ -33,15 +36,17 @@ func (r *Router) monitorPass() {
 	}
 }
 
-// resident is iid's resident request count.
-func (r *Router) resident(iid string) int {
+// residents counts each engine's resident requests.
+func (r *Router) residents() map[string]int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	i := r.core.Instance(iid)
-	if i == nil {
-		return 0
+	out := make(map[string]int, len(r.order))
+	for _, iid := range r.order {
+		if i := r.core.Instance(iid); i != nil {
+			out[iid] = i.Resident()
+		}
 	}
-	return i.Resident()
+	return out
 }
 
 // controlPass runs the core's Tick: role control and window rollover.
