@@ -194,3 +194,24 @@ func recordOf(m *Manager, iid string) Record {
 	}
 	return Record{}
 }
+
+func TestQuarantine(t *testing.T) {
+	m := New(testFleet(false))
+	if !m.Quarantine("d0", 10) || m.Live("d0") || m.Quarantine("d0", 20) {
+		t.Fatal("quarantine")
+	}
+	if got := m.Quarantined(); len(got) != 1 || got[0] != "d0" {
+		t.Errorf("quarantined = %v", got)
+	}
+	if r := m.ReleaseQuarantines(9); len(r) != 0 || m.Live("d0") {
+		t.Errorf("released early: %v", r)
+	}
+	if r := m.ReleaseQuarantines(10); len(r) != 1 || !m.Live("d0") {
+		t.Errorf("not released at its deadline: %v", r)
+	}
+	m.Quarantine("d1", 10)
+	m.Eject("d1", "connection")
+	if len(m.Quarantined()) != 0 {
+		t.Error("an ejection must supersede the quarantine")
+	}
+}

@@ -59,6 +59,7 @@ type engine struct {
 	suspect  bool
 	rec      Record
 	identity *Identity // last accepted; nil before the first check
+	until    float64   // timed quarantine ends (router seconds); 0 when not held
 }
 
 // Manager is the availability state of a fleet. It is safe for
@@ -96,7 +97,48 @@ func (m *Manager) Live(iid string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e := m.engines[iid]
-	return e != nil && !e.ejected && e.rec.State == Active
+	return e != nil && !e.ejected && e.until == 0 && e.rec.State == Active
+}
+
+// Quarantine holds iid out of placement until the router time until: a
+// failed leg's engine rests for recovery.failure_quarantine_s. The caller
+// checks that another live engine covers its role.
+func (m *Manager) Quarantine(iid string, until float64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.engines[iid]
+	if e == nil || e.ejected || e.until != 0 {
+		return false
+	}
+	e.until = until
+	return true
+}
+
+// ReleaseQuarantines lifts the holds that ended by now and returns them.
+func (m *Manager) ReleaseQuarantines(now float64) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for _, iid := range m.order {
+		if e := m.engines[iid]; e.until != 0 && now >= e.until {
+			e.until = 0
+			out = append(out, iid)
+		}
+	}
+	return out
+}
+
+// Quarantined lists the engines in a timed hold, sorted.
+func (m *Manager) Quarantined() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for _, iid := range m.order {
+		if m.engines[iid].until != 0 {
+			out = append(out, iid)
+		}
+	}
+	return out
 }
 
 // Failure records a failed leg of class c on iid and returns what to do.
@@ -147,7 +189,7 @@ func (m *Manager) Eject(iid, cause string) bool {
 	if e == nil || e.ejected {
 		return false
 	}
-	e.ejected, e.cause = true, cause
+	e.ejected, e.cause, e.until = true, cause, 0 // an ejection supersedes a quarantine
 	e.probeDue = m.cfg.ReadmitEvery
 	return true
 }

@@ -81,7 +81,7 @@ func (a *assembler) event(ev vllm.Event) *vllm.Error {
 			Msg: "response exceeds serving.max_response_bytes"}
 	}
 	var ch chunk
-	if err := json.Unmarshal(ev.Data, &ch); err != nil {
+	if err := json.Unmarshal(a.c.ownID(ev.Data), &ch); err != nil {
 		return &vllm.Error{Phase: "decode", Reason: vllm.ReasonInvalidResponse, Class: "stream", Msg: "malformed stream event: " + err.Error()}
 	}
 	a.meta(ch)

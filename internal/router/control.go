@@ -14,6 +14,7 @@ func (r *Router) monitorPass() {
 	// must never be held while taking r.mu.
 	resident := r.residents()
 	r.life.Settle(r.wallNow(), func(iid string) int { return resident[iid] })
+	r.releaseQuarantines()
 	r.readmissionProbes(r.bgCtx)
 	r.passes++
 	if every := r.cfg.Recovery.LivenessEvery; every > 0 && r.passes%every == 0 {

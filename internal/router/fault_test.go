@@ -270,3 +270,20 @@ func TestLifecycleActionsNeedTheAdminToken(t *testing.T) {
 		t.Errorf("no token and not loopback-only: %d, want 403", code)
 	}
 }
+
+func TestFailedLegQuarantinesTheEngine(t *testing.T) {
+	h := newHarness(t, ppdd, func(c *fleet.Config) {
+		fastRecovery(c)
+		c.Recovery.FailureQuarantineS = 0.3
+	})
+	h.engines.Engines[0].SetFaults(simengine.Faults{HTTP500Rate: 1})
+	resp, out := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "q", "max_tokens": 2})
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, out)
+	}
+	if q := h.router.life.Quarantined(); len(q) != 1 || q[0] != "p0" {
+		t.Fatalf("quarantined %v, want p0 after its failed leg", q)
+	}
+	h.engines.Engines[0].SetFaults(simengine.Faults{})
+	eventually(t, "the quarantine to end", func() bool { return len(h.router.life.Quarantined()) == 0 && h.router.life.Live("p0") })
+}

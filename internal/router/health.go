@@ -26,6 +26,7 @@ func (r *Router) legFailedOn(iid string, e *vllm.Error) {
 		r.life.Success(iid, "answered") // a 4xx: the engine is up
 		return
 	}
+	r.quarantine(iid)
 	switch r.life.Failure(iid, lifecycle.Class(e.Class)) {
 	case lifecycle.Eject:
 		r.eject(iid, string(lifecycle.Connection), false)
@@ -33,6 +34,29 @@ func (r *Router) legFailedOn(iid string, e *vllm.Error) {
 		r.background(func(ctx context.Context) { r.verify(ctx, iid, false) })
 	case lifecycle.VerifyInference:
 		r.background(func(ctx context.Context) { r.verify(ctx, iid, true) })
+	}
+}
+
+// quarantine rests an engine whose leg just failed for
+// recovery.failure_quarantine_s, when another live engine covers its role.
+func (r *Router) quarantine(iid string) {
+	q := r.cfg.Recovery.FailureQuarantineS
+	if q <= 0 || r.lastOfRole(iid) {
+		return
+	}
+	if r.life.Quarantine(iid, r.now()+q) {
+		r.syncLive()
+		r.journalEvent(journal.Event{Name: journal.EventEngineHoldStarted, At: r.now(),
+			Fields: map[string]any{"iid": iid, "kind": "timed", "duration_s": q}})
+	}
+}
+
+// releaseQuarantines returns engines whose timed hold ended.
+func (r *Router) releaseQuarantines() {
+	for _, iid := range r.life.ReleaseQuarantines(r.now()) {
+		r.syncLive()
+		r.journalEvent(journal.Event{Name: journal.EventEngineHoldEnded, At: r.now(),
+			Fields: map[string]any{"iid": iid, "kind": "timed", "cause": "expired", "held_s": r.cfg.Recovery.FailureQuarantineS}})
 	}
 }
 

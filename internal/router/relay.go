@@ -39,7 +39,7 @@ const maxHeldEvents = 64
 
 func (s *relay) event(ev vllm.Event) *vllm.Error {
 	c := s.c
-	data := ev.Data
+	data := c.ownID(ev.Data)
 	if !ev.NotJSON && !c.clientTokenIDs {
 		data = stripTokenIDs(data)
 	}
@@ -111,6 +111,17 @@ func (c *call) streamError(code string) {
 	ev := `{"error":{"message":"Upstream request failed","type":"decode","code":` + strconv.Quote(code) + `}}`
 	_, _ = c.w.Write([]byte("data: " + ev + "\n\n"))
 	_ = http.NewResponseController(c.w).Flush()
+}
+
+// ownID puts the router's request id where the engine wrote its leg id
+// (vLLM builds response ids from X-Request-Id: "cmpl-<leg id>"), so the
+// client sees one id for the request whichever attempt served it.
+func (c *call) ownID(data []byte) []byte {
+	leg := []byte(legID(c.rid, c.attempts, "decode"))
+	if !bytes.Contains(data, leg) {
+		return data
+	}
+	return bytes.ReplaceAll(data, leg, []byte(c.rid))
 }
 
 // stripTokenIDs removes the per-token id fields the router asked the
