@@ -43,7 +43,9 @@ func newRoot() *cobra.Command {
 	root := cli.NewRoot("narwhal-serve --fleet PATH", "Serve an OpenAI-compatible endpoint over a disaggregated vLLM fleet")
 	root.Long = `narwhal-serve loads the fleet file and the profile store at profiles.path,
 then serves POST /v1/completions and /v1/chat/completions (streaming or
-not), GET /v1/models, /health, /ready, /metrics and /narwhal/state.
+not), GET /v1/models, /health, /ready, /metrics, /narwhal/state,
+/narwhal/lifecycle and /narwhal/handoff, and POST /narwhal/lifecycle/drain
+and /narwhal/lifecycle/readmit (admin).
 
 Every request is sized, admitted only when the TTFT target can be met,
 prefilled on one engine and decoded on another with the KV handed over
@@ -52,7 +54,13 @@ through vLLM's kv_transfer_params, and recorded as one row of the journal.
 It binds 127.0.0.1 by default: put authenticating ingress in front of it
 and keep /narwhal/* and /metrics on the control network. On SIGTERM or
 SIGINT it stops admitting, lets in-flight streams finish for the graceful
-timeout, and exits.`
+timeout, writes the final handoff document, and exits.
+
+Engines are watched continuously: failed legs feed a per-class breaker,
+ejected engines are probed for readmission, and a restarted engine process
+is excluded until it is validated again. With --resume the router carries
+on from the handoff document at recovery.state_path; with --lease-path
+(and --standby-of on the standby) two routers share one fleet safely.`
 	root.Args = cobra.NoArgs
 	fl := root.Flags()
 	fl.StringVar(&f.fleet, "fleet", "", "fleet file (narwhal.fleet v1); required")
@@ -60,7 +68,7 @@ timeout, and exits.`
 	fl.IntVar(&f.port, "port", 8000, "port to bind (0 picks a free one)")
 	fl.StringVar(&f.journal, "journal", "", "request journal (default: journal.jsonl beside profiles.path)")
 	fl.IntVar(&f.maxConcurrent, "max-concurrent", 0, "admission limit, 1..serving.max_connections (default serving.max_connections)")
-	fl.Float64Var(&f.graceful, "graceful-timeout", -1, "whole seconds in-flight requests get after SIGTERM (default serving.graceful_timeout_s)")
+	fl.Float64Var(&f.graceful, "graceful-timeout", -1, "whole seconds in-flight requests get after SIGTERM; -1 uses serving.graceful_timeout_s")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format on stderr: text or json")
 	fl.StringVar(&f.adminTokenEnv, "admin-token-env", "", "name of the environment variable holding the bearer token for POST /narwhal/lifecycle/* (without one, lifecycle actions are accepted only when bound to loopback)")
 	fl.BoolVar(&f.resume, "resume", false, "resume roles, ejections, lifecycle and counters from recovery.state_path (also recovery.resume)")
