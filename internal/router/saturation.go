@@ -14,6 +14,7 @@ import (
 type saturation struct {
 	mu     sync.Mutex
 	lag    time.Duration
+	median time.Duration  // of sizing, recomputed every probe tick
 	sizing []sizingSample // last 2 s
 }
 
@@ -44,45 +45,51 @@ func (r *Router) probeLag() {
 				late = n.Sub(now) // the tick itself sat in the channel
 			}
 			next = now.Add(lagProbe)
-			r.sat.mu.Lock()
-			r.sat.lag = late
-			r.sat.mu.Unlock()
+			median := r.sat.update(late, r.clock.Now())
 			r.metrics.LoopLag.Set(late.Seconds())
+			r.metrics.SizingDelay.Set(median.Seconds())
 		}
 	}
 }
 
-// sized records how long a request took to be sized.
-func (r *Router) sized(delay time.Duration) {
-	now := r.clock.Now()
-	s := &r.sat
+// update records the probe's lateness and recomputes the sizing median
+// over the last 2 s, off the request path.
+func (s *saturation) update(late time.Duration, now time.Time) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.sizing = append(s.sizing, sizingSample{now, delay})
+	s.lag = late
 	cut := 0
 	for cut < len(s.sizing) && now.Sub(s.sizing[cut].at) > sizingWindow {
 		cut++
 	}
 	s.sizing = s.sizing[cut:]
-}
-
-// saturated reports whether the router should refuse new work, and the
-// two signals.
-func (r *Router) saturated() (bool, time.Duration, time.Duration) {
-	s := &r.sat
-	s.mu.Lock()
-	lag := s.lag
-	var median time.Duration
+	s.median = 0
 	if len(s.sizing) >= sizingMinimum {
 		d := make([]time.Duration, len(s.sizing))
 		for i, x := range s.sizing {
 			d[i] = x.delay
 		}
 		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-		median = d[len(d)/2]
+		s.median = d[len(d)/2]
 	}
+	return s.median
+}
+
+// sized records how long a request took to be sized.
+func (r *Router) sized(delay time.Duration) {
+	s := &r.sat
+	s.mu.Lock()
+	s.sizing = append(s.sizing, sizingSample{r.clock.Now(), delay})
 	s.mu.Unlock()
-	r.metrics.SizingDelay.Set(median.Seconds())
+}
+
+// saturated reports whether the router should refuse new work, and the
+// two signals as of the last probe tick.
+func (r *Router) saturated() (bool, time.Duration, time.Duration) {
+	s := &r.sat
+	s.mu.Lock()
+	lag, median := s.lag, s.median
+	s.mu.Unlock()
 	limit := seconds(r.cfg.SLO.TTFT / 4)
 	return lag >= limit || median >= limit, lag, median
 }

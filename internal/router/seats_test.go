@@ -75,6 +75,7 @@ func TestSaturatedRouterRefuses(t *testing.T) {
 	for i := 0; i < sizingMinimum; i++ {
 		h.router.sized(seconds(h.cfg.SLO.TTFT)) // sizing as slow as the whole TTFT target
 	}
+	h.router.sat.update(0, h.router.clock.Now()) // what the next probe tick does
 	resp, _ := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "x", "max_tokens": 1})
 	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "1" {
 		t.Fatalf("%d, want 429 with Retry-After 1", resp.StatusCode)
