@@ -41,10 +41,10 @@ func (c *call) attempt(ctx context.Context, n int, exclude map[string]bool) bool
 		return c.legFailed(ctx, n, "prefill", e, exclude, p)
 	}
 	r.legSucceeded(p, "prefill")
-	if c.ttft == 0 {
-		c.ttft = r.now() - c.arrived
-	}
+	// TTFT is the attempt that serves the request: arrival to its
+	// producer's completion.
 	c.prefilledAt = r.now()
+	c.ttft = c.prefilledAt - c.arrived
 	if bound := r.cfg.Serving.HandoffTimeoutS; bound > 0 && r.now()-start > bound {
 		e := &vllm.Error{Phase: "decode", Reason: journal.ReasonEngineTimeout, Timeout: true, Class: "kv_handoff",
 			Msg: "KV handoff expired before decode dispatch"}
