@@ -40,9 +40,10 @@ vet:
 $(STATICCHECK):
 	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-# promtool tests the alert rules; it comes from Debian's prometheus package.
+# promtool tests the alert rules and a real Prometheus scrapes the dev
+# fleet in a test; both come from Debian's prometheus package.
 promtool:
-	@command -v promtool >/dev/null || { \
+	@command -v promtool >/dev/null && command -v prometheus >/dev/null || { \
 		echo "installing promtool (Debian package prometheus)"; \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }

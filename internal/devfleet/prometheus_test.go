@@ -1,0 +1,110 @@
+package devfleet
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A real Prometheus scrapes make run's router with the shipped alert
+// rules loaded, and its query API returns the router's series: operators
+// point the tools they already run at narwhal and it works.
+func TestPrometheusScrapesTheRouter(t *testing.T) {
+	prom, err := exec.LookPath("prometheus")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("prometheus is missing in CI: make test installs it (Debian package prometheus)")
+		}
+		t.Skip("prometheus not installed; make tools installs it")
+	}
+	base, _, stop := start(t)
+	defer stop()
+	// Traffic for the counters.
+	for i := 0; i < 3; i++ {
+		resp, err := http.Post(base+"/v1/completions", "application/json",
+			strings.NewReader(`{"model":"narwhal/sim-llama-3-8b","prompt":"scrape me","max_tokens":2}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	dir := t.TempDir()
+	rules, _ := filepath.Abs("../../deploy/observability/prometheus-alerts.yml")
+	cfg := fmt.Sprintf(`global: {scrape_interval: 200ms, evaluation_interval: 1s}
+rule_files: [%q]
+scrape_configs:
+  - job_name: narwhal-router
+    static_configs: [{targets: [%q]}]
+`, rules, strings.TrimPrefix(base, "http://"))
+	cfgPath := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, prom, "--config.file="+cfgPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr)
+	var logs strings.Builder
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+	}()
+	q := "http://" + addr + "/api/v1/query?query=" + url.QueryEscape(`narwhal_served_total{job="narwhal-router"}`)
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if v, ok := queryValue(q); ok {
+			if v != "3" {
+				t.Errorf("narwhal_served_total = %s, want 3", v)
+			}
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("Prometheus never returned narwhal_served_total from the router:\n%s", logs.String())
+}
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// queryValue runs an instant query and returns the first sample's value.
+func queryValue(u string) (string, bool) {
+	resp, err := http.Get(u)
+	if err != nil {
+		return "", false
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Data struct {
+			Result []struct {
+				Value []any `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&out) != nil || len(out.Data.Result) == 0 || len(out.Data.Result[0].Value) != 2 {
+		return "", false
+	}
+	v, _ := out.Data.Result[0].Value[1].(string)
+	return v, true
+}
