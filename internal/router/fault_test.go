@@ -287,3 +287,37 @@ func TestFailedLegQuarantinesTheEngine(t *testing.T) {
 	h.engines.Engines[0].SetFaults(simengine.Faults{})
 	eventually(t, "the quarantine to end", func() bool { return len(h.router.life.Quarantined()) == 0 && h.router.life.Live("p0") })
 }
+
+func TestWholeWaveHoldAndWaveReadmission(t *testing.T) {
+	h := newHarness(t, ppdd, func(c *fleet.Config) {
+		fastRecovery(c)
+		completeContract(c)
+		c.Recovery.EngineRestartPolicy = fleet.RestartWholeWave
+	})
+	h.engines.Engines[3].SetFaults(simengine.Faults{RefuseConnections: true}) // d1 dies
+	eventually(t, "the whole-wave hold", func() bool { return h.router.waveBlocked() != "" })
+	resp, _ := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "x", "max_tokens": 2})
+	if resp.StatusCode != 503 {
+		t.Errorf("completion under the hold: %d, want 503", resp.StatusCode)
+	}
+	var health struct{ Status string }
+	json.Unmarshal([]byte(get(t, h.srv.URL+"/health")), &health)
+	if health.Status != "maintenance" {
+		t.Errorf("/health status %q, want maintenance", health.Status)
+	}
+	// Readmitting while d1 is still down fails and keeps the hold.
+	b, _ := http.Post(h.srv.URL+"/narwhal/lifecycle/readmit", "application/json", strings.NewReader(`{"wave":true}`))
+	b.Body.Close()
+	if b.StatusCode != 409 || h.router.waveBlocked() == "" {
+		t.Fatalf("wave readmit with a dead engine: %d, hold %q", b.StatusCode, h.router.waveBlocked())
+	}
+	h.engines.Engines[3].SetFaults(simengine.Faults{}) // the operator restarted the wave
+	b, _ = http.Post(h.srv.URL+"/narwhal/lifecycle/readmit", "application/json", strings.NewReader(`{"wave":true}`))
+	b.Body.Close()
+	if b.StatusCode != 200 || h.router.waveBlocked() != "" {
+		t.Fatalf("wave readmit: %d, hold %q", b.StatusCode, h.router.waveBlocked())
+	}
+	if resp, out := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "x", "max_tokens": 2}); resp.StatusCode != 200 {
+		t.Errorf("after the wave readmission: %d %s", resp.StatusCode, out)
+	}
+}

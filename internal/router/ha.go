@@ -160,6 +160,8 @@ func (r *Router) healthStatus() string {
 		return "fenced"
 	case r.ha.standby.Load():
 		return "standby"
+	case r.waveBlocked() != "":
+		return "maintenance"
 	}
 	return "degraded"
 }

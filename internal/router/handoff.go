@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net/http"
 	"sort"
+	"strings"
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
@@ -198,6 +199,9 @@ func (r *Router) apply(h *state.Handoff) {
 	}
 	r.life.Restore(records, ejected, starts)
 	r.syncLive()
+	if len(h.Ejected) > 0 {
+		r.holdWave("resumed with ejected engines " + strings.Join(h.Ejected, ", "))
+	}
 }
 
 func from64(m map[string]int64) map[string]int {

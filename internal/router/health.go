@@ -129,6 +129,7 @@ func (r *Router) eject(iid, cause string, protect bool) {
 	r.log.Warn("engine ejected", "iid", iid, "cause", cause)
 	r.metrics.Ejection(iid, cause)
 	r.journalEvent(journal.EngineEjected(r.now(), iid, cause))
+	r.holdWave(iid + " ejected (" + cause + ")")
 	r.stateChanged()
 }
 

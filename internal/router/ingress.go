@@ -337,6 +337,9 @@ func (r *Router) readiness() (string, bool) {
 	if !r.controlsFleet() || r.ha.blockedReason() != "" {
 		return r.notControlling(), false
 	}
+	if b := r.waveBlocked(); b != "" {
+		return b, false
+	}
 	if d := r.degradedReason(); d != "" {
 		return d, false
 	}

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -59,7 +60,7 @@ func (r *Router) parseLifecycle(w http.ResponseWriter, req *http.Request) (strin
 		return "", nil, false
 	}
 	if lr.Wave {
-		r.lifecycleReply(w, http.StatusConflict, "whole-wave lifecycle actions are not supported by this build: drain and readmit engines one at a time")
+		r.lifecycleReply(w, http.StatusConflict, "whole-wave drains are not supported by this build: drain engines one at a time; under a whole-wave hold, restart every engine and POST readmit {\"wave\": true}")
 		return "", nil, false
 	}
 	iids := lr.Engines
@@ -92,6 +93,15 @@ func (r *Router) serveDrain(w http.ResponseWriter, req *http.Request) {
 }
 
 func (r *Router) serveReadmit(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(io.LimitReader(req.Body, 1<<16))
+	var wave struct {
+		Wave bool `json:"wave"`
+	}
+	if json.Unmarshal(body, &wave) == nil && wave.Wave {
+		r.readmitWave(w)
+		return
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
 	iid, _, ok := r.parseLifecycle(w, req)
 	if !ok {
 		return
@@ -202,7 +212,8 @@ func (r *Router) lifecycleDoc() map[string]any {
 	return map[string]any{
 		"schema": "narwhal.lifecycle", "schema_version": 1,
 		"router":                map[string]any{"controls_fleet": r.controlsFleet(), "ready": ready},
-		"wave":                  map[string]any{"id": "", "active": false, "ready_to_stop": false},
+		"wave":                  map[string]any{"id": "", "active": r.waveBlocked() != "", "ready_to_stop": false},
+		"lifecycle_blocked":     r.waveBlocked(),
 		"engines":               engines,
 		"events":                events,
 		"engine_restart_policy": r.cfg.Recovery.EngineRestartPolicy,

@@ -104,6 +104,7 @@ type Router struct {
 	follower  atomic.Value // *state.Follower while standby
 	sat       saturation
 	mon       monitoring
+	waveHold  atomic.Pointer[string] // whole-wave restart required: why
 
 	bg       sync.WaitGroup // background probes
 	bgCtx    context.Context
