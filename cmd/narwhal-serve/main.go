@@ -123,7 +123,7 @@ func run(ctx context.Context, f flags) error {
 		return err
 	}
 	r, err := router.New(cfg, profiles, router.Options{Logger: log, Journal: jw, MaxConcurrent: f.maxConcurrent,
-		AdminToken: adminToken, AdminOpen: isLoopback(f.host), HA: ha})
+		AdminToken: adminToken, AdminOpen: router.IsLoopback(f.host), HA: ha})
 	if err != nil {
 		return cli.Invalid(err)
 	}
@@ -174,15 +174,6 @@ func adminToken(name string) (string, error) {
 		return "", cli.Usage("--admin-token-env %s names an unset or empty variable: export it or drop the flag", name)
 	}
 	return v, nil
-}
-
-// isLoopback reports whether host binds only the loopback interface.
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 func newLogger(format string) (*slog.Logger, error) {

@@ -99,7 +99,8 @@ func serve(ctx context.Context, o Options, cfg *fleet.Config, store *profile.Sto
 		return fmt.Errorf("dev fleet: %w", err)
 	}
 	defer jw.Close()
-	r, err := router.New(cfg, store, router.Options{Logger: o.Logger, Journal: jw})
+	r, err := router.New(cfg, store, router.Options{Logger: o.Logger, Journal: jw, AdminOpen: router.IsLoopback(o.Host),
+		HA: router.HA{StatePath: cfg.Recovery.StatePath}})
 	if err != nil {
 		return fmt.Errorf("dev fleet: %w", err)
 	}

@@ -81,7 +81,23 @@ func TestRunServesAndWritesItsFiles(t *testing.T) {
 	if resp.StatusCode != 200 || got.Choices[0].Message.Content == "" {
 		t.Fatalf("status %d, %+v", resp.StatusCode, got)
 	}
+	// The dev fleet is contracted and binds loopback: drain works.
+	dr, err := http.Post(base+"/narwhal/lifecycle/drain", "application/json", strings.NewReader(`{"iid":"d1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lc struct {
+		Engines map[string]struct{ State string } `json:"engines"`
+	}
+	json.NewDecoder(dr.Body).Decode(&lc)
+	dr.Body.Close()
+	if dr.StatusCode != 200 || lc.Engines["d1"].State != "draining" && lc.Engines["d1"].State != "drained" {
+		t.Errorf("drain in the dev fleet: %d %+v", dr.StatusCode, lc.Engines["d1"])
+	}
 	stop()
+	if _, err := os.Stat(filepath.Join(dir, "state.json")); err != nil {
+		t.Errorf("the dev fleet wrote no handoff document: %v", err)
+	}
 	cfg, err := fleet.Load(filepath.Join(dir, "fleet.json"))
 	if err != nil {
 		t.Fatalf("generated fleet: %v", err)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -21,6 +22,16 @@ import (
 
 // wallNow is wall-clock Unix seconds, for lifecycle records and events.
 func (r *Router) wallNow() float64 { return float64(r.clock.Now().UnixMicro()) / 1e6 }
+
+// IsLoopback reports whether host binds only the loopback interface: the
+// one case where lifecycle actions are allowed without an admin token.
+func IsLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
 
 // admin guards the lifecycle actions: a bearer token when one is
 // configured; without one, only a router bound to loopback accepts them.
