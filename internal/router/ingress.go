@@ -38,6 +38,14 @@ func (r *Router) serveCompletion(w http.ResponseWriter, req *http.Request, chat 
 
 	c := r.newCall(w, req, chat)
 	defer func() {
+		// Every request ends in exactly one journal row: a path that
+		// returned without an outcome is a bug, recorded as one.
+		if !c.settled {
+			r.log.Error("request ended without an outcome; recording it as an internal failure", "rid", c.rid)
+			c.settle(outcome{terminal: journal.TerminalFailed, reason: journal.ReasonInternal, detail: "ended without an outcome"})
+		}
+	}()
+	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
 				c.settle(outcome{terminal: journal.TerminalCancelled})
