@@ -47,38 +47,45 @@ func (m *Manager) TakeEvents(since int) ([]Event, int) {
 // is the only live engine left (a single-engine drain would stop service).
 // capture runs without the manager's lock: it does engine I/O.
 func (m *Manager) Drain(iid string, now, deadlineS float64, lastLive bool, capture func() (Identity, error)) (Record, error) {
+	if rec, err := m.beginDrain(iid, now, deadlineS, lastLive); err != nil {
+		return rec, err
+	}
+	id, err := capture()
+	return m.finishDrain(iid, now, id, err)
+}
+
+// beginDrain checks the request and takes iid out of placement.
+func (m *Manager) beginDrain(iid string, now, deadlineS float64, lastLive bool) (Record, error) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	e := m.engines[iid]
 	switch {
 	case e == nil:
-		m.mu.Unlock()
 		return Record{}, conflict("unknown engine(s): %s", iid)
 	case deadlineS <= 0:
-		defer m.mu.Unlock()
 		return e.rec, conflict("deadline_s must be positive")
 	case e.rec.State == Draining || e.rec.State == Drained || e.rec.State == Validating || e.rec.State == DeadlineExceeded:
-		defer m.mu.Unlock()
 		return e.rec, conflict("lifecycle action already active for %s", iid)
 	case e.rec.State == Active && lastLive:
-		defer m.mu.Unlock()
 		return e.rec, conflict("the last schedulable engine requires a whole-wave drain")
 	}
 	deadline := now + deadlineS
 	e.rec = Record{IID: iid, State: Draining, RequestedAt: &now, DeadlineAt: &deadline, RestartRequired: true, Checks: []Check{}}
 	m.event(now, "drain_started", map[string]any{"iid": iid, "wave_id": ""})
 	if miss := m.missingContract(); miss != "" {
-		defer m.mu.Unlock()
 		return m.block(iid, now, "lifecycle drain requires a complete engine_contract", miss)
 	}
-	m.mu.Unlock()
+	return e.rec, nil
+}
 
-	id, err := capture()
-
+// finishDrain records the captured identity, or blocks on its failure.
+func (m *Manager) finishDrain(iid string, now float64, id Identity, err error) (Record, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err != nil {
 		return m.block(iid, now, fmt.Sprintf("%s: identity capture failed: %v", iid, err), "")
 	}
+	e := m.engines[iid]
 	start := id.ProcessStart
 	e.rec.OldProcessStart = &start
 	e.identity = &id
@@ -129,46 +136,52 @@ func (m *Manager) Settle(now float64, resident func(iid string) int) {
 type Gates func(iid string, old *Identity, requireNewer bool) ([]Check, Identity)
 
 // Readmit validates a drained or blocked engine and, when every gate
-// passes, returns it to placement with its new identity accepted.
+// passes, returns it to placement with its new identity accepted. The
+// gates run without the manager's lock: they do engine I/O.
 func (m *Manager) Readmit(iid string, now float64, gates Gates) (Record, error) {
+	old, requireNewer, rec, err := m.beginReadmit(iid, now)
+	if err != nil {
+		return rec, err
+	}
+	checks, seen := gates(iid, old, requireNewer)
+	return m.finishReadmit(iid, now, checks, seen)
+}
+
+// beginReadmit checks that iid may be validated and marks it validating.
+func (m *Manager) beginReadmit(iid string, now float64) (old *Identity, requireNewer bool, rec Record, err error) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	e := m.engines[iid]
 	switch {
 	case e == nil:
-		m.mu.Unlock()
-		return Record{}, conflict("unknown engine(s): %s", iid)
+		return nil, false, Record{}, conflict("unknown engine(s): %s", iid)
 	case e.rec.State != Drained && e.rec.State != Blocked:
-		m.mu.Unlock()
-		return e.rec, conflict("%s is %s, expected drained", iid, e.rec.State)
+		return nil, false, e.rec, conflict("%s is %s, expected drained", iid, e.rec.State)
 	}
 	if miss := m.missingContract(); miss != "" {
 		msg := "readmission requires a complete engine_contract"
 		e.rec.State, e.rec.Error = Blocked, msg
 		e.rec.Checks = []Check{{Name: "missing-contract", OK: false, Detail: msg + "; " + miss}}
-		rec := e.rec
 		m.event(now, "validation_failed", map[string]any{"iid": iid, "error": msg, "wave_id": ""})
-		m.mu.Unlock()
-		return rec, conflict("readmission validation failed")
+		return nil, false, e.rec, conflict("readmission validation failed")
 	}
 	if e.rec.RestartRequired && e.rec.OldProcessStart == nil {
-		rec := e.rec
-		m.mu.Unlock()
-		return rec, conflict("%s has no recorded pre-restart process identity", iid)
+		return nil, false, e.rec, conflict("%s has no recorded pre-restart process identity", iid)
 	}
 	e.rec.State = Validating
-	var old *Identity
 	if e.identity != nil {
 		id := *e.identity
 		old = &id
 	}
-	requireNewer := e.rec.RestartRequired
 	m.event(now, "validation_started", map[string]any{"iid": iid, "wave_id": ""})
-	m.mu.Unlock()
+	return old, e.rec.RestartRequired, e.rec, nil
+}
 
-	checks, seen := gates(iid, old, requireNewer) // I/O without the lock
-
+// finishReadmit applies the gates' outcome.
+func (m *Manager) finishReadmit(iid string, now float64, checks []Check, seen Identity) (Record, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	e := m.engines[iid]
 	e.rec.Checks = checks
 	var failed []string
 	for _, c := range checks {
