@@ -363,3 +363,81 @@ func TestStandbyTakesOverAndTheOldPrimaryStaysFenced(t *testing.T) {
 		t.Errorf("old primary /health status %q, want fenced", h.Status)
 	}
 }
+
+// openStream starts a streaming completion and returns its router rid
+// once the first bytes arrived; the body keeps streaming until ctx ends.
+func openStream(ctx context.Context, base string, tokens int) (string, error) {
+	body := fmt.Sprintf(`{"prompt":"hello","max_tokens":%d,"stream":true}`, tokens)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/completions", strings.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	go func() { io.Copy(io.Discard, resp.Body); resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return resp.Header.Get("X-Request-Id"), nil
+}
+
+// A router killed with requests in flight leaves them open in the journal;
+// the router that resumes closes each with one router_lost row, and its
+// counters add up: offered equals the sum of the outcomes.
+func TestSIGKILLClosesEveryAdmittedRequest(t *testing.T) {
+	w := newWorld(t, nil)
+	port := freePort(t)
+	a := w.start(port)
+	for i := 0; i < 3; i++ {
+		if _, _, err := stream(context.Background(), a.base, 4); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const inflight = 6
+	var rids []string
+	for i := 0; i < inflight; i++ {
+		rid, err := openStream(ctx, a.base, 400) // seconds of decode: still running at the kill
+		if err != nil || rid == "" {
+			t.Fatalf("stream %d: %v (rid %q)", i, err, rid)
+		}
+		rids = append(rids, rid)
+	}
+	time.Sleep(250 * time.Millisecond) // a monitor pass writes the handoff with these in flight
+	a.cmd.Process.Kill()
+	a.wait(t)
+	cancel()
+
+	b := w.start(port, "--resume")
+	j, err := journal.ReadFile(filepath.Join(w.dir, "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string][]*journal.RequestRow{}
+	for _, rec := range j.Requests {
+		rows[rec.Request.RID] = append(rows[rec.Request.RID], rec.Request)
+	}
+	for _, rid := range rids {
+		got := rows[rid]
+		if len(got) != 1 || got[0].Reason == nil || *got[0].Reason != journal.ReasonRouterLost || got[0].Terminal != journal.TerminalFailed {
+			t.Errorf("request %s in flight at the kill has rows %+v; want exactly one failed router_lost row", rid, got)
+		}
+	}
+	for _, rec := range j.Admissions {
+		if n := len(rows[rec.Admission.RID]); n != 1 {
+			t.Errorf("admitted request %s has %d terminal rows, want 1", rec.Admission.RID, n)
+		}
+	}
+	var st struct {
+		Offered, Served, Failed, Expired, Cancelled int
+		Invalid                                     int `json:"invalid_requests"`
+		Admission                                   struct{ Refused, Rejected int }
+		Reasons                                     struct{ Failed map[string]int } `json:"outcome_reasons"`
+	}
+	readJSON(t, b.base+"/narwhal/state", &st)
+	outcomes := st.Served + st.Failed + st.Expired + st.Cancelled + st.Invalid + st.Admission.Refused + st.Admission.Rejected
+	if st.Offered != outcomes || st.Served != 3 || st.Reasons.Failed[journal.ReasonRouterLost] != inflight {
+		t.Errorf("counters after resume: offered %d, outcomes %d, served %d, router_lost %d; want offered = outcomes, 3 served, %d lost",
+			st.Offered, outcomes, st.Served, st.Reasons.Failed[journal.ReasonRouterLost], inflight)
+	}
+}

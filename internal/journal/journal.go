@@ -43,6 +43,10 @@ const (
 	ReasonInvalidResponse   = "invalid_response"
 	ReasonResponseLimit     = "response_limit"
 	ReasonInternal          = "internal"
+	// ReasonRouterLost closes a request the router admitted and then lost
+	// track of: it was killed (or crashed) before the request ended. The
+	// next router that resumes from the same journal writes the row.
+	ReasonRouterLost = "router_lost"
 )
 
 // Rejection reasons (terminal rejected). Unclassified only absorbs a
@@ -110,7 +114,7 @@ func TerminalValues() []string {
 func FailedReasons() []string {
 	return []string{ReasonNoEngine, ReasonEngineUnreachable, ReasonEngineConnection,
 		ReasonEngineTimeout, ReasonEngineOverloaded, ReasonEngineRejected, ReasonEngineError,
-		ReasonLocalPool, ReasonInvalidResponse, ReasonResponseLimit, ReasonInternal}
+		ReasonLocalPool, ReasonInvalidResponse, ReasonResponseLimit, ReasonInternal, ReasonRouterLost}
 }
 
 // RejectedReasons lists the rejection reasons exported from start

@@ -24,17 +24,21 @@ const (
 	KindMeta Kind = iota + 1
 	KindRequest
 	KindEvent
+	// KindAdmission is an admission record (EventRequestAdmitted).
+	KindAdmission
 )
 
-// Record is one parsed line. Exactly one of Meta, Request, Event is set,
-// as Kind says. Run is empty for meta rows (they carry none).
+// Record is one parsed line. Exactly one of Meta, Request, Event,
+// Admission is set, as Kind says. Run is empty for meta rows (they carry
+// none).
 type Record struct {
-	Line    int
-	Kind    Kind
-	Run     string
-	Meta    *Meta
-	Request *RequestRow
-	Event   *Event
+	Line      int
+	Kind      Kind
+	Run       string
+	Meta      *Meta
+	Request   *RequestRow
+	Event     *Event
+	Admission *Admission
 }
 
 // Reader iterates the rows of a journal.
@@ -113,6 +117,15 @@ func parseLine(raw []byte) (Record, error) {
 		return Record{}, err
 	}
 	switch {
+	case p.Event != nil && *p.Event == EventRequestAdmitted:
+		var a admissionRow
+		if err := json.Unmarshal(raw, &a); err != nil {
+			return Record{}, fmt.Errorf("admission row: %v", err)
+		}
+		if a.RID == "" {
+			return Record{}, fmt.Errorf("admission row without a rid")
+		}
+		return Record{Kind: KindAdmission, Run: p.Run, Admission: &a.Admission}, nil
 	case p.Event != nil:
 		ev, err := parseEvent(raw)
 		return Record{Kind: KindEvent, Run: p.Run, Event: ev}, err
@@ -164,6 +177,9 @@ type Journal struct {
 	Metas    []Meta
 	Requests []Record
 	Events   []Record
+	// Admissions are the admission records (KindAdmission), apart from
+	// Events so that event counts stay those of fleet events.
+	Admissions []Record
 	// Runs lists the run ids in order of first appearance.
 	Runs []string
 }
@@ -194,6 +210,8 @@ func ReadAll(r io.Reader) (*Journal, error) {
 			j.Requests = append(j.Requests, rec)
 		case KindEvent:
 			j.Events = append(j.Events, rec)
+		case KindAdmission:
+			j.Admissions = append(j.Admissions, rec)
 		}
 	}
 }

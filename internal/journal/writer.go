@@ -49,6 +49,11 @@ type Writer struct {
 	closer  io.Closer // nil when the caller owns w
 	closed  bool
 	written int64
+	path    string // the file's path; "" for New
+
+	amu      sync.Mutex // guards pending and flushing (admission group commit)
+	pending  *batch     // admission records queued for the next Write
+	flushing bool       // a caller is writing batches
 }
 
 // Open creates path's parent directories, opens path for appending and
@@ -58,17 +63,40 @@ func Open(path string, opts Options) (*Writer, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("open journal %s: %w; check --journal and the directory's permissions", path, err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open journal %s: %w; check --journal and the file's permissions", path, err)
+	}
+	if err := endTornLine(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open journal %s: %w", path, err)
 	}
 	w, err := newWriter(f, path, opts)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	w.closer = f
+	w.closer, w.path = f, path
 	return w, nil
+}
+
+// endTornLine ends a final line that a killed writer left without its
+// newline, so this run's meta row starts a line of its own and readers
+// report one torn row instead of a garbled one.
+func endTornLine(f *os.File) error {
+	st, err := f.Stat()
+	if err != nil || st.Size() == 0 {
+		return err
+	}
+	last := make([]byte, 1)
+	if _, err := f.ReadAt(last, st.Size()-1); err != nil {
+		return nil // opened write-only on some systems: nothing to mend
+	}
+	if last[0] == '\n' {
+		return nil
+	}
+	_, err = f.Write([]byte{'\n'})
+	return err
 }
 
 // New writes the meta row to w and returns a Writer over it, for tests
@@ -125,6 +153,9 @@ func runID(o Options) string {
 
 // Run returns this writer's run id.
 func (w *Writer) Run() string { return w.run }
+
+// Path returns the journal file's path, "" for a Writer made by New.
+func (w *Writer) Path() string { return w.path }
 
 // Request writes one terminal request row. The row is checked first
 // (RequestRow.Validate after deriving the outcome flags); an invalid row
@@ -185,7 +216,11 @@ func (w *Writer) envelope(obj []byte) []byte {
 // a partial line; the writer then refuses further rows so that the file
 // holds at most one damaged tail, which readers report by line.
 func (w *Writer) writeLine(line []byte) error {
-	line = append(line, '\n')
+	return w.writeRaw(append(line, '\n'))
+}
+
+// writeRaw writes whole lines, each ending in '\n', in one Write call.
+func (w *Writer) writeRaw(line []byte) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {

@@ -62,7 +62,8 @@ type Outcomes struct {
 	Failed, Expired, Refused, Rejected      map[string]float64
 }
 
-// Restore adds restored outcome counts; call it once, before serving.
+// Restore adds restored outcome counts: a resume's handoff counters, then
+// the old run's outcomes the handoff had not counted yet.
 func (m *Metrics) Restore(o Outcomes) {
 	m.Offered.Add(o.Offered)
 	m.UnsizedOffered.Add(o.UnsizedOffered)

@@ -75,9 +75,9 @@ func (c *call) settle(o outcome) {
 	}
 	c.settled = true
 	r := c.r
-	now := r.now()
-	row := c.row(o, now)
 	r.mu.Lock()
+	now := r.now() // under mu with the counts: see serveCompletion
+	row := c.row(o, now)
 	r.stats.count(o.terminal, o.reason)
 	if !c.sized {
 		r.stats.unsizedOffered++

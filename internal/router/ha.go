@@ -109,6 +109,9 @@ func (r *Router) follow(ctx context.Context) {
 	}
 	start := r.clock.Now()
 	r.apply(doc)
+	// The old primary may be fenced rather than dead, still finishing its
+	// requests: close what it left open once they are all past deadline.
+	r.closeLost(doc, seconds(r.cfg.Serving.RequestTimeoutS)+time.Second)
 	r.ha.standby.Store(false)
 	r.captureIdentities(ctx)
 	if !r.lease.Valid() {

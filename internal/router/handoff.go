@@ -19,14 +19,15 @@ import (
 // starts — what a restarted router or a standby needs to carry on.
 func (r *Router) handoff() *state.Handoff {
 	r.mu.Lock()
-	snap := r.core.Snapshot(r.now())
+	runAt := r.now()
+	snap := r.core.Snapshot(runAt)
 	st := r.stats
 	reasons := outcomeReasons(st.reasons)
 	r.mu.Unlock()
 	h := &state.Handoff{Schema: state.HandoffSchema, SchemaVersion: state.HandoffSchemaVersion,
 		At: r.wallNow(), Model: r.cfg.Model, Roles: map[string]string{}, InferenceSources: map[string][]string{}}
 	if r.journal != nil {
-		h.Run = r.journal.Run()
+		h.Run, h.RunAt = r.journal.Run(), &runAt
 	}
 	if l := r.lease; l != nil && l.Valid() {
 		h.Epoch, h.Holder = l.Epoch(), l.Holder()
@@ -141,6 +142,7 @@ func (r *Router) resume() error {
 		return fmt.Errorf("resume from %s: %w", r.statePath, err)
 	}
 	r.apply(h)
+	r.closeLost(h, 0) // the old process is gone: its unfinished requests are lost
 	r.log.Info("resumed from the handoff document", "path", r.statePath, "run", h.Run, "ejected", h.Ejected)
 	return nil
 }

@@ -60,6 +60,10 @@ func (r *Router) serveCompletion(w http.ResponseWriter, req *http.Request, chat 
 		}
 	}()
 	r.mu.Lock()
+	// Arrival time and the offered count move together under mu, as a
+	// settle's end time and its outcome do: the handoff reads its run_at
+	// under mu too, so resume can tell exactly which journal rows it missed.
+	c.arrived = r.now()
 	r.stats.offered++
 	r.stats.retainedHighWater = max(r.stats.retainedHighWater, retained)
 	r.mu.Unlock()
@@ -73,6 +77,7 @@ func (r *Router) serveCompletion(w http.ResponseWriter, req *http.Request, chat 
 	if !c.readBody() {
 		return
 	}
+	c.recordAdmission()
 	release, ok := c.admit(ctx)
 	if !ok {
 		return

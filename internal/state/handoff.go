@@ -36,10 +36,14 @@ const (
 // is deliberately no lifecycle_blocked field: see docs/state.md ("What is
 // not in the document") for why the whole-wave hold survives without it.
 type Handoff struct {
-	Schema           string              `json:"schema"`
-	SchemaVersion    int                 `json:"schema_version"`
-	At               float64             `json:"at"` // wall-clock Unix seconds
-	Run              string              `json:"run"`
+	Schema        string  `json:"schema"`
+	SchemaVersion int     `json:"schema_version"`
+	At            float64 `json:"at"` // wall-clock Unix seconds
+	Run           string  `json:"run"`
+	// RunAt is when the document was taken, on run's monotonic clock (the
+	// journal's arrived scale). Resume uses it to count the journal rows
+	// the counters do not hold yet. Absent in documents of older builds.
+	RunAt            *float64            `json:"run_at,omitempty"`
 	Model            string              `json:"model"`
 	Epoch            int                 `json:"epoch"`  // lease epoch, 0 without a lease
 	Holder           string              `json:"holder"` // lease holder token, "" without a lease

@@ -56,6 +56,8 @@ func (v validator) header(h *Handoff) error {
 		return &VersionError{Version: strconv.Itoa(h.SchemaVersion)}
 	case !finite(h.At) || h.At < 0:
 		return problem("at", "must be wall-clock Unix seconds (finite, ≥ 0), got %v", "write it from the clock", h.At)
+	case h.RunAt != nil && (!finite(*h.RunAt) || *h.RunAt < 0):
+		return problem("run_at", "must be seconds on the run's clock (finite, ≥ 0), got %v", "write it from the router's clock, or leave it out", *h.RunAt)
 	case h.Epoch < 0:
 		return problem("epoch", "must be an integer ≥ 0, got %d", "use the lease epoch, or 0 without a lease", h.Epoch)
 	case (h.Epoch == 0) != (h.Holder == ""):
