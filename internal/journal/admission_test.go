@@ -59,7 +59,9 @@ func TestAdmittedGroupCommits(t *testing.T) {
 	g.mu.Unlock()
 	const n = 64
 	errs := make(chan error, n)
-	admit := func(i int) { errs <- w.Admitted(Admission{RID: fmt.Sprintf("r%02d", i), Arrived: float64(i), Endpoint: "/v1/completions"}) }
+	admit := func(i int) {
+		errs <- w.Admitted(Admission{RID: fmt.Sprintf("r%02d", i), Arrived: float64(i), Endpoint: "/v1/completions"})
+	}
 	go admit(0)
 	<-g.entered // the first batch is mid-Write
 	for i := 1; i < n; i++ {
