@@ -20,8 +20,10 @@ help: ## list targets
 build: ## build every command into bin/
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
 
+# ADMIN_TOKEN_ENV=NAME: the admin token is $$NAME's value (default: a random
+# one, printed in the banner).
 run: ## local simulated fleet + router on 127.0.0.1:8000 (Ctrl-C stops it)
-	$(GO) run ./cmd/narwhal dev run
+	$(GO) run ./cmd/narwhal dev run $(if $(ADMIN_TOKEN_ENV),--admin-token-env $(ADMIN_TOKEN_ENV))
 
 demo: ## static splits vs aggregated vs adaptive on a moving trace, in virtual time (seconds)
 	$(GO) run ./cmd/narwhal demo
