@@ -43,12 +43,13 @@ $(STATICCHECK):
 	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 # promtool tests the alert rules and a real Prometheus scrapes the dev
-# fleet in a test; both come from Debian's prometheus package.
+# fleet in a test; both come from Debian's prometheus package. Every apt
+# install goes through scripts/apt-install.sh: it says what it installs,
+# keeps apt's output, starts no service and leaves none enabled.
 promtool:
-	@command -v promtool >/dev/null && command -v prometheus >/dev/null || { \
-		echo "installing promtool (Debian package prometheus)"; \
-		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+	@if command -v promtool >/dev/null && command -v prometheus >/dev/null; then :; else \
+		echo "promtool and prometheus are missing: installing Debian's prometheus package (tests use both binaries; no service is left running)"; \
+		scripts/apt-install.sh prometheus; fi
 
 tools: $(STATICCHECK) promtool
 
