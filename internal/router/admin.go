@@ -41,7 +41,7 @@ func mediaRefusal(req *http.Request) *apiError {
 }
 
 // crossSite refuses a request a browser marks as coming from another
-// site: an Origin that is not the request's own scheme-less host:port, or
+// site: an Origin whose host:port is not the request's Host, or
 // Sec-Fetch-Site other than same-origin / none. curl and SDKs send
 // neither header and pass.
 func crossSite(req *http.Request) *apiError {
@@ -58,19 +58,17 @@ func crossSite(req *http.Request) *apiError {
 	return nil
 }
 
-// sameOrigin compares the Origin's host:port (default port filled in)
-// with the Host the request was sent to. "null" (an opaque origin) never
+// sameOrigin compares the Origin's host:port with the Host the request
+// was sent to, each without a port taking the default of the Origin's
+// scheme (a client omits the default port from both; behind a TLS proxy
+// the scheme is the browser's, not ours). "null" (an opaque origin) never
 // matches.
 func sameOrigin(origin string, req *http.Request) bool {
 	u, err := url.Parse(origin)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return false
 	}
-	scheme := "http"
-	if req.TLS != nil {
-		scheme = "https"
-	}
-	return u.Scheme == scheme && withPort(u.Host, u.Scheme) == withPort(req.Host, scheme)
+	return withPort(u.Host, u.Scheme) == withPort(req.Host, u.Scheme)
 }
 
 func withPort(hostport, scheme string) string {
