@@ -26,7 +26,7 @@ func originRefusal(req *http.Request, open bool) *apiError {
 		// No token: only requests addressed to loopback, so a page whose
 		// name was rebound to 127.0.0.1 (same origin as itself) is refused.
 		return adminError(http.StatusForbidden, "admin_host_not_loopback",
-			"lifecycle actions without an admin token are accepted only for requests addressed to localhost or a loopback IP, not Host "+quoteHost(req.Host)+": use http://127.0.0.1:<port>, or start the router with --admin-token-env NAME")
+			"lifecycle actions without an admin token are accepted only for requests addressed to localhost or a loopback IP, not Host "+quoteHost(req.Host)+": use http://127.0.0.1:PORT, or start the router with --admin-token-env NAME")
 	}
 	return nil
 }

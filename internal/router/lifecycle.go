@@ -49,7 +49,7 @@ func (r *Router) admin(h http.HandlerFunc) http.HandlerFunc {
 		}
 		if !open && subtle.ConstantTimeCompare([]byte(req.Header.Get("Authorization")), []byte("Bearer "+r.adminToken)) != 1 {
 			w.Header().Set("WWW-Authenticate", "Bearer")
-			adminError(http.StatusUnauthorized, "invalid_admin_token", "lifecycle actions need the admin token: send -H 'Authorization: Bearer <token>' (the value of the variable --admin-token-env names; make run prints it)").write(w)
+			adminError(http.StatusUnauthorized, "invalid_admin_token", "lifecycle actions need the admin token: send -H 'Authorization: Bearer TOKEN' with the token (the value of the variable --admin-token-env names; make run prints it)").write(w)
 			return
 		}
 		if e := mediaRefusal(req); e != nil {
