@@ -20,8 +20,10 @@ help: ## list targets
 build: ## build every command into bin/
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
 
+# ADMIN_TOKEN_ENV=NAME: the admin token is $$NAME's value (default: a random
+# one, printed in the banner).
 run: ## local simulated fleet + router on 127.0.0.1:8000 (Ctrl-C stops it)
-	$(GO) run ./cmd/narwhal dev run
+	$(GO) run ./cmd/narwhal dev run $(if $(ADMIN_TOKEN_ENV),--admin-token-env $(ADMIN_TOKEN_ENV))
 
 demo: ## static splits vs aggregated vs adaptive on a moving trace, in virtual time (seconds)
 	$(GO) run ./cmd/narwhal demo
@@ -41,12 +43,13 @@ $(STATICCHECK):
 	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 # promtool tests the alert rules and a real Prometheus scrapes the dev
-# fleet in a test; both come from Debian's prometheus package.
+# fleet in a test; both come from Debian's prometheus package. Every apt
+# install goes through scripts/apt-install.sh: it says what it installs,
+# keeps apt's output, starts no service and leaves none enabled.
 promtool:
-	@command -v promtool >/dev/null && command -v prometheus >/dev/null || { \
-		echo "installing promtool (Debian package prometheus)"; \
-		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+	@if command -v promtool >/dev/null && command -v prometheus >/dev/null; then :; else \
+		echo "promtool and prometheus are missing: installing Debian's prometheus package (tests use both binaries; no service is left running)"; \
+		scripts/apt-install.sh prometheus; fi
 
 tools: $(STATICCHECK) promtool
 

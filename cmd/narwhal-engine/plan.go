@@ -16,10 +16,22 @@ import (
 func newPlanCmd() *cobra.Command {
 	var path, out, bindHost string
 	var scBase int
+	var open bool
 	c := &cobra.Command{
 		Use:   "plan --fleet PATH [--out runs/engine-launch-<timestamp>/]",
 		Short: "Render each engine's vllm serve command, environment and attestation skeleton from the fleet",
-		Args:  cobra.NoArgs,
+		Long: `Render each engine's vllm serve command, environment and attestation
+skeleton from the fleet into a fresh launch directory.
+
+The engines authenticate the router with the key in the variable
+engine.engine_api_key_env names: launch.sh exports VLLM_API_KEY="$NAME" at
+launch time (the value is never written, and stays off the command line).
+A fleet without engine.engine_api_key_env is refused (exit 2): vllm serve
+--host 0.0.0.0 with no key serves anyone who reaches the port. Pass
+--allow-unauthenticated only when the network boundary protects the
+engines; the plan then says so in launch.json ("unauthenticated": true), in
+launch.sh, and on stderr.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if path == "" {
 				return cli.Usage("--fleet is required: name the fleet file to plan launches for")
@@ -28,9 +40,12 @@ func newPlanCmd() *cobra.Command {
 			if err != nil {
 				return cli.Invalid(err)
 			}
-			plans, err := launch.Plan(cfg, launch.Options{BindHost: bindHost, SideChannelBase: scBase})
+			plans, err := launch.Plan(cfg, launch.Options{BindHost: bindHost, SideChannelBase: scBase, AllowUnauthenticated: open})
 			if err != nil {
-				return cli.Invalid(err)
+				return cli.Invalid(fmt.Errorf("%s: %w", path, err))
+			}
+			if len(plans) > 0 && plans[0].Unauthenticated {
+				fmt.Fprintf(cmd.ErrOrStderr(), "WARNING: the plan starts vLLM without an API key on --host %s (--allow-unauthenticated): anyone who reaches an engine's port can use it; set engine.engine_api_key_env to fix\n", bindHost)
 			}
 			if out == "" {
 				out = filepath.Join("runs", fmt.Sprintf("engine-launch-%s-%d", time.Now().UTC().Format("20060102T150405Z"), os.Getpid()))
@@ -49,5 +64,6 @@ func newPlanCmd() *cobra.Command {
 	c.Flags().StringVar(&out, "out", "", "fresh launch directory (default runs/engine-launch-<UTC>-<pid>)")
 	c.Flags().StringVar(&bindHost, "bind-host", "0.0.0.0", "vllm serve --host")
 	c.Flags().IntVar(&scBase, "side-channel-base", 5600, "engine i's NIXL side-channel port is base+i")
+	c.Flags().BoolVar(&open, "allow-unauthenticated", false, "render engines without an API key when the fleet sets no engine.engine_api_key_env (the plan says so loudly)")
 	return c
 }

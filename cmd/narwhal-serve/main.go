@@ -45,7 +45,8 @@ func newRoot() *cobra.Command {
 then serves POST /v1/completions and /v1/chat/completions (streaming or
 not), GET /v1/models, /health, /ready, /metrics, /narwhal/state,
 /narwhal/lifecycle and /narwhal/handoff, and POST /narwhal/lifecycle/drain
-and /narwhal/lifecycle/readmit (admin).
+and /narwhal/lifecycle/readmit (admin: a JSON body, the bearer token of
+--admin-token-env, and no cross-site browser Origin).
 
 Every request is sized, admitted only when the TTFT target can be met,
 prefilled on one engine and decoded on another with the KV handed over
@@ -114,7 +115,7 @@ func run(ctx context.Context, f flags) error {
 		return cli.Failed(err)
 	}
 	defer jw.Close()
-	adminToken, err := adminToken(f.adminTokenEnv)
+	adminToken, err := cli.AdminToken(f.adminTokenEnv)
 	if err != nil {
 		return err
 	}
@@ -162,18 +163,6 @@ func haOptions(f flags, cfg *fleet.Config) (router.HA, error) {
 	}
 	ha.Lease = lease
 	return ha, nil
-}
-
-// adminToken reads the lifecycle admin token from the named variable.
-func adminToken(name string) (string, error) {
-	if name == "" {
-		return "", nil
-	}
-	v := strings.TrimSpace(os.Getenv(name))
-	if v == "" {
-		return "", cli.Usage("--admin-token-env %s names an unset or empty variable: export it or drop the flag", name)
-	}
-	return v, nil
 }
 
 func newLogger(format string) (*slog.Logger, error) {

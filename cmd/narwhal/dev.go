@@ -21,9 +21,17 @@ func newDevCmd() *cobra.Command {
 		Long: `Start simulated vLLM engines (half prefill, half decode), write their fleet
 file and profile store under --dir, and serve the real router in front of
 them on 127.0.0.1. Any OpenAI client can use the printed base URL.
+Lifecycle actions (POST /narwhal/lifecycle/drain, /readmit) need an admin
+token: a random one is drawn for each run and printed in the banner, or
+--admin-token-env NAME uses the value of $NAME (as narwhal-serve does).
 Ctrl-C drains the router and stops the engines.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			token, err := cli.AdminToken(o.AdminTokenEnv)
+			if err != nil {
+				return err
+			}
+			o.AdminToken = token
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -39,6 +47,7 @@ Ctrl-C drains the router and stops the engines.`,
 	f.IntVar(&o.Port, "port", 8000, "router port")
 	f.IntVar(&o.Engines, "engines", 4, "number of simulated engines")
 	f.StringVar(&o.Model, "model", "narwhal/sim-llama-3-8b", "model name the fleet serves")
+	f.StringVar(&o.AdminTokenEnv, "admin-token-env", "", "name of the environment variable holding the bearer token for POST /narwhal/lifecycle/* (default: a random token, printed at start)")
 	dev.AddCommand(run)
 	return dev
 }

@@ -6,6 +6,8 @@ package devfleet
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/attest"
@@ -32,6 +35,11 @@ type Options struct {
 	Engines int    // simulated engines; half prefill, half decode
 	Model   string
 	Logger  *slog.Logger
+	// AdminToken protects the lifecycle actions; empty draws a random one
+	// that the banner prints. AdminTokenEnv names the variable it came
+	// from, for the banner (which never prints an operator's token).
+	AdminToken    string
+	AdminTokenEnv string
 	// Ready, when set, receives the router's base URL once it serves.
 	Ready func(baseURL string)
 }
@@ -99,7 +107,13 @@ func serve(ctx context.Context, o Options, cfg *fleet.Config, store *profile.Sto
 		return fmt.Errorf("dev fleet: %w", err)
 	}
 	defer jw.Close()
-	r, err := router.New(cfg, store, router.Options{Logger: o.Logger, Journal: jw, AdminOpen: router.IsLoopback(o.Host),
+	token, err := adminToken(o.AdminToken)
+	if err != nil {
+		return err
+	}
+	// The token goes to the router and the banner only: never into the
+	// fleet file, the journal or the handoff document.
+	r, err := router.New(cfg, store, router.Options{Logger: o.Logger, Journal: jw, AdminToken: token,
 		HA: router.HA{StatePath: cfg.Recovery.StatePath}})
 	if err != nil {
 		return fmt.Errorf("dev fleet: %w", err)
@@ -110,7 +124,11 @@ func serve(ctx context.Context, o Options, cfg *fleet.Config, store *profile.Sto
 		return fmt.Errorf("dev fleet: listen on %s: %w (is another router running? pick a port with --port)", addr, err)
 	}
 	base := "http://" + ln.Addr().String()
-	printBanner(out, base, cfg, fleetPath)
+	shown := "$" + o.AdminTokenEnv
+	if o.AdminToken == "" {
+		shown = token // generated here: the banner is the only place it exists
+	}
+	printBanner(out, base, cfg, fleetPath, shown)
 	if o.Ready != nil {
 		o.Ready(base)
 	}
@@ -173,7 +191,30 @@ func closeAll(servers []*attest.Server) {
 	}
 }
 
-func printBanner(out io.Writer, base string, cfg *fleet.Config, fleetPath string) {
+// adminToken is the operator's token, or a fresh random one: a router on
+// the operator's machine must not take lifecycle actions from whoever
+// reaches its port (a web page included).
+func adminToken(given string) (string, error) {
+	if given != "" {
+		return given, nil
+	}
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("dev fleet: draw an admin token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// printBanner says how to reach the fleet; token is the generated admin
+// token, or "$NAME" for one the operator supplied.
+func printBanner(out io.Writer, base string, cfg *fleet.Config, fleetPath, token string) {
+	tokenLine := token + "   (generated for this run; choose one with --admin-token-env NAME)"
+	auth := "'Authorization: Bearer " + token + "'"
+	if strings.HasPrefix(token, "$") {
+		tokenLine = "from " + token
+		auth = `"Authorization: Bearer ` + token + `"`
+	}
+	last := cfg.Engines[len(cfg.Engines)-1].IID
 	fmt.Fprintf(out, `narwhal dev fleet: %d simulated engines with attestation sidecars, router on %s
 
   OpenAI base URL   %s/v1   (model %q, any API key)
@@ -183,7 +224,11 @@ func printBanner(out io.Writer, base string, cfg *fleet.Config, fleetPath string
   metrics           %s/metrics
   fleet file        %s
   journal           %s
+  admin token       %s
+  drain an engine   curl -X POST %s/narwhal/lifecycle/drain -H %s \
+                      -H 'Content-Type: application/json' -d '{"iid":"%s"}'
+                    (readmit: the same at /narwhal/lifecycle/readmit; see docs/reliability.md)
 
 Ctrl-C stops everything.
-`, len(cfg.Engines), base, base, cfg.Model, base, cfg.Model, base, base, fleetPath, cfg.JournalPath())
+`, len(cfg.Engines), base, base, cfg.Model, base, cfg.Model, base, base, fleetPath, cfg.JournalPath(), tokenLine, base, auth, last)
 }

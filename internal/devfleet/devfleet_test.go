@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,21 +25,48 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// start runs a dev fleet on a free port and returns its base URL and a
-// stop function that waits for a clean shutdown.
-func start(t *testing.T) (string, string, func()) {
+// lockedBuffer is the banner output, written by Run's goroutine.
+type lockedBuffer struct {
+	mu sync.Mutex // guards b
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// fleetRun is a running dev fleet.
+type fleetRun struct {
+	base, dir string
+	banner    *lockedBuffer
+	stop      func()
+}
+
+// start runs a dev fleet on a free port; stop waits for a clean shutdown.
+func start(t *testing.T) fleetRun {
+	return startWith(t, Options{})
+}
+
+func startWith(t *testing.T, o Options) fleetRun {
 	t.Helper()
-	dir := t.TempDir()
+	o.Dir, o.Port = t.TempDir(), 0
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
-	var out bytes.Buffer
-	go func() {
-		done <- Run(ctx, Options{Dir: dir, Port: 0, Ready: func(u string) { ready <- u }}, &out)
-	}()
+	out := &lockedBuffer{}
+	o.Ready = func(u string) { ready <- u }
+	go func() { done <- Run(ctx, o, out) }()
 	select {
 	case u := <-ready:
-		return u, dir, func() {
+		return fleetRun{base: u, dir: o.Dir, banner: out, stop: func() {
 			cancel()
 			if err := <-done; err != nil {
 				t.Errorf("dev fleet did not stop cleanly: %v", err)
@@ -44,7 +74,7 @@ func start(t *testing.T) (string, string, func()) {
 			if !strings.Contains(out.String(), "OpenAI base URL") {
 				t.Errorf("banner missing:\n%s", out.String())
 			}
-		}
+		}}
 	case err := <-done:
 		cancel()
 		t.Fatalf("dev fleet failed to start: %v", err)
@@ -52,11 +82,85 @@ func start(t *testing.T) (string, string, func()) {
 		cancel()
 		t.Fatal("dev fleet did not become ready")
 	}
-	return "", "", nil
+	return fleetRun{}
+}
+
+// drain posts a drain of d1 as curl would, with token when not empty.
+func drain(t *testing.T, base, token string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+"/narwhal/lifecycle/drain", strings.NewReader(`{"iid":"d1"}`))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+var bannerToken = regexp.MustCompile(`admin token +([0-9a-f]{64})\b`)
+
+// make run protects its lifecycle actions with a random admin token it
+// prints with how to use it; the token is in no file it writes. An
+// unauthenticated drain is refused and the printed command works.
+func TestRunGeneratesAndPrintsAnAdminToken(t *testing.T) {
+	run := start(t)
+	m := bannerToken.FindStringSubmatch(run.banner.String())
+	if m == nil {
+		run.stop()
+		t.Fatalf("the banner prints no admin token:\n%s", run.banner.String())
+	}
+	token := m[1]
+	if !strings.Contains(run.banner.String(), "-H 'Authorization: Bearer "+token+"'") {
+		t.Errorf("the banner does not show how to use the token:\n%s", run.banner.String())
+	}
+	if code, body := drain(t, run.base, ""); code != http.StatusUnauthorized {
+		t.Errorf("unauthenticated drain: %d %s, want 401", code, body)
+	}
+	if code, body := drain(t, run.base, token); code != http.StatusOK {
+		t.Errorf("drain with the printed token: %d %s", code, body)
+	}
+	run.stop()
+	filepath.WalkDir(run.dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(token)) {
+				t.Errorf("the admin token was written to %s", p)
+			}
+		}
+		return nil
+	})
+	// A second run draws another token.
+	again := start(t)
+	defer again.stop()
+	if m2 := bannerToken.FindStringSubmatch(again.banner.String()); m2 == nil || m2[1] == token {
+		t.Errorf("the second run's token is not fresh: %v", m2)
+	}
+}
+
+// An operator-chosen token (narwhal dev run --admin-token-env NAME) is used
+// and never printed.
+func TestRunUsesTheOperatorsAdminToken(t *testing.T) {
+	const secret = "operator-chosen-admin-token"
+	run := startWith(t, Options{AdminToken: secret, AdminTokenEnv: "MY_ADMIN_TOKEN"})
+	defer run.stop()
+	if strings.Contains(run.banner.String(), secret) || !strings.Contains(run.banner.String(), `Bearer $MY_ADMIN_TOKEN`) {
+		t.Errorf("banner:\n%s", run.banner.String())
+	}
+	if code, _ := drain(t, run.base, "wrong"); code != http.StatusUnauthorized {
+		t.Errorf("wrong token: %d, want 401", code)
+	}
+	if code, body := drain(t, run.base, secret); code != http.StatusOK {
+		t.Errorf("drain with the operator's token: %d %s", code, body)
+	}
 }
 
 func TestRunServesAndWritesItsFiles(t *testing.T) {
-	base, dir, stop := start(t)
+	run := start(t)
+	base, dir, stop := run.base, run.dir, run.stop
 	// Preflight passes against the running dev fleet: it is contracted,
 	// with a sidecar per engine.
 	running, err := fleet.Load(filepath.Join(dir, "fleet.json"))
@@ -81,8 +185,15 @@ func TestRunServesAndWritesItsFiles(t *testing.T) {
 	if resp.StatusCode != 200 || got.Choices[0].Message.Content == "" {
 		t.Fatalf("status %d, %+v", resp.StatusCode, got)
 	}
-	// The dev fleet is contracted and binds loopback: drain works.
-	dr, err := http.Post(base+"/narwhal/lifecycle/drain", "application/json", strings.NewReader(`{"iid":"d1"}`))
+	// The dev fleet is contracted: drain with the printed token works.
+	m := bannerToken.FindStringSubmatch(run.banner.String())
+	if m == nil {
+		t.Fatalf("no admin token in the banner:\n%s", run.banner.String())
+	}
+	req, _ := http.NewRequest(http.MethodPost, base+"/narwhal/lifecycle/drain", strings.NewReader(`{"iid":"d1"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+m[1])
+	dr, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,8 +240,9 @@ func TestOpenAISDKStreamsThroughTheRouter(t *testing.T) {
 		}
 		t.Skip("node or the openai npm package is not installed; make test installs them")
 	}
-	base, _, stop := start(t)
-	defer stop()
+	run := start(t)
+	base := run.base
+	defer run.stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, node, script, base+"/v1", "narwhal/sim-llama-3-8b").CombinedOutput()

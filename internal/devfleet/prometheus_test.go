@@ -27,8 +27,9 @@ func TestPrometheusScrapesTheRouter(t *testing.T) {
 		}
 		t.Skip("prometheus not installed; make tools installs it")
 	}
-	base, _, stop := start(t)
-	defer stop()
+	run := start(t)
+	base := run.base
+	defer run.stop()
 	// Traffic for the counters.
 	for i := 0; i < 3; i++ {
 		resp, err := http.Post(base+"/v1/completions", "application/json",

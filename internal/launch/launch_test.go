@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -114,5 +115,51 @@ func TestWrite(t *testing.T) {
 	}
 	if fi, _ := os.Stat(filepath.Join(dir, "n0", "launch.sh")); fi.Mode().Perm() != 0o755 {
 		t.Fatalf("launch.sh mode %v", fi.Mode())
+	}
+}
+
+// A fleet without engine.engine_api_key_env would render engines that
+// listen on 0.0.0.0 with no API key: Plan refuses unless asked, and an
+// allowed unauthenticated plan says so in every file.
+func TestPlanRefusesAnUnauthenticatedEngine(t *testing.T) {
+	doc := `{"schema":"narwhal.fleet","schema_version":1,"model":"m","engines":[{"iid":"n0","url":"http://10.0.0.5:8000"}],"slo":{"ttft_s":1,"tpot_s":0.05}}`
+	cfg, err := fleet.Parse("fleet.json", []byte(doc), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Plan(cfg, Options{})
+	if err == nil || !strings.Contains(err.Error(), "engine.engine_api_key_env") || !strings.Contains(err.Error(), "--allow-unauthenticated") {
+		t.Fatalf("Plan without a credential variable = %v, want a refusal naming engine.engine_api_key_env and --allow-unauthenticated", err)
+	}
+	plans, err := Plan(cfg, Options{AllowUnauthenticated: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := plans[0].Script()
+	if !plans[0].Unauthenticated || !strings.Contains(s, "# WARNING: UNAUTHENTICATED") || !strings.Contains(s, "echo 'narwhal-engine plan: WARNING") || strings.Contains(s, "VLLM_API_KEY") {
+		t.Fatalf("allowed unauthenticated plan (unauthenticated=%v):\n%s", plans[0].Unauthenticated, s)
+	}
+	// With the variable named, the plan authenticates and the key reaches
+	// vLLM only through the environment (never argv, where ps shows it).
+	cfg.Engine.EngineAPIKeyEnv = "NARWHAL_ENGINE_KEY"
+	plans, err = Plan(cfg, Options{})
+	if err != nil || plans[0].Unauthenticated || strings.Contains(plans[0].Script(), "WARNING") || strings.Contains(Join(plans[0].Argv), "api-key") {
+		t.Fatalf("authenticated plan: %v %+v", err, plans)
+	}
+}
+
+// An iid becomes a directory name and a comment in launch.sh: one that
+// would leave the launch directory or end the comment is refused.
+func TestPlanRefusesAnIIDThatEscapes(t *testing.T) {
+	for _, iid := range []string{"../../etc", "a/b", "..", "x\nrm -rf ~", "x\r"} {
+		b, _ := json.Marshal(iid)
+		doc := `{"schema":"narwhal.fleet","schema_version":1,"model":"m","engines":[{"iid":` + string(b) + `,"url":"http://10.0.0.5:8000"}],"slo":{"ttft_s":1,"tpot_s":0.05},"engine":{"engine_api_key_env":"K"}}`
+		cfg, err := fleet.Parse("fleet.json", []byte(doc), func(string) (string, bool) { return "", false })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Plan(cfg, Options{}); err == nil || !strings.Contains(err.Error(), "launch directory") {
+			t.Errorf("iid %q: %v, want a refusal", iid, err)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package launch
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -23,6 +24,9 @@ const (
 type Options struct {
 	BindHost        string // vllm serve --host; default 0.0.0.0
 	SideChannelBase int    // engine i's NIXL side channel is base+i; default 5600
+	// AllowUnauthenticated renders engines without an API key when the
+	// fleet names no credential variable (otherwise Plan refuses).
+	AllowUnauthenticated bool
 }
 
 // Engine is one engine's plan.
@@ -31,6 +35,9 @@ type Engine struct {
 	Argv      []string          `json:"argv"`
 	Env       map[string]string `json:"env"`
 	APIKeyEnv string            `json:"api_key_env"` // the variable's name; its value is never written
+	// Unauthenticated marks a plan rendered with --allow-unauthenticated:
+	// vLLM serves every route to anyone who reaches its port.
+	Unauthenticated bool `json:"unauthenticated"`
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -46,18 +53,34 @@ func Plan(cfg *fleet.Config, o Options) ([]Engine, error) {
 	if k := cfg.Engine.EngineAPIKeyEnv; k != "" && !envName.MatchString(k) {
 		return nil, fmt.Errorf("engine.engine_api_key_env %q is not a shell variable name", k)
 	}
+	if cfg.Engine.EngineAPIKeyEnv == "" && !o.AllowUnauthenticated {
+		return nil, fmt.Errorf("engine.engine_api_key_env is empty: the plan would start vllm serve --host %s with no API key; set engine.engine_api_key_env to the variable holding the engine key (e.g. NARWHAL_ENGINE_KEY), or pass --allow-unauthenticated if the network boundary protects the engines", o.BindHost)
+	}
 	var out []Engine
 	for i, e := range cfg.Engines {
 		p, err := enginePlan(cfg, e, o, o.SideChannelBase+i)
 		if err != nil {
-			return nil, fmt.Errorf("engine %s: %w", e.IID, err)
+			return nil, fmt.Errorf("engines[%d] (iid %q): %w", i, e.IID, err)
 		}
 		out = append(out, p)
 	}
 	return out, nil
 }
 
+// safeIID reports whether iid can name a directory inside the launch
+// directory and sit in a shell comment: no separator, no dot-only name,
+// no control character.
+func safeIID(iid string) bool {
+	if iid == "" || iid == "." || iid == ".." || strings.ContainsAny(iid, `/\`) {
+		return false
+	}
+	return !strings.ContainsFunc(iid, func(r rune) bool { return r < 0x20 || r == 0x7f })
+}
+
 func enginePlan(cfg *fleet.Config, e fleet.Engine, o Options, scPort int) (Engine, error) {
+	if !safeIID(e.IID) {
+		return Engine{}, errors.New("the iid cannot name a launch directory: use letters, digits, '-', '_' or '.' (no '/', no control characters)")
+	}
 	host, port, err := hostPort(e.URL)
 	if err != nil {
 		return Engine{}, err
@@ -78,7 +101,7 @@ func enginePlan(cfg *fleet.Config, e fleet.Engine, o Options, scPort int) (Engin
 		}
 	}
 	env := map[string]string{"VLLM_NIXL_SIDE_CHANNEL_HOST": host, "VLLM_NIXL_SIDE_CHANNEL_PORT": strconv.Itoa(scPort)}
-	return Engine{IID: e.IID, Argv: argv, Env: env, APIKeyEnv: cfg.Engine.EngineAPIKeyEnv}, nil
+	return Engine{IID: e.IID, Argv: argv, Env: env, APIKeyEnv: cfg.Engine.EngineAPIKeyEnv, Unauthenticated: cfg.Engine.EngineAPIKeyEnv == ""}, nil
 }
 
 // hostPort takes the engine URL apart into typed values: only the host
@@ -122,6 +145,11 @@ func kvTransferConfig(k *fleet.EngineContract) map[string]any {
 func (p Engine) Script() string {
 	var b strings.Builder
 	b.WriteString("#!/bin/sh\n# narwhal-engine plan: engine " + Quote(p.IID) + "\nset -eu\n")
+	if p.Unauthenticated {
+		b.WriteString("# WARNING: UNAUTHENTICATED. Rendered with --allow-unauthenticated: vLLM serves every\n" +
+			"# route to anyone who reaches its port. Set engine.engine_api_key_env and re-plan to fix.\n" +
+			"echo " + Quote("narwhal-engine plan: WARNING: engine "+p.IID+" starts without an API key") + " >&2\n")
+	}
 	keys := make([]string, 0, len(p.Env))
 	for k := range p.Env {
 		keys = append(keys, k)
@@ -131,7 +159,8 @@ func (p Engine) Script() string {
 		b.WriteString("export " + k + "=" + Quote(p.Env[k]) + "\n")
 	}
 	if p.APIKeyEnv != "" {
-		// vLLM reads VLLM_API_KEY; the plan names the variable, never its value.
+		// vLLM reads VLLM_API_KEY; the plan names the variable, never its
+		// value, and keeps the key off argv (ps shows a command line).
 		fmt.Fprintf(&b, ": \"${%s:?set %s to the engine credential}\"\nexport VLLM_API_KEY=\"$%s\"\n", p.APIKeyEnv, p.APIKeyEnv, p.APIKeyEnv)
 	}
 	b.WriteString("exec " + Join(p.Argv) + "\n")

@@ -1,7 +1,10 @@
 package router
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -87,4 +90,130 @@ func env(m map[string]string) func(string) (string, bool) {
 func readFile(p string) (string, error) {
 	b, err := os.ReadFile(p)
 	return string(b), err
+}
+
+// A web page the operator visits must not reach the admin routes: a
+// browser sends a cross-site form post (text/plain, no preflight) with its
+// Origin and Sec-Fetch-Site; the router refuses it before any engine is
+// touched, in OpenAI's error shape with a message saying how to fix it.
+// Same-origin JSON with the token still drains.
+func TestAdminRoutesRefuseCrossSiteAndNonJSON(t *testing.T) {
+	h := newHarness(t, ppdd, func(c *fleet.Config) { fastRecovery(c); completeContract(c) })
+	for _, open := range []bool{true, false} {
+		token := ""
+		if !open {
+			token = "s3cret"
+		}
+		h.router.adminToken = token
+		host := strings.TrimPrefix(h.srv.URL, "http://")
+		for _, tc := range []struct {
+			name    string
+			headers map[string]string
+			status  int
+			code    string
+			fix     string
+		}{
+			{"cross-site origin", map[string]string{"Origin": "http://evil.example", "Content-Type": "text/plain"}, 403, "cross_site_request", "Origin"},
+			{"cross-site origin with JSON", map[string]string{"Origin": "http://evil.example", "Content-Type": "application/json"}, 403, "cross_site_request", "Origin"},
+			{"other port on the same host", map[string]string{"Origin": "http://" + strings.Split(host, ":")[0] + ":1", "Content-Type": "application/json"}, 403, "cross_site_request", "Origin"},
+			{"opaque origin", map[string]string{"Origin": "null", "Content-Type": "application/json"}, 403, "cross_site_request", "Origin"},
+			{"sec-fetch-site cross-site", map[string]string{"Sec-Fetch-Site": "cross-site", "Content-Type": "application/json"}, 403, "cross_site_request", "Sec-Fetch-Site"},
+			{"sec-fetch-site same-site", map[string]string{"Sec-Fetch-Site": "same-site", "Content-Type": "application/json"}, 403, "cross_site_request", "Sec-Fetch-Site"},
+			{"text/plain", map[string]string{"Content-Type": "text/plain"}, 415, "unsupported_media_type", "Content-Type: application/json"},
+			{"form", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, 415, "unsupported_media_type", "Content-Type: application/json"},
+			{"no content type", map[string]string{}, 415, "unsupported_media_type", "Content-Type: application/json"},
+		} {
+			t.Run(fmt.Sprintf("token=%v/%s", !open, tc.name), func(t *testing.T) {
+				resp, body := adminPost(t, h.srv.URL+"/narwhal/lifecycle/drain", `{"iid":"d1"}`, token, tc.headers)
+				if resp.StatusCode != tc.status {
+					t.Fatalf("%d %s, want %d", resp.StatusCode, body, tc.status)
+				}
+				var e struct {
+					Error struct {
+						Message, Type string
+						Code          *string
+					}
+				}
+				if err := json.Unmarshal(body, &e); err != nil || e.Error.Type != "invalid_request_error" || e.Error.Code == nil ||
+					*e.Error.Code != tc.code || !strings.Contains(e.Error.Message, tc.fix) {
+					t.Fatalf("not an OpenAI error with code %s naming %q: %s", tc.code, tc.fix, body)
+				}
+				if !h.router.life.Live("d1") {
+					t.Fatal("a refused request drained the engine")
+				}
+			})
+		}
+	}
+	// Same origin (a page the router itself served, or curl with no Origin)
+	// with JSON and the token drains.
+	h.router.adminToken = "s3cret"
+	resp, body := adminPost(t, h.srv.URL+"/narwhal/lifecycle/drain", `{"iid":"d1"}`, "s3cret",
+		map[string]string{"Origin": h.srv.URL, "Sec-Fetch-Site": "same-origin", "Content-Type": "application/json; charset=utf-8"})
+	if resp.StatusCode != 200 || h.router.life.Live("d1") {
+		t.Fatalf("same-origin JSON drain with the token: %d %s", resp.StatusCode, body)
+	}
+}
+
+// Without a token the admin routes answer only requests addressed to a
+// loopback name: a DNS-rebound page (Host: evil.example, same origin as
+// itself) is refused.
+func TestOpenAdminRoutesNeedALoopbackHost(t *testing.T) {
+	h := newHarness(t, ppdd, func(c *fleet.Config) { fastRecovery(c); completeContract(c) })
+	req, _ := http.NewRequest(http.MethodPost, h.srv.URL+"/narwhal/lifecycle/drain", strings.NewReader(`{"iid":"d1"}`))
+	req.Host = "evil.example:" + strings.Split(strings.TrimPrefix(h.srv.URL, "http://"), ":")[1]
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", "http://"+req.Host)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 403 || !strings.Contains(string(body), "admin token") || !h.router.life.Live("d1") {
+		t.Fatalf("rebound host without a token: %d %s (d1 live %v)", resp.StatusCode, body, h.router.life.Live("d1"))
+	}
+}
+
+func adminPost(t *testing.T, url, body, token string, headers map[string]string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+func TestSameOrigin(t *testing.T) {
+	for _, tc := range []struct {
+		origin, host string
+		want         bool
+	}{
+		{"http://127.0.0.1:8000", "127.0.0.1:8000", true},
+		{"http://LOCALHOST:8000", "localhost:8000", true},
+		{"http://[::1]:8000", "[::1]:8000", true},
+		{"https://router.example", "router.example", true}, // behind a TLS proxy
+		{"https://router.example", "router.example:443", true},
+		{"http://router.example:80", "router.example", true},
+		{"http://127.0.0.1:3000", "127.0.0.1:8000", false},
+		{"http://evil.example", "127.0.0.1:8000", false},
+		{"http://127.0.0.1", "127.0.0.1:8000", false},
+		{"null", "127.0.0.1:8000", false},
+		{"file://", "127.0.0.1:8000", false},
+		{"chrome-extension://abc", "abc", false},
+	} {
+		req := httptest.NewRequest(http.MethodPost, "/narwhal/lifecycle/drain", nil)
+		req.Host = tc.host
+		if got := sameOrigin(tc.origin, req); got != tc.want {
+			t.Errorf("sameOrigin(%q, Host %q) = %v, want %v", tc.origin, tc.host, got, tc.want)
+		}
+	}
 }

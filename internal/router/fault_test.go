@@ -253,6 +253,7 @@ func TestLifecycleActionsNeedTheAdminToken(t *testing.T) {
 		code int
 	}{{"", 401}, {"Bearer wrong", 401}, {"Bearer s3cret", 409}} {
 		req, _ := http.NewRequest(http.MethodPost, h.srv.URL+"/narwhal/lifecycle/readmit", strings.NewReader(`{"iid":"d0"}`))
+		req.Header.Set("Content-Type", "application/json")
 		if tc.auth != "" {
 			req.Header.Set("Authorization", tc.auth)
 		}

@@ -33,22 +33,27 @@ func IsLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// admin guards the lifecycle actions: a bearer token when one is
-// configured; without one, only a router bound to loopback accepts them.
+// admin guards the lifecycle actions: a same-site request (originRefusal),
+// the bearer token when one is configured (without one, only a router
+// bound to loopback accepts them), and a JSON body (mediaRefusal).
 func (r *Router) admin(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, req *http.Request) {
-		if r.adminToken == "" {
-			if !r.adminOpen {
-				writeJSON(w, http.StatusForbidden, map[string]any{"error": "lifecycle actions are disabled: start narwhal-serve with --admin-token-env NAME, or bind it to loopback"})
-				return
-			}
-			h(w, req)
+		open := r.adminToken == ""
+		if open && !r.adminOpen {
+			adminError(http.StatusForbidden, "admin_disabled", "lifecycle actions are disabled: start narwhal-serve with --admin-token-env NAME, or bind it to loopback").write(w)
 			return
 		}
-		got := req.Header.Get("Authorization")
-		if subtle.ConstantTimeCompare([]byte(got), []byte("Bearer "+r.adminToken)) != 1 {
+		if e := originRefusal(req, open); e != nil {
+			e.write(w)
+			return
+		}
+		if !open && subtle.ConstantTimeCompare([]byte(req.Header.Get("Authorization")), []byte("Bearer "+r.adminToken)) != 1 {
 			w.Header().Set("WWW-Authenticate", "Bearer")
-			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": "lifecycle actions need Authorization: Bearer <admin token>"})
+			adminError(http.StatusUnauthorized, "invalid_admin_token", "lifecycle actions need the admin token: send -H 'Authorization: Bearer TOKEN' with the token (the value of the variable --admin-token-env names; make run prints it)").write(w)
+			return
+		}
+		if e := mediaRefusal(req); e != nil {
+			e.write(w)
 			return
 		}
 		h(w, req)
