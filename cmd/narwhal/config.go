@@ -20,9 +20,12 @@ func newConfigCmd() *cobra.Command {
 		Short: "Validate and inspect fleet files offline",
 		Long: `Check a fleet file (narwhal.fleet v1) without contacting any engine.
 
-Every problem of a loading stage is reported at once, one per line, each
-with its public field path. Endpoint references (${NAME} in engines[].url
-and engines[].attestation_url) are resolved from the environment.`,
+Every independent problem is reported at once, one per line, each with its
+public field path: a type error does not hide a range error elsewhere, a
+newer schema_version does not hide the rest, duplicate JSON keys are
+errors. Engine url and attestation_url must be http:// or https:// URLs
+with a host; endpoint references (${NAME} in those two fields) are resolved
+from the environment first.`,
 	}
 	c.AddCommand(
 		newConfigAction("validate", "Check a fleet file and report every problem with its field path"),

@@ -45,12 +45,14 @@ func TestValidateFiveMistakes(t *testing.T) {
 		t.Errorf("stdout = %q, want nothing", out)
 	}
 	lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
+	// Five mistakes of four kinds in five sections: none hides another.
+	// Lines come grouped by loading stage, in document order within one.
 	wants := []string{
-		"engines[0].role must be 'prefill' or 'decode', got 'both'",
+		"serving.max_connections appears more than once in one object; keep one (a reader would silently use the last)",
+		"engines[1].url must be an http:// or https:// URL with a host (e.g. http://10.0.0.10:8000): it has no scheme",
 		"controller.monitor_interval_s must be a number",
-		"serving.max_connections must be an integer",
-		"engine.tokenize must be a boolean",
 		"recovery.eject_after must be an integer",
+		"slo.ttft_s must be positive, got 0",
 	}
 	if len(lines) != len(wants) {
 		t.Fatalf("stderr has %d lines, want %d:\n%s", len(lines), len(wants), errOut)
@@ -59,6 +61,39 @@ func TestValidateFiveMistakes(t *testing.T) {
 		if lines[i] != five+": "+w {
 			t.Errorf("line %d = %q, want %q", i, lines[i], five+": "+w)
 		}
+	}
+}
+
+// A newer schema_version, an unset endpoint variable and a repeated iid
+// are reported together, each naming its field.
+func TestValidateReportsEveryStage(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "fleet.json")
+	doc := `{"schema":"narwhal.fleet","schema_version":2,"model":"m","slo":{"ttft_s":1,"tpot_s":0.05},
+		"engines":[{"iid":"e0","url":"${NARWHAL_TEST_UNSET_URL}"},{"iid":"e0","url":"ftp://127.0.0.1:2"}]}`
+	if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "config", "validate", "--fleet", p, "--format", "json")
+	if code != 2 {
+		t.Errorf("exit %d, want 2", code)
+	}
+	e := decodeEnvelope(t, out)
+	want := []struct{ field, message string }{
+		{"schema_version", p + ": schema_version: fleet schema version 2 is newer than this build (writes and reads 1)"},
+		{"engines[0].url", p + ": engines[0].url: environment variable NARWHAL_TEST_UNSET_URL is unset or empty"},
+		{"engines[1].url", p + ": engines[1].url must be an http:// or https:// URL with a host (e.g. http://10.0.0.10:8000): its scheme is 'ftp'"},
+		{"engines[1].iid", p + ": engines[1].iid repeats an instance id 'e0' (first used by engines[0]); give every engine its own iid"},
+	}
+	if len(e.Errors) != len(want) {
+		t.Fatalf("errors = %+v, want %d\nstderr:\n%s", e.Errors, len(want), errOut)
+	}
+	for i, w := range want {
+		if e.Errors[i].Field != w.field || e.Errors[i].Message != w.message {
+			t.Errorf("errors[%d] = %q %q, want %q %q", i, e.Errors[i].Field, e.Errors[i].Message, w.field, w.message)
+		}
+	}
+	if got := strings.Count(errOut, "\n"); got != len(want) {
+		t.Errorf("stderr has %d lines, want %d:\n%s", got, len(want), errOut)
 	}
 }
 
@@ -99,7 +134,7 @@ func TestConfigJSON(t *testing.T) {
 	}{
 		{"valid", []string{"config", "validate", "--fleet", example, "--format", "json"}, 0, "success", "", nil},
 		{"five mistakes", []string{"config", "inspect", "--format=json", "--fleet", five}, 2, "invalid_input", "invalid_input",
-			[]string{"engines[0].role", "controller.monitor_interval_s", "serving.max_connections", "engine.tokenize", "recovery.eject_after"}},
+			[]string{"serving.max_connections", "engines[1].url", "controller.monitor_interval_s", "recovery.eject_after", "slo.ttft_s"}},
 		{"missing file", []string{"config", "validate", "--fleet", "testdata/nope.json", "--format", "json"}, 2, "invalid_input", "input_missing", []string{""}},
 		{"a directory", []string{"config", "validate", "--fleet", "testdata", "--format", "json"}, 4, "error", "operation_failed", []string{""}},
 		{"no --fleet", []string{"config", "validate", "--format", "json"}, 2, "invalid_input", "invalid_arguments", []string{"--fleet"}},

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -30,34 +31,55 @@ func newFleetCmd() *cobra.Command {
 	return c
 }
 
+// defaultFinalizedFleet is where finalisation writes without --out, relative
+// to the working directory: the seed's router fleet.
+const defaultFinalizedFleet = "runs/deployment/fleet.json"
+
 func newFinalizeCmd() *cobra.Command {
 	var path, out, backupDir string
 	c := &cobra.Command{
 		Use:   "finalize --fleet PATH [--out PATH]",
 		Short: "Fill engine_contract from every engine's attestation sidecar (complete, identical contracts only)",
-		Args:  cobra.NoArgs,
+		Long: `Read every engine's attestation sidecar, require complete and identical
+contracts, and write the fleet with that engine_contract filled in.
+
+The finalised fleet goes to --out, by default ` + defaultFinalizedFleet + `
+under the working directory (its directory is created; the write is
+atomic). The --fleet file is never modified unless --out names it
+explicitly. A file that --out replaces is first backed up to --backup-dir.
+A fleet that already declares the live contract is verified and nothing
+is written.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if path == "" {
 				return cli.Usage("--fleet is required: name the fleet file to finalise")
 			}
+			explicit := cmd.Flags().Changed("out")
 			if out == "" {
-				out = path
+				return cli.Usage("--out must name a file, e.g. %s", defaultFinalizedFleet)
 			}
 			ctx := cmd.Context()
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			return finalize(ctx, cmd.OutOrStdout(), path, out, backupDir)
+			return finalize(ctx, cmd.OutOrStdout(), path, finalTarget{out, explicit}, backupDir)
 		},
 	}
-	c.Flags().StringVar(&path, "fleet", "", "fleet file whose engines to read")
-	c.Flags().StringVar(&out, "out", "", "where to write the finalised fleet (default: replace --fleet), e.g. runs/deployment/fleet.json")
-	c.Flags().StringVar(&backupDir, "backup-dir", "runs", "private directory for the backup of the replaced file")
+	c.Flags().StringVar(&path, "fleet", "", "fleet file whose engines to read; left unchanged unless --out names it")
+	c.Flags().StringVar(&out, "out", defaultFinalizedFleet, "where to write the finalised fleet, relative to the working directory")
+	c.Flags().StringVar(&backupDir, "backup-dir", "runs", "private directory for the backup of a file --out replaces")
 	return c
 }
 
-func finalize(ctx context.Context, w io.Writer, path, out, backupDir string) error {
-	if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
+// finalTarget is the output file and whether --out named it.
+type finalTarget struct {
+	path     string
+	explicit bool
+}
+
+func finalize(ctx context.Context, w io.Writer, path string, out finalTarget, backupDir string) error {
+	src, err := os.Lstat(path)
+	if err != nil || !src.Mode().IsRegular() {
 		return cli.Invalid(fmt.Errorf("fleet %s must be a regular file, not a symlink or missing", path))
 	}
 	cfg, err := fleet.Load(path)
@@ -79,13 +101,29 @@ func finalize(ctx context.Context, w io.Writer, path, out, backupDir string) err
 		fmt.Fprintf(w, "Router fleet contract verified across live sidecars: %s (%s already declares it; nothing written)\n", live.Fingerprint(), path)
 		return nil
 	}
+	if !out.explicit && sameFile(src, out.path) {
+		return cli.Usage("--fleet %s is the default output %s, and finalize never modifies its source implicitly: pass --out %s to replace it in place, or --out another path", path, defaultFinalizedFleet, out.path)
+	}
 	cfg.EngineContract = live
-	backup, err := swapIn(cfg, out, path, backupDir)
+	backup, err := writeFinalized(cfg, out.path, backupDir)
 	if err != nil {
 		return cli.Failed(err)
 	}
-	fmt.Fprintf(w, "Router fleet contract verified across live sidecars: %s\nwrote %s (previous file backed up to %s)\n", live.Fingerprint(), out, backup)
+	fmt.Fprintf(w, "Router fleet contract verified across live sidecars: %s\n", live.Fingerprint())
+	switch {
+	case backup != "":
+		fmt.Fprintf(w, "wrote %s (previous file backed up to %s)\n", out.path, backup)
+	default:
+		fmt.Fprintf(w, "wrote %s; %s left unchanged\n", out.path, path)
+	}
 	return nil
+}
+
+// sameFile reports whether path is the file src describes (through any
+// link or spelling); a path that does not exist is not.
+func sameFile(src os.FileInfo, path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && os.SameFile(src, fi)
 }
 
 // liveContract reads every engine's sidecar, verifies each payload against
@@ -154,10 +192,10 @@ func engineContract(ctx context.Context, cfg *fleet.Config, e fleet.Engine, key 
 	return &p.Contract, nil
 }
 
-// swapIn backs up the file out replaces (or the source fleet), renders the
-// finalised document, re-validates it through the fleet loader and
-// atomically replaces out.
-func swapIn(cfg *fleet.Config, out, src, backupDir string) (string, error) {
+// writeFinalized renders the finalised document, re-validates it through
+// the fleet loader, backs up the file out replaces (if any) and writes out
+// atomically. It returns the backup's path, "" when out is new.
+func writeFinalized(cfg *fleet.Config, out, backupDir string) (string, error) {
 	data, err := cfg.MarshalDocument()
 	if err != nil {
 		return "", err
@@ -169,13 +207,14 @@ func swapIn(cfg *fleet.Config, out, src, backupDir string) (string, error) {
 	if d := attest.Diff(again.EngineContract, cfg.EngineContract); len(d) > 0 {
 		return "", fmt.Errorf("finalised fleet reads back a different contract: %s", describeDiff(d))
 	}
-	prev := out
-	if _, err := os.Stat(out); err != nil {
-		prev = src
-	}
-	backup, err := backupFile(prev, backupDir)
-	if err != nil {
-		return "", err
+	var backup string
+	switch _, err := os.Stat(out); {
+	case err == nil:
+		if backup, err = backupFile(out, backupDir); err != nil {
+			return "", err
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("finalised fleet %s: %w", out, err)
 	}
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return "", fmt.Errorf("create %s: %w", filepath.Dir(out), err)

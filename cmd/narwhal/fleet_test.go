@@ -68,6 +68,7 @@ func TestFleetFinalize(t *testing.T) {
 			path, _ := simFleet(t, tc.kvHeads...)
 			before, _ := os.ReadFile(path)
 			dir := t.TempDir()
+			t.Chdir(dir) // the default --out is relative to the working directory
 			out := filepath.Join(dir, "deployment", "fleet.json")
 			var o, e bytes.Buffer
 			code := cli.Run(newRoot(), []string{"fleet", "finalize", "--fleet", path, "--out", out, "--backup-dir", filepath.Join(dir, "runs")}, &o, &e)
@@ -87,12 +88,13 @@ func TestFleetFinalize(t *testing.T) {
 			if err != nil || cfg.EngineContract == nil || !cfg.EngineContract.Complete() || cfg.EngineContract.KVHeads != 8 {
 				t.Fatalf("finalised fleet: %v %+v", err, cfg)
 			}
-			backups, _ := filepath.Glob(filepath.Join(dir, "runs", "fleet.before-attestation-*.json"))
-			if len(backups) != 1 {
-				t.Fatalf("backups %v", backups)
+			// The source is never modified unless --out names it, so a new
+			// --out file needs no backup.
+			if after, _ := os.ReadFile(path); string(after) != string(before) {
+				t.Fatal("finalising into --out changed the source fleet")
 			}
-			if b, _ := os.ReadFile(backups[0]); string(b) != string(before) {
-				t.Fatal("backup is not the previous file")
+			if b := backups(t, filepath.Join(dir, "runs")); len(b) != 0 {
+				t.Fatalf("backups %v of a file nobody replaced", b)
 			}
 			// Finalising the finalised fleet verifies and writes nothing.
 			o.Reset()
@@ -100,6 +102,94 @@ func TestFleetFinalize(t *testing.T) {
 				t.Fatalf("re-finalise: exit %d %q %q", code, o.String(), e.String())
 			}
 		})
+	}
+}
+
+// finalizeIn runs `narwhal fleet finalize` with args from dir as the
+// working directory.
+func finalizeIn(t *testing.T, dir string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	t.Chdir(dir)
+	var o, e bytes.Buffer
+	code = cli.Run(newRoot(), append([]string{"fleet", "finalize"}, args...), &o, &e)
+	return code, o.String(), e.String()
+}
+
+func backups(t *testing.T, dir string) []string {
+	t.Helper()
+	b, _ := filepath.Glob(filepath.Join(dir, "fleet.before-attestation-*.json"))
+	return b
+}
+
+// Without --out the finalised fleet goes to runs/deployment/fleet.json
+// under the working directory, and the source fleet is left as it was.
+func TestFinalizeDefaultsToDeploymentFleet(t *testing.T) {
+	src, _ := simFleet(t, 0, 0)
+	before, _ := os.ReadFile(src)
+	dir := t.TempDir()
+	code, out, errOut := finalizeIn(t, dir, "--fleet", src)
+	if code != 0 {
+		t.Fatalf("exit %d: %s %s", code, out, errOut)
+	}
+	if after, _ := os.ReadFile(src); !bytes.Equal(after, before) {
+		t.Fatalf("the source fleet changed:\n%s", after)
+	}
+	want := filepath.Join("runs", "deployment", "fleet.json")
+	cfg, err := fleet.Load(filepath.Join(dir, want))
+	if err != nil || cfg.EngineContract == nil || !cfg.EngineContract.Complete() {
+		t.Fatalf("finalised fleet at the default path: %v %+v", err, cfg)
+	}
+	if !strings.Contains(out, "wrote "+want+"; "+src+" left unchanged") {
+		t.Errorf("stdout %q does not name the output and the untouched source", out)
+	}
+	if b := backups(t, filepath.Join(dir, "runs")); len(b) != 0 {
+		t.Errorf("nothing was replaced, yet backups %v", b)
+	}
+}
+
+// A source at the default output path is replaced only when --out names
+// it; then the previous file is backed up first.
+func TestFinalizeReplacesSourceOnlyWhenNamed(t *testing.T) {
+	src, _ := simFleet(t, 0)
+	before, _ := os.ReadFile(src)
+	dir := t.TempDir()
+	deployed := filepath.Join(dir, "runs", "deployment", "fleet.json")
+	if err := os.MkdirAll(filepath.Dir(deployed), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(deployed, before, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rel := filepath.Join("runs", "deployment", "fleet.json")
+	code, out, errOut := finalizeIn(t, dir, "--fleet", rel)
+	if code != 2 || !strings.Contains(errOut, "--out "+rel) {
+		t.Fatalf("implicit in-place finalisation: exit %d, stdout %q, stderr %q; want exit 2 asking for --out", code, out, errOut)
+	}
+	if after, _ := os.ReadFile(deployed); !bytes.Equal(after, before) {
+		t.Fatal("a refused finalisation changed the source")
+	}
+	code, out, errOut = finalizeIn(t, dir, "--fleet", rel, "--out", "./"+rel)
+	if code != 0 {
+		t.Fatalf("explicit in-place finalisation: exit %d: %s %s", code, out, errOut)
+	}
+	if cfg, err := fleet.Load(deployed); err != nil || cfg.EngineContract == nil {
+		t.Fatalf("in-place result: %v", err)
+	}
+	b := backups(t, filepath.Join(dir, "runs"))
+	if len(b) != 1 {
+		t.Fatalf("backups %v, want one of the replaced file", b)
+	}
+	if got, _ := os.ReadFile(b[0]); !bytes.Equal(got, before) {
+		t.Error("the backup is not the replaced file")
+	}
+	// Verifying the finalised fleet in place writes nothing, so it needs no --out.
+	finalised, _ := os.ReadFile(deployed)
+	code, out, errOut = finalizeIn(t, dir, "--fleet", rel)
+	if code != 0 || !strings.Contains(out, "nothing written") {
+		t.Fatalf("re-verify in place: exit %d %q %q", code, out, errOut)
+	}
+	if after, _ := os.ReadFile(deployed); !bytes.Equal(after, finalised) {
+		t.Error("verification rewrote the fleet")
 	}
 }
 

@@ -27,6 +27,8 @@ func readEndpoint(s section, key string, lookup LookupFunc) string {
 		s.ps.add(s.field(key), "%s%s", s.field(key), msg)
 		return ""
 	}
+	// Checked before trimming, so "http://" is "no host", not "no scheme".
+	checkEndpoint(s.ps, s.field(key), key == "url", resolved)
 	if key == "url" {
 		resolved = strings.TrimRight(resolved, "/")
 	}

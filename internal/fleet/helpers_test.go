@@ -53,12 +53,18 @@ func walk(t testing.TB, doc map[string]any, path string) (map[string]any, string
 
 type mutation func(t testing.TB, doc map[string]any)
 
-// set puts v at path; a string starting with "#" is raw JSON text.
+// set puts v at path; a string starting with "#" is raw JSON text. The
+// last segment may index a list ("engines[1]").
 func set(path string, v any) mutation {
 	return func(t testing.TB, doc map[string]any) {
 		c, k := walk(t, doc, path)
 		if s, ok := v.(string); ok && strings.HasPrefix(s, "#") {
 			v = json.Number(s[1:])
+		}
+		if m := segmentRE.FindStringSubmatch(k); m != nil && m[2] != "" {
+			i, _ := strconv.Atoi(m[2])
+			c[m[1]].([]any)[i] = v
+			return
 		}
 		c[k] = v
 	}

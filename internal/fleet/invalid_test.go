@@ -40,8 +40,8 @@ var invalidCases = []invalidCase{
 	{name: "schema_version string", muts: m(set("schema_version", "1")), stage: 2, want: []want{{"schema_version", "must be a nonnegative integer"}}},
 	{name: "schema_version 1.0", muts: m(set("schema_version", "#1.0")), stage: 2, want: []want{{"schema_version", "must be a nonnegative integer"}}},
 	{name: "schema_version -1", muts: m(set("schema_version", "#-1")), stage: 2, want: []want{{"schema_version", "must be a nonnegative integer"}}},
-	{name: "schema_version 0", muts: m(set("schema_version", "#0")), stage: 2, want: []want{{"schema_version", "fleet schema version 0 is not readable by this build (writes and reads 1)"}}},
-	{name: "schema_version 2", muts: m(set("schema_version", "#2")), stage: 2, want: []want{{"schema_version", "fleet schema version 2 is newer than this build (writes and reads 1)"}}},
+	{name: "schema_version 0", muts: m(set("schema_version", "#0")), stage: 2, want: []want{{"schema_version", "schema_version: fleet schema version 0 is not readable by this build (writes and reads 1)"}}},
+	{name: "schema_version 2", muts: m(set("schema_version", "#2")), stage: 2, want: []want{{"schema_version", "schema_version: fleet schema version 2 is newer than this build (writes and reads 1)"}}},
 	{name: "unknown key and missing model", muts: m(set("surprise", "#1"), del("model")), stage: 3, want: []want{
 		{"surprise", "unknown key 'surprise' (a typo falls back to the default silently)"},
 		{"model", "missing required key 'model'"}}},
@@ -125,10 +125,12 @@ var invalidCases = []invalidCase{
 	{name: "retry cap below base", muts: m(set("serving.retry_cap_s", "#0.05")), stage: 4, want: []want{{"serving.retry_base_s", "serving retry delays require 0 < retry_base_s <= retry_cap_s"}}},
 	{name: "retry base zero", muts: m(set("serving.retry_base_s", "#0")), stage: 4, want: []want{{"serving.retry_base_s", "serving retry delays require"}}},
 	{name: "retry_replenish above one", muts: m(set("serving.retry_replenish", "#1.5")), stage: 4, want: []want{{"serving.retry_replenish", "serving.retry_replenish must not exceed one credit per completion"}}},
-	{name: "policy reports only its first failure", muts: m(set("serving.queue_capacity", "#-1"), set("serving.max_attempts", "#9")), stage: 4, want: []want{{"serving.queue_capacity", "must be a nonnegative integer"}}},
+	// [narwhal] deviation: the reference reports only the policy's first failure.
+	{name: "policy reports every field's own failure", muts: m(set("serving.queue_capacity", "#-1"), set("serving.max_attempts", "#9")), stage: 4, want: []want{
+		{"serving.queue_capacity", "must be a nonnegative integer"}, {"serving.max_attempts", "must be an integer between 1 and 3"}}},
 	{name: "serving typo", muts: m(set("serving.handoff_timeout", "#5")), stage: 4, want: []want{{"serving.handoff_timeout", "unknown serving key 'handoff_timeout' (a typo falls back to the default silently)"}}},
-	{name: "no engines", muts: m(set("engines", []any{})), stage: 5, want: []want{{"", "declares no engines"}}},
-	{name: "repeated iid", muts: m(set("engines[1].iid", "p0")), stage: 5, want: []want{{"", "repeats an instance id 'p0'"}}},
+	{name: "no engines", muts: m(set("engines", []any{})), stage: 5, want: []want{{"engines", "declares no engines"}}},
+	{name: "repeated iid", muts: m(set("engines[1].iid", "p0")), stage: 5, want: []want{{"engines[1].iid", "engines[1].iid repeats an instance id 'p0' (first used by engines[0])"}}},
 	{name: "ttft zero", muts: m(set("slo.ttft_s", "#0")), stage: 6, want: []want{{"slo.ttft_s", "slo.ttft_s must be positive, got 0"}}},
 	{name: "ttft negative", muts: m(set("slo.ttft_s", "#-1")), stage: 6, want: []want{{"slo.ttft_s", "slo.ttft_s must be positive, got -1"}}},
 	{name: "tpot zero", muts: m(set("slo.tpot_s", "#0")), stage: 6, want: []want{{"slo.tpot_s", "slo.tpot_s must be positive, got 0"}}},

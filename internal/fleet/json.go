@@ -114,3 +114,52 @@ func jsonText(v any) string {
 
 // num prints a float the Go way: 0, 0.5, 600, 1e-05.
 func num(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// duplicateKeys reports every key that appears more than once in one
+// object, anywhere in the document, once per object and key, with its
+// path. data has already parsed, so the token stream holds no errors; a
+// key is compared decoded, so "iid" and "\u0069id" are the same key.
+func duplicateKeys(data []byte, ps *problems) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	_ = walkDuplicates(dec, "", ps)
+}
+
+func walkDuplicates(dec *json.Decoder, path string, ps *problems) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch tok {
+	case json.Delim('{'):
+		seen := map[string]int{}
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			key, _ := kt.(string)
+			field := key
+			if path != "" {
+				field = path + "." + key
+			}
+			seen[key]++
+			if seen[key] == 2 {
+				ps.add(field, "%s appears more than once in one object; keep one (a reader would silently use the last)", field)
+			}
+			if err := walkDuplicates(dec, field, ps); err != nil {
+				return err
+			}
+		}
+	case json.Delim('['):
+		for i := 0; dec.More(); i++ {
+			if err := walkDuplicates(dec, path+"["+strconv.Itoa(i)+"]", ps); err != nil {
+				return err
+			}
+		}
+	default:
+		return nil // a scalar
+	}
+	_, err = dec.Token() // the closing delimiter
+	return err
+}

@@ -45,63 +45,68 @@ func LoadFromEnv() (*Config, error) {
 }
 
 // Parse runs the loading pipeline on data; source names the document in
-// messages.
+// messages. Every independent problem is reported at once: only a document
+// that does not parse, or whose root is not an object, stops early.
 func Parse(source string, data []byte, lookup LookupFunc) (*Config, error) {
 	doc, err := parseDocument(data)
 	if err != nil {
-		return nil, &LoadError{Source: source, Stage: StageParse, Problems: []Problem{{Message: err.Error()}}}
+		return nil, &LoadError{Source: source, Stage: StageParse,
+			Problems: []Problem{{Message: err.Error(), Stage: StageParse}}}
 	}
-	root, p := checkIdentity(doc)
-	if p != nil {
-		return nil, &LoadError{Source: source, Stage: StageIdentity, Problems: []Problem{*p}}
+	ps := newProblems(StageIdentity)
+	root := checkIdentity(doc, ps)
+	if root == nil {
+		return nil, ps.err(source)
 	}
-	var ps problems
-	top := section{m: root, ps: &ps}
+	ps.stage = StageParse
+	duplicateKeys(data, ps)
+	top := section{m: root, ps: ps}
+	ps.stage = StageTopLevel
 	checkTopLevel(top)
-	if err := ps.err(source, StageTopLevel); err != nil {
-		return nil, err
-	}
+	ps.stage = StageFields
 	cfg := Defaults()
 	readFields(top, &cfg, lookup)
-	if err := ps.err(source, StageFields); err != nil {
+	ps.stage = StageCross
+	cfg.validate(ps)
+	if err := ps.err(source); err != nil {
 		return nil, err
 	}
-	if err := checkEngineIDs(source, cfg.Engines); err != nil {
-		return nil, err
-	}
-	if err := cfg.Validate(source); err != nil {
-		return nil, err
-	}
+	cfg.resolveControlConnections()
 	return &cfg, nil
 }
 
-// checkIdentity is stage 2: the root is an object of this schema and version.
-func checkIdentity(doc any) (map[string]any, *Problem) {
+// checkIdentity is stage 2: the root is an object of this schema and
+// version. Only a root that is not an object ends the load (nil): a wrong
+// schema or version is reported beside the rest of the document's problems.
+func checkIdentity(doc any, ps *problems) map[string]any {
 	root, ok := doc.(map[string]any)
 	if !ok {
-		return nil, &Problem{Message: "fleet document must be an object"}
+		ps.add("", "fleet document must be an object")
+		return nil
 	}
 	if s, isStr := root["schema"].(string); !isStr || s != Schema {
-		return nil, &Problem{Field: "schema", Message: "fleet schema is " + jsonText(root["schema"]) + ", expected '" + Schema + "'"}
+		ps.add("schema", "fleet schema is %s, expected '%s'", jsonText(root["schema"]), Schema)
 	}
 	v, present := root["schema_version"]
 	if !present {
-		return nil, &Problem{Field: "schema_version", Message: "fleet document has no schema_version"}
+		ps.add("schema_version", "fleet document has no schema_version")
+		return root
 	}
 	n, isInt := asInt(v)
 	switch {
 	case !isInt || n < 0:
-		return nil, &Problem{Field: "schema_version", Message: "fleet schema_version must be a nonnegative integer"}
+		ps.add("schema_version", "fleet schema_version must be a nonnegative integer")
 	case n < SchemaVersion:
-		return nil, &Problem{Field: "schema_version", Message: versionMessage(n, "is not readable by this build")}
+		ps.add("schema_version", "%s", versionMessage(n, "is not readable by this build"))
 	case n > SchemaVersion:
-		return nil, &Problem{Field: "schema_version", Message: versionMessage(n, "is newer than this build")}
+		ps.add("schema_version", "%s", versionMessage(n, "is newer than this build"))
 	}
-	return root, nil
+	return root
 }
 
+// versionMessage is the reference's text behind the field path.
 func versionMessage(n int, what string) string {
-	return "fleet schema version " + itoa(n) + " " + what + " (writes and reads 1)"
+	return "schema_version: fleet schema version " + itoa(n) + " " + what + " (writes and reads 1)"
 }
 
 var topLevelKeys = []string{"schema", "schema_version", "model", "hardware", "engines",
@@ -117,7 +122,8 @@ func checkTopLevel(top section) {
 	}
 }
 
-// readFields is stage 4, in document order.
+// readFields is stage 4, in document order; the engine identity problems
+// of stage 5 are found on the way.
 func readFields(top section, cfg *Config, lookup LookupFunc) {
 	top.str("model", &cfg.Model)
 	cfg.Engines = readEngines(top, lookup)
@@ -130,20 +136,4 @@ func readFields(top section, cfg *Config, lookup LookupFunc) {
 	cfg.Hardware = readHardware(top)
 	cfg.EngineContract = readContract(top)
 	cfg.normalizePaths()
-}
-
-// checkEngineIDs is stage 5.
-func checkEngineIDs(source string, engines []Engine) error {
-	if len(engines) == 0 {
-		return &LoadError{Source: source, Stage: StageEngineIDs, Problems: []Problem{{Message: "declares no engines"}}}
-	}
-	seen := make(map[string]bool, len(engines))
-	for _, e := range engines {
-		if seen[e.IID] {
-			return &LoadError{Source: source, Stage: StageEngineIDs,
-				Problems: []Problem{{Message: "repeats an instance id '" + e.IID + "'"}}}
-		}
-		seen[e.IID] = true
-	}
-	return nil
 }

@@ -19,7 +19,7 @@ func genDocument(t *rapid.T) map[string]any {
 	for i := range engines {
 		e := map[string]any{
 			"iid": fmt.Sprintf("%s-%d", rapid.String().Draw(t, "iid"), i),
-			"url": rapid.StringMatching(`[a-z0-9:/.\[\]é$ ]{0,30}`).Draw(t, "url"),
+			"url": rapid.StringMatching(`https?://([a-z0-9.-]{1,12}|\[::1\]|\[fd00::[0-9a-f]{1,4}\])(:[0-9]{1,5})?(/[a-z0-9.é$]{0,8}){0,3}/{0,3}`).Draw(t, "url"),
 		}
 		if rapid.Bool().Draw(t, "has_role") {
 			e["role"] = rapid.SampledFrom([]string{"prefill", "decode"}).Draw(t, "role")
@@ -28,7 +28,7 @@ func genDocument(t *rapid.T) map[string]any {
 			e["pin"] = rapid.Bool().Draw(t, "pin")
 		}
 		if rapid.Bool().Draw(t, "has_att") {
-			e["attestation_url"] = rapid.StringMatching(`[a-z0-9:/.]{0,20}`).Draw(t, "att")
+			e["attestation_url"] = rapid.StringMatching(`(https?://[a-z0-9.]{1,10}(/[a-z0-9.]{0,6}){0,2}/?)?`).Draw(t, "att")
 		}
 		engines[i] = e
 	}

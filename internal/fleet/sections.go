@@ -4,25 +4,38 @@ import "strconv"
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
+// readEngines reads the engine list. Entries that cannot be read are
+// reported and dropped; iids are compared across every entry that names
+// one (stage 5), whatever else is wrong with it.
 func readEngines(top section, lookup LookupFunc) []Engine {
-	v := top.m["engines"]
+	v, present := top.m["engines"]
 	list, ok := v.([]any)
 	if !ok {
-		if _, present := top.m["engines"]; present {
+		if present {
 			top.ps.add("engines", "engines must be a list")
 		}
 		return nil
 	}
+	if len(list) == 0 {
+		noEngines(top.ps)
+		return nil
+	}
 	engines := make([]Engine, 0, len(list))
+	seen := iidSeen{}
 	for i, item := range list {
-		if e, ok := readEngine(top.ps, i, item, lookup); ok {
+		if e, ok := readEngine(top.ps, i, item, lookup, seen); ok {
 			engines = append(engines, e)
 		}
+	}
+	if len(engines) < len(list) {
+		// Rules over the engine count (the role floors) would judge a
+		// shorter fleet than the one written.
+		top.ps.broken["engines"] = true
 	}
 	return engines
 }
 
-func readEngine(ps *problems, i int, item any, lookup LookupFunc) (Engine, bool) {
+func readEngine(ps *problems, i int, item any, lookup LookupFunc, seen iidSeen) (Engine, bool) {
 	path := "engines[" + itoa(i) + "]"
 	m, ok := item.(map[string]any)
 	if !ok {
@@ -31,6 +44,9 @@ func readEngine(ps *problems, i int, item any, lookup LookupFunc) (Engine, bool)
 	}
 	s := section{path: path, m: m, ps: ps}
 	s.unknownKeys("iid", "url", "attestation_url", "role", "pin")
+	if iid, isStr := m["iid"].(string); isStr {
+		seen.check(ps, i, iid)
+	}
 	missing := false
 	for _, k := range []string{"iid", "url"} {
 		if _, present := m[k]; !present {
@@ -48,6 +64,28 @@ func readEngine(ps *problems, i int, item any, lookup LookupFunc) (Engine, bool)
 	readRole(s, &e.Role)
 	s.boolean("pin", &e.Pin)
 	return e, true
+}
+
+// iidSeen maps each instance id to the index of the entry that used it
+// first.
+type iidSeen map[string]int
+
+// check reports engines[i] when its iid was used before (stage 5).
+func (seen iidSeen) check(ps *problems, i int, iid string) {
+	first, dup := seen[iid]
+	if !dup {
+		seen[iid] = i
+		return
+	}
+	f := "engines[" + itoa(i) + "].iid"
+	ps.addAt(StageEngineIDs, f, "%s repeats an instance id '%s' (first used by engines[%d]); give every engine its own iid", f, iid, first)
+}
+
+// noEngines keeps the reference's sentence, "P declares no engines".
+func noEngines(ps *problems) {
+	ps.addAt(StageEngineIDs, "engines", "declares no engines")
+	ps.list[len(ps.list)-1].continues = true
+	ps.broken["engines"] = true // nothing to count for the role floors
 }
 
 func readRole(s section, dst *Role) {
@@ -162,8 +200,8 @@ func readServing(top section, v *Serving) {
 	s.policyNumber("retry_replenish", &v.RetryReplenish)
 	s.policyInt("max_request_bytes", &v.MaxRequestBytes, 0)
 	s.policyInt("max_response_bytes", &v.MaxResponseBytes, 0)
-	if p := servingPolicyProblem(v); p != nil {
-		*s.ps = append(*s.ps, *p)
+	for _, p := range servingPolicyProblems(v) {
+		s.ps.add(p.Field, "%s", p.Message)
 	}
 }
 

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -102,9 +103,9 @@ func TestValidVariants(t *testing.T) {
 					t.Errorf("Missing() has %d fields, want 15: %v", n, c.EngineContract.Missing())
 				}
 			}},
-		{name: "literal dollars stay literal", muts: m(set("engines[0].url", "$NOT_A_REF"), set("model", "${X}"), set("profiles.path", "~/runs/p.json")),
+		{name: "literal dollars stay literal", muts: m(set("engines[0].url", "http://h/$NOT_A_REF"), set("model", "${X}"), set("profiles.path", "~/runs/p.json")),
 			chk: func(t *testing.T, c *Config) {
-				if c.Engines[0].URL != "$NOT_A_REF" || c.Model != "${X}" || c.Profiles.Path != "~/runs/p.json" {
+				if c.Engines[0].URL != "http://h/$NOT_A_REF" || c.Model != "${X}" || c.Profiles.Path != "~/runs/p.json" {
 					t.Errorf("got url %q model %q path %q", c.Engines[0].URL, c.Model, c.Profiles.Path)
 				}
 			}},
@@ -160,11 +161,14 @@ func TestValidVariants(t *testing.T) {
 	}
 }
 
-func TestDuplicateKeysLastWins(t *testing.T) {
+// [narwhal] deviation: the reference lets the last duplicate win silently.
+func TestDuplicateKeysAreRefused(t *testing.T) {
 	data := []byte(`{"schema":"narwhal.fleet","schema_version":1,"model":"a","model":"b",
-		"engines":[{"iid":"e","url":"u"}],"slo":{"ttft_s":1,"tpot_s":1}}`)
-	if got := mustParse(t, data, noEnv).Model; got != "b" {
-		t.Errorf("model = %q, want the last value", got)
+		"engines":[{"iid":"e","url":"http://e"}],"slo":{"ttft_s":1,"tpot_s":1}}`)
+	_, err := Parse("fleet.json", data, noEnv)
+	var le *LoadError
+	if !errors.As(err, &le) || len(le.Problems) != 1 || !hasProblem(le.Problems, want{"model", "model appears more than once in one object"}) {
+		t.Errorf("err = %v, want one duplicate-key problem at model", err)
 	}
 }
 
@@ -266,7 +270,7 @@ func TestLoadFromEnv(t *testing.T) {
 func TestValidateBuiltInCode(t *testing.T) {
 	c := Defaults()
 	c.Model = "m"
-	c.Engines = []Engine{{IID: "a", URL: "u", Role: Prefill}, {IID: "b", URL: "u", Role: Decode}}
+	c.Engines = []Engine{{IID: "a", URL: "http://a:8000", Role: Prefill}, {IID: "b", URL: "http://b:8000", Role: Decode}}
 	c.SLO = SLO{TTFT: 1, TPOT: 0.05}
 	if err := c.Validate("code"); err != nil {
 		t.Fatal(err)
@@ -278,6 +282,15 @@ func TestValidateBuiltInCode(t *testing.T) {
 	err := c.Validate("code")
 	if err == nil || !hasProblem(err.(*LoadError).Problems, want{"serving.handoff_timeout_s", "queued or retried"}) {
 		t.Errorf("err = %v, want the serving policy rechecked", err)
+	}
+	c.Serving.MaxAttempts = 1
+	c.Engines[1].URL, c.Engines[1].IID = "b:8000", "a"
+	err = c.Validate("code")
+	var le *LoadError
+	if !errors.As(err, &le) || len(le.Problems) != 2 ||
+		!hasProblem(le.Problems, want{"engines[1].url", "it has no scheme"}) ||
+		!hasProblem(le.Problems, want{"engines[1].iid", "repeats an instance id 'a'"}) {
+		t.Errorf("err = %v, want the engine URL and iid rules applied to code-built configs", err)
 	}
 }
 

@@ -16,44 +16,77 @@ var (
 
 var imageDigestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
-// Validate runs the cross-field rules (stage 6) and reports every failing
-// rule together; source names the document in the error. Its one side
-// effect: engine.control_connections 0 becomes max(4, 2 × engines).
+// Validate checks a Config built in code with every rule the loader
+// applies to values (engine URLs and iids, the serving policy, the
+// cross-field rules) and reports every failing rule together; source names
+// the configuration in the error. Its one side effect: a valid config's
+// engine.control_connections 0 becomes max(4, 2 × engines).
 func (c *Config) Validate(source string) error {
-	var ps problems
-	c.validateSLO(&ps)
-	c.validateController(&ps)
-	c.validateServing(&ps)
-	c.validateEngine(&ps)
-	c.validateRecovery(&ps)
-	c.validateProfiles(&ps)
-	c.validateHardware(&ps)
-	c.validateContract(&ps)
-	if err := ps.err(source, StageCross); err != nil {
+	ps := newProblems(StageFields)
+	c.checkEngines(ps)
+	for _, p := range servingPolicyProblems(&c.Serving) {
+		ps.add(p.Field, "%s", p.Message)
+	}
+	ps.stage = StageCross
+	c.validate(ps)
+	if err := ps.err(source); err != nil {
 		return err
 	}
+	c.resolveControlConnections()
+	return nil
+}
+
+// checkEngines is what the loader checks on each engine entry while
+// reading it: endpoints, unique iids, at least one engine.
+func (c *Config) checkEngines(ps *problems) {
+	if len(c.Engines) == 0 {
+		noEngines(ps)
+	}
+	seen := iidSeen{}
+	for i, e := range c.Engines {
+		p := "engines[" + itoa(i) + "]"
+		checkEndpoint(ps, p+".url", true, e.URL)
+		checkEndpoint(ps, p+".attestation_url", false, e.AttestationURL)
+		seen.check(ps, i, e.IID)
+	}
+}
+
+// validate runs the cross-field rules (stage 6). A rule that reads a field
+// the reader could not read is skipped: its placeholder is not the
+// operator's value.
+func (c *Config) validate(ps *problems) {
+	c.validateSLO(ps)
+	c.validateController(ps)
+	c.validateServing(ps)
+	c.validateEngine(ps)
+	c.validateRecovery(ps)
+	c.validateProfiles(ps)
+	c.validateHardware(ps)
+	c.validateContract(ps)
+}
+
+func (c *Config) resolveControlConnections() {
 	if c.Engine.ControlConnections == 0 {
 		c.Engine.ControlConnections = max(4, 2*len(c.Engines))
 	}
-	return nil
 }
 
 // Helpers for the recurring rule shapes.
 
 func positive(ps *problems, field string, v float64) {
-	if !(v > 0) {
+	if ps.ok(field) && !(v > 0) {
 		ps.add(field, "%s must be positive, got %s", field, num(v))
 	}
 }
 
 func nonnegative(ps *problems, field string, v float64) {
-	if !(v >= 0) {
+	if ps.ok(field) && !(v >= 0) {
 		ps.add(field, "%s must be nonnegative, got %s", field, num(v))
 	}
 }
 
 func atLeastOne(ps *problems, field string, v int) {
-	if v < 1 {
+	if ps.ok(field) && v < 1 {
 		ps.add(field, "%s must be at least 1, got %d", field, v)
 	}
 }
@@ -75,16 +108,16 @@ func (c *Config) validateController(ps *problems) {
 	t := k.Thresholds
 	positive(ps, "controller.thresholds.expand", t.Expand)
 	nonnegative(ps, "controller.thresholds.shrink", t.Shrink)
-	if t.Shrink >= t.Expand {
+	if ps.ok("controller.thresholds.shrink", "controller.thresholds.expand") && t.Shrink >= t.Expand {
 		ps.add("controller.thresholds.shrink", "controller.thresholds.shrink %s must be below controller.thresholds.expand %s: the band between them is where the pool holds still", num(t.Shrink), num(t.Expand))
 	}
 	nonnegative(ps, "controller.thresholds.cooldown_s", t.CooldownS)
 	atLeastOne(ps, "controller.thresholds.sustained_intervals", t.SustainedIntervals)
 	nonnegative(ps, "controller.thresholds.dwell_s", t.DwellS)
-	if t.PanicRatio != 0 && !(t.PanicRatio >= 1) {
+	if ps.ok("controller.thresholds.panic_ratio") && t.PanicRatio != 0 && !(t.PanicRatio >= 1) {
 		ps.add("controller.thresholds.panic_ratio", "controller.thresholds.panic_ratio must be 0 (off) or at least 1, got %s", num(t.PanicRatio))
 	}
-	if t.FlipResidentGuard < 0 {
+	if ps.ok("controller.thresholds.flip_resident_guard") && t.FlipResidentGuard < 0 {
 		ps.add("controller.thresholds.flip_resident_guard", "controller.thresholds.flip_resident_guard must be nonnegative, got %d", t.FlipResidentGuard)
 	}
 	validateReactive(ps, k.Reactive)
@@ -95,7 +128,7 @@ func (c *Config) validateController(ps *problems) {
 // aggregated inference.
 func (c *Config) validateFloors(ps *problems) {
 	p, d, n := c.Controller.MinPrefill, c.Controller.MinDecode, len(c.Engines)
-	if p < 1 || d < 1 || p+d <= n || (n == 1 && p == 1 && d == 1) {
+	if !ps.ok("controller.min_prefill", "controller.min_decode", "engines") || p < 1 || d < 1 || p+d <= n || (n == 1 && p == 1 && d == 1) {
 		return
 	}
 	if d == 1 {
@@ -110,41 +143,41 @@ func validateReactive(ps *problems, r Reactive) {
 	positive(ps, p+"window_s", r.WindowS)
 	atLeastOne(ps, p+"confirmations", r.Confirmations)
 	positive(ps, p+"utilization", r.Utilization)
-	if r.Utilization > 1 {
+	if ps.ok(p+"utilization") && r.Utilization > 1 {
 		ps.add(p+"utilization", "%sutilization is a fraction of an instance, got %s", p, num(r.Utilization))
 	}
 	atLeastOne(ps, p+"min_arrivals", r.MinArrivals)
 	positive(ps, p+"demand_floor", r.DemandFloor)
 	nonnegative(ps, p+"movement_margin", r.MovementMargin)
-	if r.MovementMargin >= 1 {
+	if ps.ok(p+"movement_margin") && r.MovementMargin >= 1 {
 		ps.add(p+"movement_margin", "%smovement_margin must be below 1, got %s", p, num(r.MovementMargin))
 	}
 	positive(ps, p+"step_s", r.StepS)
 	positive(ps, p+"evidence_span_s", r.EvidenceSpanS)
 	positive(ps, p+"evidence_max_span_s", r.EvidenceMaxSpanS)
-	if r.EvidenceSpanS > r.EvidenceMaxSpanS {
+	if ps.ok(p+"evidence_span_s", p+"evidence_max_span_s") && r.EvidenceSpanS > r.EvidenceMaxSpanS {
 		ps.add(p+"evidence_span_s", "%sevidence_span_s %s exceeds %sevidence_max_span_s %s: the minimum evidence duration cannot outlast the bounded lookback", p, num(r.EvidenceSpanS), p, num(r.EvidenceMaxSpanS))
 	}
-	if r.EvidenceMaxSpanS > r.WindowS {
+	if ps.ok(p+"evidence_max_span_s", p+"window_s") && r.EvidenceMaxSpanS > r.WindowS {
 		ps.add(p+"evidence_max_span_s", "%sevidence_max_span_s %s exceeds %swindow_s %s: a demand window shorter than the bounded evidence lookback cannot collect it", p, num(r.EvidenceMaxSpanS), p, num(r.WindowS))
 	}
 	atLeastOne(ps, p+"evidence_min_arrivals", r.EvidenceMinArrivals)
 	nonnegative(ps, p+"demand_rise_tolerance", r.DemandRiseTolerance)
 	positive(ps, p+"decode_correction_min", r.DecodeCorrectionMin)
-	if r.DecodeCorrectionMax < r.DecodeCorrectionMin {
+	if ps.ok(p+"decode_correction_max", p+"decode_correction_min") && r.DecodeCorrectionMax < r.DecodeCorrectionMin {
 		ps.add(p+"decode_correction_max", "%sdecode_correction_max must be at least %sdecode_correction_min", p, p)
 	}
-	if !(r.DecodeCorrectionAlpha > 0 && r.DecodeCorrectionAlpha <= 1) {
+	if ps.ok(p+"decode_correction_alpha") && !(r.DecodeCorrectionAlpha > 0 && r.DecodeCorrectionAlpha <= 1) {
 		ps.add(p+"decode_correction_alpha", "%sdecode_correction_alpha must be in (0, 1], got %s", p, num(r.DecodeCorrectionAlpha))
 	}
-	if r.DecodeCorrectionMinSamples < 1 {
+	if ps.ok(p+"decode_correction_min_samples") && r.DecodeCorrectionMinSamples < 1 {
 		ps.add(p+"decode_correction_min_samples", "%sdecode_correction_min_samples must be at least 1", p)
 	}
 }
 
 func (c *Config) validateServing(ps *problems) {
 	s := c.Serving
-	if s.Admission != AdmissionPredictive && s.Admission != AdmissionOpen {
+	if ps.ok("serving.admission") && s.Admission != AdmissionPredictive && s.Admission != AdmissionOpen {
 		ps.add("serving.admission", "serving.admission must be 'predictive' or 'open', got '%s'", s.Admission)
 	}
 	nonnegative(ps, "serving.admission_margin", s.AdmissionMargin)
@@ -153,44 +186,48 @@ func (c *Config) validateServing(ps *problems) {
 	positive(ps, "serving.prefill_timeout_s", s.PrefillTimeoutS)
 	phaseLimit(ps, "serving.prefill_timeout_s", s.PrefillTimeoutS, s.RequestTimeoutS)
 	nonnegative(ps, "serving.graceful_timeout_s", s.GracefulTimeoutS)
-	if s.GracefulTimeoutS != math.Trunc(s.GracefulTimeoutS) {
+	if ps.ok("serving.graceful_timeout_s") && s.GracefulTimeoutS != math.Trunc(s.GracefulTimeoutS) {
 		ps.add("serving.graceful_timeout_s", "serving.graceful_timeout_s must be whole seconds")
-	}
-	if p := servingPolicyProblem(&s); p != nil {
-		*ps = append(*ps, *p)
 	}
 }
 
 // phaseLimit: a phase deadline longer than the whole request's is dead
 // configuration.
 func phaseLimit(ps *problems, field string, v, request float64) {
-	if v > request {
+	if ps.ok(field, "serving.request_timeout_s") && v > request {
 		ps.add(field, "%s %s exceeds serving.request_timeout_s %s: the request expires before this phase limit", field, num(v), num(request))
 	}
 }
 
-// servingPolicyProblem checks the twelve queue/retry/body fields as one
-// policy and returns only its first failure.
-func servingPolicyProblem(s *Serving) *Problem {
-	fail := func(field, msg string) *Problem { return &Problem{Field: field, Message: msg} }
+// servingPolicyProblems checks the twelve queue/retry/body fields as one
+// policy. Every field that fails its own check (1 to 4) is reported; a
+// relation between fields (5 to 8) is checked only when each field it
+// reads passed its own check.
+func servingPolicyProblems(s *Serving) []Problem {
+	var out []Problem
+	bad := map[string]bool{}
+	fail := func(name, msg string) {
+		out = append(out, Problem{Field: "serving." + name, Message: msg})
+		bad[name] = true
+	}
 	for _, f := range []struct {
 		name string
 		v    int
 	}{{"queue_capacity", s.QueueCapacity}, {"prefill_concurrency", s.PrefillConcurrent},
 		{"decode_concurrency", s.DecodeConcurrent}, {"retry_budget", s.RetryBudget}} {
 		if f.v < 0 {
-			return fail("serving."+f.name, "serving."+f.name+" must be a nonnegative integer")
+			fail(f.name, "serving."+f.name+" must be a nonnegative integer")
 		}
 	}
 	if s.MaxAttempts < 1 || s.MaxAttempts > 3 {
-		return fail("serving.max_attempts", "serving.max_attempts must be an integer between 1 and 3")
+		fail("max_attempts", "serving.max_attempts must be an integer between 1 and 3")
 	}
 	for _, f := range []struct {
 		name string
 		v    int
 	}{{"max_request_bytes", s.MaxRequestBytes}, {"max_response_bytes", s.MaxResponseBytes}} {
 		if f.v < 1 {
-			return fail("serving."+f.name, "serving."+f.name+" must be a positive integer")
+			fail(f.name, "serving."+f.name+" must be a positive integer")
 		}
 	}
 	for _, f := range []struct {
@@ -199,22 +236,35 @@ func servingPolicyProblem(s *Serving) *Problem {
 	}{{"queue_timeout_s", s.QueueTimeoutS}, {"handoff_timeout_s", s.HandoffTimeoutS},
 		{"retry_base_s", s.RetryBaseS}, {"retry_cap_s", s.RetryCapS}, {"retry_replenish", s.RetryReplenish}} {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
-			return fail("serving."+f.name, "serving."+f.name+" must be finite and nonnegative")
+			fail(f.name, "serving."+f.name+" must be finite and nonnegative")
 		}
 	}
-	if s.QueueCapacity > 0 && (s.QueueTimeoutS <= 0 || s.PrefillConcurrent < 1 || s.DecodeConcurrent < 1) {
-		return fail("serving.queue_capacity", "serving.queue_capacity requires positive queue_timeout_s, prefill_concurrency, and decode_concurrency from workload measurements")
+	readable := func(names ...string) bool {
+		for _, n := range names {
+			if bad[n] {
+				return false
+			}
+		}
+		return true
 	}
-	if s.RetryBaseS <= 0 || s.RetryCapS < s.RetryBaseS {
-		return fail("serving.retry_base_s", "serving retry delays require 0 < retry_base_s <= retry_cap_s")
+	relation := func(name, msg string) {
+		out = append(out, Problem{Field: "serving." + name, Message: msg})
 	}
-	if s.RetryReplenish > 1 {
-		return fail("serving.retry_replenish", "serving.retry_replenish must not exceed one credit per completion")
+	if readable("queue_capacity", "queue_timeout_s", "prefill_concurrency", "decode_concurrency") &&
+		s.QueueCapacity > 0 && (s.QueueTimeoutS <= 0 || s.PrefillConcurrent < 1 || s.DecodeConcurrent < 1) {
+		relation("queue_capacity", "serving.queue_capacity requires positive queue_timeout_s, prefill_concurrency, and decode_concurrency from workload measurements")
 	}
-	if (s.QueueCapacity > 0 || s.MaxAttempts > 1) && s.HandoffTimeoutS <= 0 {
-		return fail("serving.handoff_timeout_s", "queued or retried serving requires positive serving.handoff_timeout_s below the verified backend KV lease")
+	if readable("retry_base_s", "retry_cap_s") && (s.RetryBaseS <= 0 || s.RetryCapS < s.RetryBaseS) {
+		relation("retry_base_s", "serving retry delays require 0 < retry_base_s <= retry_cap_s")
 	}
-	return nil
+	if readable("retry_replenish") && s.RetryReplenish > 1 {
+		relation("retry_replenish", "serving.retry_replenish must not exceed one credit per completion")
+	}
+	if readable("queue_capacity", "max_attempts", "handoff_timeout_s") &&
+		(s.QueueCapacity > 0 || s.MaxAttempts > 1) && s.HandoffTimeoutS <= 0 {
+		relation("handoff_timeout_s", "queued or retried serving requires positive serving.handoff_timeout_s below the verified backend KV lease")
+	}
+	return out
 }
 
 func (c *Config) validateEngine(ps *problems) {
@@ -223,7 +273,7 @@ func (c *Config) validateEngine(ps *problems) {
 	registered(ps, "engine.dialect", "dialect", e.Dialect, knownDialects)
 	positive(ps, "engine.chars_per_token", e.CharsPerToken)
 	positive(ps, "engine.tokenize_timeout_s", e.TokenizeTimeoutS)
-	if e.ControlConnections < 0 {
+	if ps.ok("engine.control_connections") && e.ControlConnections < 0 {
 		ps.add("engine.control_connections", "engine.control_connections must be nonnegative, got %d", e.ControlConnections)
 	}
 	positive(ps, "engine.pool_timeout_s", e.PoolTimeoutS)
@@ -235,6 +285,9 @@ func (c *Config) validateEngine(ps *problems) {
 }
 
 func registered(ps *problems, field, what, v string, known []string) {
+	if !ps.ok(field) {
+		return
+	}
 	for _, k := range known {
 		if v == k {
 			return
@@ -251,13 +304,13 @@ func (c *Config) validateRecovery(ps *problems) {
 	atLeastOne(ps, "recovery.readmit_every", r.ReadmitEvery)
 	atLeastOne(ps, "recovery.liveness_misses", r.LivenessMisses)
 	const policy = "recovery.engine_restart_policy"
-	switch r.EngineRestartPolicy {
-	case RestartIndividual:
-	case RestartWholeWave:
-		if c.EngineContract == nil || len(c.EngineContract.Missing()) > 0 {
+	switch {
+	case !ps.ok(policy), r.EngineRestartPolicy == RestartIndividual:
+	case r.EngineRestartPolicy == RestartWholeWave:
+		if ps.intact("engine_contract") && (c.EngineContract == nil || len(c.EngineContract.Missing()) > 0) {
 			ps.add(policy, "%s whole_wave requires a complete engine_contract", policy)
 		}
-		if r.LivenessEvery <= 0 {
+		if ps.ok("recovery.liveness_every") && r.LivenessEvery <= 0 {
 			ps.add(policy, "%s whole_wave requires recovery.liveness_every > 0", policy)
 		}
 	default:
@@ -270,14 +323,14 @@ func (c *Config) validateRecovery(ps *problems) {
 func (c *Config) validateHealth(ps *problems) {
 	const p = "recovery.health."
 	h := c.Recovery.Health
-	if !(h.WindowS >= 1) {
+	if ps.ok(p+"window_s") && !(h.WindowS >= 1) {
 		ps.add(p+"window_s", "%swindow_s must be at least 1, got %s", p, num(h.WindowS))
 	}
-	if !(h.DriftBand > 1) {
+	if ps.ok(p+"drift_band") && !(h.DriftBand > 1) {
 		ps.add(p+"drift_band", "%sdrift_band must exceed 1.0, got %s", p, num(h.DriftBand))
 	}
 	atLeastOne(ps, p+"min_samples", h.MinSamples)
-	if mi := c.Controller.MonitorIntervalS; mi > 0 && h.WindowS >= 1 {
+	if mi := c.Controller.MonitorIntervalS; ps.ok("controller.monitor_interval_s", p+"window_s", p+"min_samples") && mi > 0 && h.WindowS >= 1 {
 		nominal := int(math.Floor(h.WindowS / mi))
 		if h.MinSamples > nominal {
 			ps.add(p+"min_samples", "%smin_samples %d exceeds the nominal %d samples per %swindow_s %s at controller.monitor_interval_s %s", p, h.MinSamples, nominal, p, num(h.WindowS), num(mi))
@@ -285,7 +338,7 @@ func (c *Config) validateHealth(ps *problems) {
 	}
 	atLeastOne(ps, p+"probation_windows", h.ProbationWindows)
 	atLeastOne(ps, p+"evict_windows", h.EvictWindows)
-	if h.EvictWindows < h.ProbationWindows {
+	if ps.ok(p+"evict_windows", p+"probation_windows") && h.EvictWindows < h.ProbationWindows {
 		ps.add(p+"evict_windows", "%sevict_windows %d is below %sprobation_windows %d: ejection is only reachable after probation", p, h.EvictWindows, p, h.ProbationWindows)
 	}
 	atLeastOne(ps, p+"recovery_windows", h.RecoveryWindows)
@@ -297,7 +350,7 @@ func (c *Config) validateProfiles(ps *problems) {
 	p := c.Profiles
 	positive(ps, "profiles.max_decode_fit_mape", p.MaxDecodeFitMAPE)
 	positive(ps, "profiles.max_decode_cv_mape", p.MaxDecodeCVMAPE)
-	if m := c.Controller.Reactive.MovementMargin; p.MaxDecodeFitMAPE > m {
+	if m := c.Controller.Reactive.MovementMargin; ps.ok("profiles.max_decode_fit_mape", "controller.reactive.movement_margin") && p.MaxDecodeFitMAPE > m {
 		ps.add("profiles.max_decode_fit_mape", "profiles.max_decode_fit_mape %s exceeds controller.reactive.movement_margin %s", num(p.MaxDecodeFitMAPE), num(m))
 	}
 }
@@ -307,15 +360,17 @@ func (c *Config) validateHardware(ps *problems) {
 	if h == nil {
 		return
 	}
-	if h.Accelerator == "" {
+	if ps.ok("hardware.accelerator") && h.Accelerator == "" {
 		ps.add("hardware.accelerator", "hardware.accelerator is required")
 	}
-	if h.AcceleratorsPerEngine < 1 {
+	if ps.ok("hardware.accelerators_per_engine") && h.AcceleratorsPerEngine < 1 {
 		ps.add("hardware.accelerators_per_engine", "hardware.accelerators_per_engine must be at least 1")
 	}
-	if h.TensorParallel < 1 {
+	switch {
+	case !ps.ok("hardware.tensor_parallel"):
+	case h.TensorParallel < 1:
 		ps.add("hardware.tensor_parallel", "hardware.tensor_parallel must be at least 1")
-	} else if h.TensorParallel > h.AcceleratorsPerEngine {
+	case ps.ok("hardware.accelerators_per_engine") && h.TensorParallel > h.AcceleratorsPerEngine:
 		ps.add("hardware.tensor_parallel", "hardware.tensor_parallel cannot exceed hardware.accelerators_per_engine")
 	}
 }
@@ -326,10 +381,10 @@ func (c *Config) validateContract(ps *problems) {
 		return
 	}
 	const p = "engine_contract."
-	if k.VLLMVersion == "" {
+	if ps.ok(p+"vllm_version") && k.VLLMVersion == "" {
 		ps.add(p+"vllm_version", "%svllm_version is required", p)
 	}
-	if k.ImageDigest != "" && !imageDigestRE.MatchString(k.ImageDigest) {
+	if ps.ok(p+"image_digest") && k.ImageDigest != "" && !imageDigestRE.MatchString(k.ImageDigest) {
 		ps.add(p+"image_digest", "%simage_digest must be an immutable sha256:<64 hex> digest", p)
 	}
 	for _, f := range []struct {
@@ -337,17 +392,17 @@ func (c *Config) validateContract(ps *problems) {
 		v    int
 	}{{"nixl_connector_version", k.NIXLConnectorVersion}, {"kv_heads", k.KVHeads},
 		{"head_size", k.HeadSize}, {"hidden_layers", k.HiddenLayers}} {
-		if f.v < 0 {
+		if ps.ok(p+f.name) && f.v < 0 {
 			ps.add(p+f.name, "%s%s must be nonnegative", p, f.name)
 		}
 	}
-	if k.Connector == "" {
+	if ps.ok(p+"connector") && k.Connector == "" {
 		ps.add(p+"connector", "%sconnector is required", p)
 	}
-	if k.TransferMode != "" && k.TransferMode != "pull" && k.TransferMode != "push" {
+	if ps.ok(p+"transfer_mode") && k.TransferMode != "" && k.TransferMode != "pull" && k.TransferMode != "push" {
 		ps.add(p+"transfer_mode", "%stransfer_mode must be 'pull' or 'push', got '%s'", p, k.TransferMode)
 	}
-	if !k.EnforceHandshakeCompat {
+	if ps.ok(p+"enforce_handshake_compat") && !k.EnforceHandshakeCompat {
 		ps.add(p+"enforce_handshake_compat", "%senforce_handshake_compat must stay true; disabling vLLM's NIXL compatibility hash permits silent corruption", p)
 	}
 }
