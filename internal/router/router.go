@@ -91,6 +91,7 @@ type Router struct {
 	adminToken string
 	adminOpen  bool
 	verifying  sync.Map // iid → true while a verification probe runs
+	holdLen    sync.Map // iid → seconds of its last timed hold, for the journal
 	evMu       sync.Mutex
 	evSeen     int // lifecycle events already journalled
 	identities atomic.Bool

@@ -65,7 +65,11 @@ func (c *call) attempt(ctx context.Context, n int, exclude map[string]bool) bool
 		kvp = nil // same engine: reuse its own cache, no transfer
 	}
 	if e := c.decodeLeg(ctx, n, d, kvp); e != nil {
-		if ctx.Err() == nil && !c.clientGone {
+		switch {
+		case ctx.Err() != nil || c.clientGone: // the client's doing, not the engine's
+		case isCut(e, c.tokens):
+			r.streamCut(d, e)
+		default:
 			r.legFailedOn(d, e)
 		}
 		if c.committed {
