@@ -92,6 +92,7 @@ type Router struct {
 	adminOpen  bool
 	verifying  sync.Map // iid → true while a verification probe runs
 	holdLen    sync.Map // iid → seconds of its last timed hold, for the journal
+	drift      *lifecycle.Drift // decode pace health: probation and eviction (drift.go)
 	evMu       sync.Mutex
 	evSeen     int // lifecycle events already journalled
 	identities atomic.Bool
@@ -167,6 +168,7 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 		r.attestURL[e.IID] = e.AttestationURL
 	}
 	sort.Strings(r.order)
+	r.drift = lifecycle.NewDrift(cfg.Recovery.Health, r.order)
 	r.routes()
 	if o.HA.Resume && r.standbyOf == "" {
 		if err := r.resume(); err != nil {
