@@ -91,12 +91,13 @@ type Router struct {
 	adminToken string
 	adminOpen  bool
 	verifying  sync.Map // iid → true while a verification probe runs
-	holdLen    sync.Map // iid → seconds of its last timed hold, for the journal
-	drift      *lifecycle.Drift // decode pace health: probation and eviction (drift.go)
 	evMu       sync.Mutex
 	evSeen     int // lifecycle events already journalled
 	identities atomic.Bool
 	passes     int // monitor passes, for the liveness cadence
+
+	holdLen sync.Map         // iid → seconds of its last timed hold, for the journal
+	drift   *lifecycle.Drift // decode pace health: probation and eviction (drift.go)
 
 	statePath string
 	handoffMu sync.Mutex
