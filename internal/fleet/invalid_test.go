@@ -167,6 +167,8 @@ var invalidCases = []invalidCase{
 	{name: "dialect openai", muts: m(set("engine.dialect", "openai")), stage: 6, want: []want{{"engine.dialect", "engine.dialect: unknown dialect 'openai': known ones are vllm"}}},
 	{name: "chars per token zero", muts: m(set("engine.chars_per_token", "#0")), stage: 6, want: []want{{"engine.chars_per_token", "must be positive, got 0"}}},
 	{name: "control connections negative", muts: m(set("engine.control_connections", "#-1")), stage: 6, want: []want{{"engine.control_connections", "engine.control_connections must be nonnegative, got -1"}}},
+	{name: "calibration path set (not supported)", muts: m(set("engine.first_token_calibration_path", "runs/calibration/first-token.json")), stage: 6, want: []want{
+		{"engine.first_token_calibration_path", "engine.first_token_calibration_path: first-token calibration artifacts are not supported by this build (it cannot verify them); remove the field or set it to \"\""}}},
 	{name: "decode read timeout negative", muts: m(set("engine.decode_read_timeout_s", "#-0.5")), stage: 6, want: []want{{"engine.decode_read_timeout_s", "engine.decode_read_timeout_s must be nonnegative, got -0.5"}}},
 	{name: "eject_after zero", muts: m(set("recovery.eject_after", "#0")), stage: 6, want: []want{{"recovery.eject_after", "recovery.eject_after must be at least 1, got 0"}}},
 	{name: "failure quarantine negative", muts: m(set("recovery.failure_quarantine_s", "#-1")), stage: 6, want: []want{{"recovery.failure_quarantine_s", "recovery.failure_quarantine_s must be nonnegative, got -1"}}},

@@ -77,7 +77,7 @@ func genDocument(t *rapid.T) map[string]any {
 			"tokenize":                     rapid.Bool().Draw(t, "tokenize"),
 			"engine_api_key_env":           rapid.StringMatching(`[A-Z_]{0,12}`).Draw(t, "keyenv"),
 			"control_connections":          rapid.IntRange(0, 64).Draw(t, "control"),
-			"first_token_calibration_path": rapid.StringMatching(`[a-z./]{0,16}`).Draw(t, "calib"),
+			"first_token_calibration_path": "", // anything else is refused (not supported)
 		}
 	}
 	if rapid.Bool().Draw(t, "has_recovery") {

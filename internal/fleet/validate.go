@@ -282,6 +282,11 @@ func (c *Config) validateEngine(ps *problems) {
 	nonnegative(ps, "engine.decode_read_timeout_s", e.DecodeReadTimeoutS)
 	positive(ps, "engine.first_token_timeout_s", e.FirstTokenTimeoutS)
 	phaseLimit(ps, "engine.first_token_timeout_s", e.FirstTokenTimeoutS, c.Serving.RequestTimeoutS)
+	if e.FirstTokenCalibrationPath != "" {
+		// Refused rather than accepted and ignored: nothing in this build
+		// writes or verifies the artifact (docs/fleet.md).
+		ps.add("engine.first_token_calibration_path", "engine.first_token_calibration_path: first-token calibration artifacts are not supported by this build (it cannot verify them); remove the field or set it to \"\"")
+	}
 }
 
 func registered(ps *problems, field, what, v string, known []string) {

@@ -96,6 +96,9 @@ const (
 	RetryNonTransient     = "non_transient"
 	RetryOriginalDeadline = "original_deadline"
 	RetrySharedBudget     = "shared_budget"
+	// RetryFailover: the leg never reached its engine (connect error), so
+	// it moved to another engine within the same attempt, at no credit.
+	RetryFailover = "failover"
 )
 
 // Token accounting modes (row and meta token_accounting).

@@ -17,10 +17,14 @@ const (
 	KVHandoff       Class = "kv_handoff"       // a prefill 200 without a readable handoff
 	Stream          Class = "stream"           // silence or an invalid end of a decode stream
 	Liveness        Class = "liveness"         // missed liveness sweeps (its own threshold)
+	// OutputCut: a decode stream that had produced tokens ended without
+	// [DONE]. Its own class because a short probe passes on an engine that
+	// cuts long streams: only a stream reaching [DONE] clears it.
+	OutputCut Class = "output_cut"
 )
 
 // Classes lists every class, for zero-valued metrics and state.
-var Classes = []Class{Connection, Timeout, Overload, InferenceStatus, KVHandoff, Stream, Liveness}
+var Classes = []Class{Connection, Timeout, Overload, InferenceStatus, KVHandoff, Stream, Liveness, OutputCut}
 
 // Verdict is what the breaker asks the router to do.
 type Verdict int
@@ -36,6 +40,9 @@ const (
 	// VerifyInference: the engine answers but its work is bad; eject only if
 	// a direct inference probe fails too.
 	VerifyInference
+	// EjectCovered: eject unless the engine is the last live one of its
+	// role (a cutting engine still serves short requests).
+	EjectCovered
 )
 
 func (v Verdict) String() string {
@@ -46,6 +53,8 @@ func (v Verdict) String() string {
 		return "verify_health"
 	case VerifyInference:
 		return "verify_inference"
+	case EjectCovered:
+		return "eject_covered"
 	}
 	return "none"
 }
@@ -56,6 +65,8 @@ func verdictOf(c Class) Verdict {
 		return Eject
 	case Timeout, Overload:
 		return VerifyHealth
+	case OutputCut:
+		return EjectCovered
 	}
 	return VerifyInference
 }
@@ -65,6 +76,6 @@ var cleared = map[string][]Class{
 	"answered":  {Connection, InferenceStatus},                    // a 4xx other than 408/429: the engine is up
 	"health":    {Connection, Timeout, Overload, Liveness},        // /health 200
 	"prefill":   {Connection, InferenceStatus, KVHandoff},         // a handoff extracted
-	"decode":    {Connection, InferenceStatus, Stream},            // a stream reached [DONE]
+	"decode":    {Connection, InferenceStatus, Stream, OutputCut}, // a stream reached [DONE]
 	"inference": {Connection, InferenceStatus, KVHandoff, Stream}, // an inference probe passed
 }

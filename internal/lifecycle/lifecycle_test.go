@@ -31,7 +31,7 @@ func TestBreakerVerdicts(t *testing.T) {
 	}{
 		{Connection, Eject, 3}, {Timeout, VerifyHealth, 3}, {Overload, VerifyHealth, 3},
 		{InferenceStatus, VerifyInference, 3}, {KVHandoff, VerifyInference, 3}, {Stream, VerifyInference, 3},
-		{Liveness, Eject, 2},
+		{Liveness, Eject, 2}, {OutputCut, EjectCovered, 3},
 	} {
 		m := New(testFleet(false))
 		for k := 1; k < tc.after; k++ {
@@ -57,6 +57,23 @@ func TestSuccessClearsItsClasses(t *testing.T) {
 	m.Failure("d0", Timeout)
 	if v := m.Failure("d0", Timeout); v != None {
 		t.Errorf("streak did not restart after success: %v", v)
+	}
+}
+
+// Only a stream reaching [DONE] clears mid-stream cuts: a passing health
+// or inference probe does not, since a short probe passes on an engine
+// that cuts long streams.
+func TestOutputCutsClearOnlyOnACompletedStream(t *testing.T) {
+	for _, tc := range []struct {
+		kind  string
+		clear bool
+	}{{"health", false}, {"inference", false}, {"answered", false}, {"prefill", false}, {"decode", true}} {
+		m := New(testFleet(false))
+		m.Failure("d0", OutputCut)
+		m.Success("d0", tc.kind)
+		if got := m.Streaks()["d0"][OutputCut] == 0; got != tc.clear {
+			t.Errorf("%s success: output_cut cleared %v, want %v", tc.kind, got, tc.clear)
+		}
 	}
 }
 

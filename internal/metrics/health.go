@@ -18,9 +18,9 @@ type health struct {
 // Breaker classes and lifecycle states, as the lifecycle package names
 // them; spelled here so every series exists from start.
 var (
-	breakerClasses  = []string{"connection", "timeout", "overload", "inference_status", "kv_handoff", "stream", "liveness"}
+	breakerClasses  = []string{"connection", "timeout", "overload", "inference_status", "kv_handoff", "stream", "liveness", "output_cut"}
 	lifecycleStates = []string{"active", "draining", "drained", "deadline_exceeded", "validating", "blocked"}
-	ejectionCauses  = []string{"connection", "liveness", "drift", "process_identity", "profile_generation"}
+	ejectionCauses  = []string{"connection", "liveness", "drift", "process_identity", "profile_generation", "output_cut"}
 	readmitEvidence = []string{"health", "verification", "lifecycle"}
 )
 

@@ -71,6 +71,7 @@ type Metrics struct {
 
 	pools  *pools
 	health health
+	drift  *drift
 }
 
 // New builds the collectors for cfg on a fresh registry, with the Go
@@ -90,6 +91,7 @@ func New(cfg *fleet.Config) *Metrics {
 	m.buildLatency(b, cfg)
 	m.pools = newPools(b, cfg)
 	m.health = newHealth(b, cfg)
+	m.drift = newDrift(b, cfg)
 	return m
 }
 

@@ -115,6 +115,11 @@ var families = map[string]dto.MetricType{
 	"narwhal_engine_breaker_streak":                dto.MetricType_GAUGE,
 	"narwhal_engine_lifecycle_state":               dto.MetricType_GAUGE,
 	"narwhal_engine_draining":                      dto.MetricType_GAUGE,
+	"narwhal_probation_instances":                  dto.MetricType_GAUGE,
+	"narwhal_health_prefill_paused":                dto.MetricType_GAUGE,
+	"narwhal_health_windows_scored_total":          dto.MetricType_COUNTER,
+	"narwhal_health_windows_undersampled_total":    dto.MetricType_COUNTER,
+	"narwhal_health_prefill_pauses_total":          dto.MetricType_COUNTER,
 }
 
 func TestEveryFamilyPresentFromStart(t *testing.T) {

@@ -42,6 +42,7 @@ type call struct {
 	committed                            bool // response status and headers went out
 	clientGone                           bool // a write to the client failed
 	reserved                             bool // holds a retry credit not yet spent
+	failedOver                           bool // a leg moved to another engine (failover.go)
 	upstreamP, upstreamD                 float64
 	settled                              bool
 }

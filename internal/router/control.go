@@ -6,9 +6,11 @@ import (
 )
 
 // monitorPass is one monitor interval, in the reference's stage order:
-// role control, drains, rollover (inside Tick), readmission probes, the
+// the drift pass (before Tick, which closes the interval it scores), role
+// control, drains, rollover (inside Tick), readmission probes, the
 // liveness sweep when due, telemetry, and the handoff document.
 func (r *Router) monitorPass() {
+	r.driftPass() // reads the interval Tick is about to close
 	r.controlPass()
 	// Residents are read first: Settle holds the lifecycle lock, which
 	// must never be held while taking r.mu.

@@ -122,7 +122,7 @@ func TestEngineKilledMidStream(t *testing.T) {
 			t.Errorf("stream ended with %q: neither [DONE] nor the terminal error event", last)
 		}
 	}
-	streak := h.router.life.Streaks()["d0"]["stream"] + h.router.life.Streaks()["d0"]["connection"]
+	streak := h.router.life.Streaks()["d0"]["output_cut"]
 	if streak == 0 && !h.ejected("d0") {
 		t.Error("the broken streams were not counted against d0")
 	}

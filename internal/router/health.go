@@ -39,24 +39,14 @@ func (r *Router) legFailedOn(iid string, e *vllm.Error) {
 
 // quarantine rests an engine whose leg just failed for
 // recovery.failure_quarantine_s, when another live engine covers its role.
-func (r *Router) quarantine(iid string) {
-	q := r.cfg.Recovery.FailureQuarantineS
-	if q <= 0 || r.lastOfRole(iid) {
-		return
-	}
-	if r.life.Quarantine(iid, r.now()+q) {
-		r.syncLive()
-		r.journalEvent(journal.Event{Name: journal.EventEngineHoldStarted, At: r.now(),
-			Fields: map[string]any{"iid": iid, "kind": "timed", "duration_s": q}})
-	}
-}
+func (r *Router) quarantine(iid string) { r.quarantineFor(iid, r.cfg.Recovery.FailureQuarantineS) }
 
 // releaseQuarantines returns engines whose timed hold ended.
 func (r *Router) releaseQuarantines() {
 	for _, iid := range r.life.ReleaseQuarantines(r.now()) {
 		r.syncLive()
 		r.journalEvent(journal.Event{Name: journal.EventEngineHoldEnded, At: r.now(),
-			Fields: map[string]any{"iid": iid, "kind": "timed", "cause": "expired", "held_s": r.cfg.Recovery.FailureQuarantineS}})
+			Fields: map[string]any{"iid": iid, "kind": "timed", "cause": "expired", "held_s": r.heldFor(iid)}})
 	}
 }
 
@@ -133,7 +123,8 @@ func (r *Router) eject(iid, cause string, protect bool) {
 	r.stateChanged()
 }
 
-// lastOfRole reports whether iid is the only live engine of its role.
+// lastOfRole reports whether no other live engine has iid's role (iid
+// itself may be live or already held out).
 func (r *Router) lastOfRole(iid string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -144,13 +135,12 @@ func (r *Router) lastOfRole(iid string) bool {
 			role = e.Role
 		}
 	}
-	n := 0
 	for _, e := range snap.Engines {
-		if e.Live && e.Role == role {
-			n++
+		if e.IID != iid && e.Live && e.Role == role {
+			return false
 		}
 	}
-	return n <= 1
+	return true
 }
 
 // syncLive tells the scheduling core which engines may take placements.
@@ -182,6 +172,9 @@ func (r *Router) readmissionProbes(ctx context.Context) {
 		}
 		if r.life.Suspect(iid) && r.inferenceProbe(ctx, iid) != nil {
 			return
+		}
+		if r.life.Ejected()[iid] == string(lifecycle.OutputCut) && r.streamProbe(ctx, iid) != nil {
+			return // it still cuts streams
 		}
 		id, err := r.identity(ctx, iid)
 		if err != nil {

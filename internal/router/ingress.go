@@ -234,12 +234,13 @@ func (c *call) size(ctx context.Context) bool {
 
 // tokenize asks the live engine with the fewest resident requests, moving
 // to another engine on a transient failure, up to serving.max_attempts.
+// An engine that cannot be reached at all uses no try (failover.go).
 func (c *call) tokenize(ctx context.Context) (int, *vllm.Error) {
 	r := c.r
 	body := c.tokenizeBody()
 	tried := map[string]bool{}
 	var last *vllm.Error
-	for range r.cfg.Serving.MaxAttempts {
+	for tries := 0; tries < r.cfg.Serving.MaxAttempts; {
 		iid := r.leastLoaded(tried)
 		if iid == "" {
 			break
@@ -252,6 +253,11 @@ func (c *call) tokenize(ctx context.Context) (int, *vllm.Error) {
 			return n, nil
 		}
 		last = e
+		if ctx.Err() == nil && neverReached(e) {
+			r.legFailedOn(iid, e) // breaker evidence: a refused count is a dead engine
+			continue
+		}
+		tries++
 		if !e.Transient() || ctx.Err() != nil {
 			break
 		}

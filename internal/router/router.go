@@ -96,6 +96,9 @@ type Router struct {
 	identities atomic.Bool
 	passes     int // monitor passes, for the liveness cadence
 
+	holdLen sync.Map         // iid → seconds of its last timed hold, for the journal
+	drift   *lifecycle.Drift // decode pace health: probation and eviction (drift.go)
+
 	statePath string
 	handoffMu sync.Mutex
 	lease     *state.Lease
@@ -166,6 +169,7 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 		r.attestURL[e.IID] = e.AttestationURL
 	}
 	sort.Strings(r.order)
+	r.drift = lifecycle.NewDrift(cfg.Recovery.Health, r.order)
 	r.routes()
 	if o.HA.Resume && r.standbyOf == "" {
 		if err := r.resume(); err != nil {

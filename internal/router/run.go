@@ -27,56 +27,89 @@ func (c *call) run(ctx context.Context) {
 // attempt runs one prefill+decode attempt. It returns true when another
 // attempt should follow.
 func (c *call) attempt(ctx context.Context, n int, exclude map[string]bool) bool {
-	r := c.r
-	p, ok := c.placePrefill(ctx, n, exclude)
+	p, h, start, retry, ok := c.prefillPhase(ctx, n, exclude)
 	if !ok {
-		return false
+		return retry
 	}
-	c.phase, c.prefillIID = "prefill", p
-	h, start, e := c.prefillLeg(ctx, n, p)
-	if e != nil {
-		if ctx.Err() == nil {
-			r.legFailedOn(p, e)
-		}
-		return c.legFailed(ctx, n, "prefill", e, exclude, p)
-	}
+	r := c.r
 	r.legSucceeded(p, "prefill")
 	// TTFT is the attempt that serves the request: arrival to its
 	// producer's completion.
 	c.prefilledAt = r.now()
 	c.ttft = c.prefilledAt - c.arrived
-	if bound := r.cfg.Serving.HandoffTimeoutS; bound > 0 && r.now()-start > bound {
-		e := &vllm.Error{Phase: "decode", Reason: journal.ReasonEngineTimeout, Timeout: true, Class: "kv_handoff",
-			Msg: "KV handoff expired before decode dispatch"}
-		return c.handoffExpired(ctx, n, e, exclude, p)
+	return c.decodePhase(ctx, n, exclude, p, h, start)
+}
+
+// prefillPhase places and runs the prefill leg, moving to another engine
+// when the leg never reached its engine. ok is false when the attempt
+// ended; retry then says whether another attempt follows.
+func (c *call) prefillPhase(ctx context.Context, n int, exclude map[string]bool) (p string, h *vllm.Handoff, start float64, retry, ok bool) {
+	r := c.r
+	for {
+		if p, ok = c.placePrefill(ctx, n, exclude); !ok {
+			return "", nil, 0, false, false
+		}
+		c.phase, c.prefillIID = "prefill", p
+		var e *vllm.Error
+		if h, start, e = c.prefillLeg(ctx, n, p); e == nil {
+			return p, h, start, false, true
+		}
+		if ctx.Err() == nil {
+			r.legFailedOn(p, e)
+		}
+		if !c.failover(ctx, n, "prefill", e, exclude, p) {
+			return "", nil, 0, c.legFailed(ctx, n, "prefill", e, exclude, p), false
+		}
 	}
-	d, expired, ok := c.placeDecode(ctx, exclude, start)
-	if expired != nil {
-		return c.handoffExpired(ctx, n, expired, exclude, p)
-	}
-	if !ok {
-		return false
-	}
-	c.phase, c.decodeIID = "decode", d
-	crossed := d != p
-	c.crossed = &crossed
-	kvp := h.Params
-	if !crossed {
-		kvp = nil // same engine: reuse its own cache, no transfer
-	}
-	if e := c.decodeLeg(ctx, n, d, kvp); e != nil {
-		if ctx.Err() == nil && !c.clientGone {
+}
+
+// decodePhase places and runs the decode leg on producer p's handoff h
+// (its prefill leg started at start), moving to another engine when the
+// leg never reached its engine. It returns true when another attempt
+// should follow.
+func (c *call) decodePhase(ctx context.Context, n int, exclude map[string]bool, p string, h *vllm.Handoff, start float64) bool {
+	r := c.r
+	for {
+		if bound := r.cfg.Serving.HandoffTimeoutS; bound > 0 && r.now()-start > bound {
+			e := &vllm.Error{Phase: "decode", Reason: journal.ReasonEngineTimeout, Timeout: true, Class: "kv_handoff",
+				Msg: "KV handoff expired before decode dispatch"}
+			return c.handoffExpired(ctx, n, e, exclude, p)
+		}
+		d, expired, ok := c.placeDecode(ctx, exclude, start)
+		if expired != nil {
+			return c.handoffExpired(ctx, n, expired, exclude, p)
+		}
+		if !ok {
+			return false
+		}
+		c.phase, c.decodeIID = "decode", d
+		crossed := d != p
+		c.crossed = &crossed
+		kvp := h.Params
+		if !crossed {
+			kvp = nil // same engine: reuse its own cache, no transfer
+		}
+		e := c.decodeLeg(ctx, n, d, kvp)
+		if e == nil {
+			r.legSucceeded(d, "decode")
+			c.complete()
+			return false
+		}
+		switch {
+		case ctx.Err() != nil || c.clientGone: // the client's doing, not the engine's
+		case isCut(e, c.tokens):
+			r.streamCut(d, e)
+		default:
 			r.legFailedOn(d, e)
 		}
 		if c.committed {
 			c.outputFailed(ctx, e)
 			return false
 		}
-		return c.legFailed(ctx, n, "decode", e, exclude, d, p)
+		if !c.failover(ctx, n, "decode", e, exclude, d) {
+			return c.legFailed(ctx, n, "decode", e, exclude, d, p)
+		}
 	}
-	r.legSucceeded(d, "decode")
-	c.complete()
-	return false
 }
 
 // placePrefill chooses the prefill engine and dispatches the leg in the
@@ -129,7 +162,7 @@ func (c *call) tryPrefill(n int, exclude map[string]bool) (string, <-chan struct
 	r := c.r
 	r.mu.Lock()
 	now := r.now()
-	pl, ref := r.core.PlacePrefill(c.sreq, exclude, now-c.arrived, n == 1)
+	pl, ref := r.core.PlacePrefill(c.sreq, exclude, now-c.arrived, n == 1 && !c.failedOver)
 	if pl.IID != "" {
 		c.price = &journal.Price{PriceS: now - c.arrived + pl.Cost.Secondary, ElapsedS: now - c.arrived,
 			BacklogS: pl.Cost.Secondary - pl.OwnPrefill, OwnPrefillS: pl.OwnPrefill}
@@ -400,7 +433,7 @@ func (c *call) retryDecision(n int, e *vllm.Error) (float64, string) {
 func (c *call) recordFailure(n int, phase string, e *vllm.Error, backoff float64, reason string) {
 	f := journal.AttemptFailure{At: c.r.now(), Attempt: n, Phase: phase, Reason: e.Reason,
 		ErrorType: journal.Ptr(e.Class), ErrorMessage: e.Msg, Transient: e.Transient(),
-		OutputStarted: c.committed, RetryScheduled: reason == "allowed", RetryReason: reason}
+		OutputStarted: c.committed, RetryScheduled: reason == "allowed" || reason == journal.RetryFailover, RetryReason: reason}
 	if c.prefillIID != "" {
 		f.PrefillIID = journal.Ptr(c.prefillIID)
 	}
