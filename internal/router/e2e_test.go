@@ -156,8 +156,13 @@ func TestRefusedWhenThePromptCannotMeetTTFT(t *testing.T) {
 	h := newHarness(t, pd, func(c *fleet.Config) { c.SLO.TTFT = 0.016 })
 	// The profile prices any prompt at ≥ 15 ms; a few hundred tokens go past 16 ms.
 	resp, out := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": strings.Repeat("word ", 300), "max_tokens": 2})
-	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "" {
-		t.Fatalf("status %d Retry-After %q: %s", resp.StatusCode, resp.Header.Get("Retry-After"), out)
+	// Not a 429: retrying cannot help, so the client is told what to change
+	// (a documented deviation from the reference's 429).
+	e, ok := openAIError(out)
+	if resp.StatusCode != 400 || resp.Header.Get("Retry-After") != "" || !ok || e.Type != "invalid_request_error" ||
+		e.Code == nil || *e.Code != "prompt_exceeds_ttft_slo" || e.Param == nil || *e.Param != "prompt" ||
+		!strings.Contains(e.Message, "slo.ttft_s") {
+		t.Fatalf("status %d Retry-After %q: %s; want 400 prompt_exceeds_ttft_slo saying how to fix it", resp.StatusCode, resp.Header.Get("Retry-After"), out)
 	}
 	row := h.row(resp.Header.Get("X-Request-Id"))
 	if row.Terminal != journal.TerminalRefused || *row.Reason != journal.CausePrompt || *row.RefusedCause != journal.CausePrompt {
