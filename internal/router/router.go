@@ -108,6 +108,8 @@ type Router struct {
 	sat       saturation
 	mon       monitoring
 	httpOpts  HTTPOptions // with defaults applied
+	reads     bodyReads   // completion bodies being read, per client
+	models    modelLimits // the engines' max_model_len
 	waveHold  atomic.Pointer[string] // whole-wave restart required: why
 
 	bg       sync.WaitGroup // background probes
@@ -235,7 +237,11 @@ func (r *Router) Metrics() *metrics.Metrics { return r.metrics }
 func (r *Router) Start() {
 	if r.started.CompareAndSwap(false, true) {
 		r.startHA()
+		limits := make(chan struct{}) // read alongside, so a dead engine costs one timeout, not two
+		go func() { defer close(limits); r.learnModelLimits(r.bgCtx) }()
 		r.captureIdentities(r.bgCtx)
+		<-limits
+		r.background(r.watchModelLimits)
 		r.identities.Store(true)
 		r.bg.Add(1)
 		go r.probeLag()

@@ -15,7 +15,11 @@ import (
 func Serve(ctx context.Context, ln net.Listener, r *Router, graceful time.Duration) error {
 	srv := &http.Server{
 		Handler:           r,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: r.httpOpts.ReadHeaderTimeout,
+		IdleTimeout:       r.httpOpts.IdleTimeout,
+		// No ReadTimeout: it would also cut the server's background read
+		// that notices a client leaving mid-stream. Completion bodies have
+		// their own deadline (HTTPOptions.BodyReadTimeout).
 		// No write timeout: streams last as long as serving.request_timeout_s.
 	}
 	r.Start()

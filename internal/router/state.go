@@ -17,11 +17,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
-func (r *Router) serveModels(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, 200, map[string]any{"object": "list", "data": []any{
-		map[string]any{"id": r.cfg.Model, "object": "model", "owned_by": "narwhal"}}})
-}
-
 // serveState is the narwhal.state v1 document: what the scheduler holds
 // and what the router counted.
 func (r *Router) serveState(w http.ResponseWriter, _ *http.Request) {
