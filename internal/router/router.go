@@ -107,9 +107,9 @@ type Router struct {
 	follower  atomic.Value // *state.Follower while standby
 	sat       saturation
 	mon       monitoring
-	httpOpts  HTTPOptions // with defaults applied
-	reads     bodyReads   // completion bodies being read, per client
-	models    modelLimits // the engines' max_model_len
+	httpOpts  HTTPOptions            // with defaults applied
+	reads     bodyReads              // completion bodies being read, per client
+	models    modelLimits            // the engines' max_model_len
 	waveHold  atomic.Pointer[string] // whole-wave restart required: why
 
 	bg       sync.WaitGroup // background probes
