@@ -73,8 +73,8 @@ var (
 	ipv6Pattern     = regexp.MustCompile(`\[[0-9A-Fa-f:.%]+\](?::\d+)?`)
 	ipv4Pattern     = regexp.MustCompile(`\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b`)
 	hostPortPattern = regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9-]*(?:\.[A-Za-z0-9-]+)*:\d{2,5}\b`)
-	bearerPattern   = regexp.MustCompile(`(?i)\bbearer\s+[^\s"',;)]+`)
-	secretPattern   = regexp.MustCompile(`(?i)\b(api[_-]?key|token|password|secret|authorization)(["']?\s*[:=]\s*["']?)[^\s"',;)]+`)
+	bearerPattern   = regexp.MustCompile(`(?i)\b(bearer|authorization["']?\s*[:=]\s*["']?basic)\s+[^\s"',;)<]+`)
+	secretPattern   = regexp.MustCompile(`(?i)\b(api[_-]?key|token|password|secret)(["']?\s*[:=]\s*["']?)[^\s"',;)]+`)
 	skKeyPattern    = regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{6,}`)
 )
 
@@ -86,7 +86,7 @@ const maxClientMessage = 500
 // its length.
 func Sanitize(s string) string {
 	s = urlPattern.ReplaceAllString(s, "<url>")
-	s = bearerPattern.ReplaceAllString(s, "Bearer <redacted>")
+	s = bearerPattern.ReplaceAllString(s, "${1} <redacted>")
 	s = secretPattern.ReplaceAllString(s, "${1}${2}<redacted>")
 	s = skKeyPattern.ReplaceAllString(s, "<redacted>")
 	s = ipv6Pattern.ReplaceAllString(s, "<host>")
