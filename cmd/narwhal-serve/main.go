@@ -36,6 +36,7 @@ type flags struct {
 	resume                                         bool
 	standbyOf, leasePath, routerID                 string
 	leaseTTL, leaseRenew, leaseMargin              time.Duration
+	http                                           router.HTTPOptions
 }
 
 func newRoot() *cobra.Command {
@@ -53,7 +54,10 @@ prefilled on one engine and decoded on another with the KV handed over
 through vLLM's kv_transfer_params, and recorded as one row of the journal.
 
 It binds 127.0.0.1 by default: put authenticating ingress in front of it
-and keep /narwhal/* and /metrics on the control network. On SIGTERM or
+and keep /narwhal/* and /metrics on the control network. Slow clients are
+bounded: a completion body must arrive within --body-read-timeout (408),
+one client IP may send --body-reads-per-client bodies at once (429), and
+idle keep-alive connections close after --idle-timeout. On SIGTERM or
 SIGINT it stops admitting, lets in-flight streams finish for the graceful
 timeout, writes the final handoff document, and exits.
 
@@ -79,6 +83,10 @@ on from the handoff document at recovery.state_path; with --lease-path
 	fl.DurationVar(&f.leaseTTL, "lease-ttl", 5*time.Second, "lease lifetime")
 	fl.DurationVar(&f.leaseRenew, "lease-renew-interval", time.Second, "how often the holder renews the lease")
 	fl.DurationVar(&f.leaseMargin, "lease-safety-margin", time.Second, "the holder fences itself this long before the shared expiry")
+	fl.DurationVar(&f.http.BodyReadTimeout, "body-read-timeout", router.DefaultBodyReadTimeout, "a completion body must arrive within this (never past serving.request_timeout_s), else 408")
+	fl.IntVar(&f.http.BodyReadsPerClient, "body-reads-per-client", router.DefaultBodyReadsPerClient, "completion bodies one client IP may be sending at once, else 429 (raise it behind a proxy that does not buffer bodies)")
+	fl.DurationVar(&f.http.ReadHeaderTimeout, "read-header-timeout", router.DefaultReadHeaderTimeout, "request headers must arrive within this")
+	fl.DurationVar(&f.http.IdleTimeout, "idle-timeout", router.DefaultIdleTimeout, "close keep-alive connections idle this long")
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), f) }
 	return root
 }
@@ -86,6 +94,9 @@ on from the handoff document at recovery.state_path; with --lease-path
 func run(ctx context.Context, f flags) error {
 	if f.fleet == "" {
 		return cli.Usage("--fleet is required: name the fleet file to serve")
+	}
+	if err := checkHTTP(f.http); err != nil {
+		return err
 	}
 	log, err := newLogger(f.logFormat)
 	if err != nil {
@@ -124,7 +135,7 @@ func run(ctx context.Context, f flags) error {
 		return err
 	}
 	r, err := router.New(cfg, profiles, router.Options{Logger: log, Journal: jw, MaxConcurrent: f.maxConcurrent,
-		AdminToken: adminToken, AdminOpen: router.IsLoopback(f.host), HA: ha})
+		AdminToken: adminToken, AdminOpen: router.IsLoopback(f.host), HA: ha, HTTP: f.http})
 	if err != nil {
 		return cli.Invalid(err)
 	}
@@ -141,6 +152,20 @@ func run(ctx context.Context, f flags) error {
 		return cli.Failed(err)
 	}
 	log.Info("narwhal-serve stopped cleanly")
+	return nil
+}
+
+// checkHTTP refuses connection bounds that would switch a bound off.
+func checkHTTP(o router.HTTPOptions) error {
+	for name, d := range map[string]time.Duration{"--body-read-timeout": o.BodyReadTimeout,
+		"--read-header-timeout": o.ReadHeaderTimeout, "--idle-timeout": o.IdleTimeout} {
+		if d <= 0 {
+			return cli.Usage("%s must be positive, got %v", name, d)
+		}
+	}
+	if o.BodyReadsPerClient < 1 {
+		return cli.Usage("--body-reads-per-client must be at least 1, got %d", o.BodyReadsPerClient)
+	}
 	return nil
 }
 

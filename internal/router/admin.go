@@ -113,5 +113,5 @@ func quoteHost(s string) string {
 // adminError is an OpenAI-shaped refusal of an admin request: the
 // client's mistake, so invalid_request_error with narwhal's reason in code.
 func adminError(status int, code, msg string) *apiError {
-	return &apiError{Status: status, Message: msg, Type: "invalid_request_error", Code: strp(code), WithParam: true}
+	return &apiError{Status: status, Message: msg, Type: typeInvalid, Code: strp(code)}
 }

@@ -22,12 +22,14 @@ type call struct {
 	deadline  time.Time
 	phase     string // where it is now, for cancellation: admission, queue, backoff, prefill, decode
 
+	bodyRead       bool // the whole request body was read
 	body           vllm.Body
 	stream         bool // the client asked for a stream
 	clientTokenIDs bool // the client asked for return_token_ids itself
 	inputLen       int
 	sized          bool
 	wanted         int
+	wantedParam    string // the field wanted came from: max_tokens or max_completion_tokens
 	sreq           *sched.Request
 
 	attempts, decodeAttempts int
@@ -61,6 +63,12 @@ type outcome struct {
 // settles the call.
 func (c *call) fail(o outcome) {
 	if o.err != nil && !c.committed {
+		if !c.bodyRead {
+			// Not Go's default of draining the unread body first: a
+			// trickling client would hold the answer back for as long as
+			// it trickles.
+			c.w.Header().Set("Connection", "close")
+		}
 		o.err.write(c.w)
 		c.committed = true
 		o.status = o.err.Status

@@ -126,7 +126,7 @@ func TestInvalidRequests(t *testing.T) {
 		{"kv params through xargs", "/v1/completions", map[string]any{"prompt": "x", "vllm_xargs": map[string]any{"kv_transfer_params": 1}}, 400, "invalid_request_error", "vllm_xargs"},
 		{"continuation on", "/v1/completions", map[string]any{"prompt": "x", "narwhal_continuation": true}, 400, "invalid_request_error", "narwhal_continuation"},
 		{"continuation null", "/v1/completions", map[string]any{"prompt": "x", "narwhal_continuation": nil}, 400, "invalid_request_error", "narwhal_continuation"},
-		{"too large", "/v1/completions", map[string]any{"prompt": strings.Repeat("x", 3000)}, 413, "request_too_large", ""},
+		{"too large", "/v1/completions", map[string]any{"prompt": strings.Repeat("x", 3000)}, 413, "invalid_request_error", ""},
 		{"not an object", "/v1/completions", []int{1}, 400, "invalid_request_error", ""},
 	}
 	for _, tc := range cases {
@@ -156,8 +156,13 @@ func TestRefusedWhenThePromptCannotMeetTTFT(t *testing.T) {
 	h := newHarness(t, pd, func(c *fleet.Config) { c.SLO.TTFT = 0.016 })
 	// The profile prices any prompt at ≥ 15 ms; a few hundred tokens go past 16 ms.
 	resp, out := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": strings.Repeat("word ", 300), "max_tokens": 2})
-	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "" {
-		t.Fatalf("status %d Retry-After %q: %s", resp.StatusCode, resp.Header.Get("Retry-After"), out)
+	// Not a 429: retrying cannot help, so the client is told what to change
+	// (a documented deviation from the reference's 429).
+	e, ok := openAIError(out)
+	if resp.StatusCode != 400 || resp.Header.Get("Retry-After") != "" || !ok || e.Type != "invalid_request_error" ||
+		e.Code == nil || *e.Code != "prompt_exceeds_ttft_slo" || e.Param == nil || *e.Param != "prompt" ||
+		!strings.Contains(e.Message, "slo.ttft_s") {
+		t.Fatalf("status %d Retry-After %q: %s; want 400 prompt_exceeds_ttft_slo saying how to fix it", resp.StatusCode, resp.Header.Get("Retry-After"), out)
 	}
 	row := h.row(resp.Header.Get("X-Request-Id"))
 	if row.Terminal != journal.TerminalRefused || *row.Reason != journal.CausePrompt || *row.RefusedCause != journal.CausePrompt {
@@ -248,7 +253,7 @@ func TestPrefillFailureWithoutRetriesIs502(t *testing.T) {
 	h := newHarness(t, pd, func(c *fleet.Config) { c.Serving.MaxAttempts = 1 })
 	h.engines.Engines[0].SetFaults(simengine.Faults{HTTP500Rate: 1})
 	resp, out := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "x", "max_tokens": 3})
-	if resp.StatusCode != 502 || !strings.Contains(string(out), `"type":"prefill"`) || strings.Contains(string(out), "127.0.0.1") {
+	if resp.StatusCode != 502 || !strings.Contains(string(out), `"code":"prefill"`) || strings.Contains(string(out), "127.0.0.1") {
 		t.Fatalf("%d %s", resp.StatusCode, out)
 	}
 	row := h.row(resp.Header.Get("X-Request-Id"))

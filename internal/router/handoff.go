@@ -114,7 +114,7 @@ func (r *Router) writeHandoff() error {
 func (r *Router) serveHandoff(w http.ResponseWriter, _ *http.Request) {
 	b, err := state.Encode(r.handoff())
 	if err != nil {
-		http.Error(w, "handoff document: "+err.Error(), http.StatusInternalServerError)
+		serverError(http.StatusInternalServerError, "handoff", "handoff document: "+err.Error()).write(w)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -43,8 +43,9 @@ type harness struct {
 }
 
 // newHarness starts one engine per role, in iid order p0.., d0.. and a
-// router; mod adjusts the fleet before the router starts.
-func newHarness(t *testing.T, roles []fleet.Role, mod func(*fleet.Config)) *harness {
+// router; mod adjusts the fleet and opts the router's options before the
+// router starts.
+func newHarness(t *testing.T, roles []fleet.Role, mod func(*fleet.Config), opts ...func(*Options)) *harness {
 	t.Helper()
 	fl, err := simengine.StartFleet(len(roles), simengine.Config{Model: model, Profile: simengine.DefaultProfile("x")}, nil)
 	if err != nil {
@@ -82,7 +83,11 @@ func newHarness(t *testing.T, roles []fleet.Role, mod func(*fleet.Config)) *harn
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.router, err = New(&cfg, store, Options{Journal: h.jw, Rng: ports.NewSeededRng(1), AdminOpen: true})
+	o := Options{Journal: h.jw, Rng: ports.NewSeededRng(1), AdminOpen: true}
+	for _, f := range opts {
+		f(&o)
+	}
+	h.router, err = New(&cfg, store, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +163,10 @@ func (h *harness) post(ctx context.Context, path string, body any) (*http.Respon
 }
 
 func (h *harness) noteRID(resp *http.Response) {
-	rid := resp.Header.Get("X-Request-Id")
+	rid := resp.Header.Get("X-Narwhal-Request-Id") // the router's id; X-Request-Id echoes a client's own
+	if rid == "" {
+		rid = resp.Header.Get("X-Request-Id")
+	}
 	if rid == "" {
 		h.t.Errorf("response %d has no x-request-id", resp.StatusCode)
 		return

@@ -5,37 +5,71 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
+	"strings"
 
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/sched"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
+// route is one served route: its Go 1.22 pattern and handler.
+type route struct {
+	pattern string
+	handler http.Handler
+}
+
 func (r *Router) routes() {
-	m := http.NewServeMux()
-	m.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, q *http.Request) { r.serveCompletion(w, q, false) })
-	m.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, q *http.Request) { r.serveCompletion(w, q, true) })
-	m.HandleFunc("GET /v1/models", r.serveModels)
-	m.HandleFunc("GET /health", r.serveHealth)
-	m.HandleFunc("GET /ready", r.serveReady)
-	m.HandleFunc("GET /narwhal/state", r.serveState)
-	m.HandleFunc("GET /narwhal/lifecycle", r.serveLifecycle)
-	m.HandleFunc("GET /narwhal/handoff", r.serveHandoff)
-	m.HandleFunc("POST /narwhal/lifecycle/drain", r.admin(r.serveDrain))
-	m.HandleFunc("POST /narwhal/lifecycle/readmit", r.admin(r.serveReadmit))
-	m.Handle("GET /metrics", r.metricsHandler())
+	table := []route{
+		{"POST /v1/completions", http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) { r.serveCompletion(w, q, false) })},
+		{"POST /v1/chat/completions", http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) { r.serveCompletion(w, q, true) })},
+		{"GET /v1/models", http.HandlerFunc(r.serveModels)},
+		{"GET /v1/models/{id...}", http.HandlerFunc(r.serveModel)},
+		{"GET /health", http.HandlerFunc(r.serveHealth)},
+		{"GET /ready", http.HandlerFunc(r.serveReady)},
+		{"GET /narwhal/state", http.HandlerFunc(r.serveState)},
+		{"GET /narwhal/lifecycle", http.HandlerFunc(r.serveLifecycle)},
+		{"GET /narwhal/handoff", http.HandlerFunc(r.serveHandoff)},
+		{"POST /narwhal/lifecycle/drain", r.admin(r.serveDrain)},
+		{"POST /narwhal/lifecycle/readmit", r.admin(r.serveReadmit)},
+		{"GET /metrics", r.metricsHandler()},
+	}
+	m, known := http.NewServeMux(), http.NewServeMux()
+	for _, rt := range table {
+		m.Handle(rt.pattern, rt.handler)
+		known.Handle(rt.pattern, rt.handler)
+	}
+	// Everything else answers in OpenAI's error shape, not the mux's
+	// text/plain 404 and 405.
+	m.HandleFunc("/", func(w http.ResponseWriter, q *http.Request) { serveUnrouted(w, q, known) })
 	r.mux = m
+}
+
+// serveUnrouted answers a request no route takes: 405 with Allow when the
+// path is served under other methods, else 404.
+func serveUnrouted(w http.ResponseWriter, q *http.Request, known *http.ServeMux) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		probe := q.Clone(q.Context())
+		probe.Method = m
+		if _, pattern := known.Handler(probe); pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		(&apiError{Status: 405, Type: typeInvalid, Code: strp("method_not_allowed"),
+			Message: fmt.Sprintf("%s is not allowed on %s; use %s", q.Method, q.URL.Path, strings.Join(allow, " or "))}).write(w)
+		return
+	}
+	(&apiError{Status: 404, Type: typeInvalid, Code: strp("not_found"),
+		Message: fmt.Sprintf("Invalid URL (%s %s): this router serves POST /v1/completions, POST /v1/chat/completions and GET /v1/models", q.Method, q.URL.Path)}).write(w)
 }
 
 // serveCompletion is one original request, from arrival to its journal row.
 func (r *Router) serveCompletion(w http.ResponseWriter, req *http.Request, chat bool) {
 	r.inflight.Add(1)
 	defer r.inflight.Done()
-	retained := r.retained.Add(1)
-	defer r.retained.Add(-1)
-
 	c := r.newCall(w, req, chat)
 	defer func() {
 		// Every request ends in exactly one journal row: a path that
@@ -52,11 +86,8 @@ func (r *Router) serveCompletion(w http.ResponseWriter, req *http.Request, chat 
 				panic(v)
 			}
 			r.log.Error("internal error serving a request", "rid", c.rid, "panic", v)
-			if !c.committed {
-				http.Error(w, "internal error", http.StatusInternalServerError)
-			}
-			c.settle(outcome{terminal: journal.TerminalFailed, reason: journal.ReasonInternal, status: 500,
-				detail: fmt.Sprint(v)})
+			c.fail(outcome{terminal: journal.TerminalFailed, reason: journal.ReasonInternal, status: 500,
+				detail: fmt.Sprint(v), err: serverError(500, journal.ReasonInternal, "internal error")})
 		}
 	}()
 	r.mu.Lock()
@@ -65,19 +96,36 @@ func (r *Router) serveCompletion(w http.ResponseWriter, req *http.Request, chat 
 	// under mu too, so resume can tell exactly which journal rows it missed.
 	c.arrived = r.now()
 	r.stats.offered++
-	r.stats.retainedHighWater = max(r.stats.retainedHighWater, retained)
 	r.mu.Unlock()
 
+	if o, bad := r.controlGate(); bad {
+		c.fail(o)
+		return
+	}
+	// The body is read before the request counts against the in-flight
+	// ceiling: a client trickling its body holds only its own per-address
+	// slot, never the seats everyone shares.
+	raw, ok := c.readBody()
+	if !ok {
+		return
+	}
+	retained := r.retained.Add(1)
+	defer r.retained.Add(-1)
+	r.mu.Lock()
+	r.stats.retainedHighWater = max(r.stats.retainedHighWater, retained)
+	r.mu.Unlock()
+	// A request that cannot succeed hears so before any overload answer
+	// would invite it to retry.
+	if !c.parse(raw) {
+		return
+	}
 	if o, bad := r.ingressGate(retained); bad {
 		c.fail(o)
 		return
 	}
+	c.recordAdmission()
 	ctx, cancel := context.WithDeadline(req.Context(), c.deadline)
 	defer cancel()
-	if !c.readBody() {
-		return
-	}
-	c.recordAdmission()
 	release, ok := c.admit(ctx)
 	if !ok {
 		return
@@ -93,57 +141,81 @@ func (r *Router) newCall(w http.ResponseWriter, req *http.Request, chat bool) *c
 	c := &call{r: r, w: w, req: req, rid: r.ids.NewID(), chat: chat, endpoint: req.URL.Path,
 		arrived: r.now(), phase: "admission"}
 	c.deadline = r.clock.Now().Add(seconds(r.cfg.Serving.RequestTimeoutS))
+	// The client's own id comes back as X-Request-Id (OpenAI's SDKs log
+	// it); the router's is always in X-Narwhal-Request-Id, and in
+	// X-Request-Id too when the client sent none.
+	h := w.Header()
+	h.Set("X-Narwhal-Request-Id", c.rid)
+	h.Set("X-Request-Id", c.rid)
 	if id := req.Header.Get("X-Request-Id"); id != "" {
 		c.clientRID = &id
+		if echoable(id) {
+			h.Set("X-Request-Id", id)
+		}
 	}
-	w.Header().Set("X-Request-Id", c.rid)
 	return c
 }
 
-// ingressGate refuses work before the body is read: shutdown, the
-// in-flight ceiling, and a fleet with no engine to place on.
-func (r *Router) ingressGate(retained int64) (outcome, bool) {
+// echoable: a client request id short and plain enough to send back.
+func echoable(id string) bool {
+	if len(id) > 256 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// controlGate refuses work before the body is read when this router
+// cannot place any: it is shutting down, a standby, or fenced (its lease
+// lost). These answer 503 before any overload check, so a load balancer
+// sends the client to the router that can serve it.
+func (r *Router) controlGate() (outcome, bool) {
 	switch {
 	case r.closing.Load():
 		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonNotReady, readiness: "shutting down",
-			err: typed(503, "standby", "router is shutting down", 1)}, true
-	case retained > int64(r.limit+r.cfg.Serving.QueueCapacity):
-		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonInflightLimit,
-			err: &apiError{Status: 429, Type: "server_overloaded_error", Message: "router in-flight limit reached", RetryAfter: 1}}, true
-	}
-	if sat, lag, sizing := r.saturated(); sat {
-		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonSaturated,
-			detail: fmt.Sprintf("router saturated: loop lag %v, median sizing delay %v (limit slo.ttft_s/4)", lag, sizing),
-			err:    &apiError{Status: 429, Type: "server_overloaded_error", Message: "router saturated; retry shortly", RetryAfter: 1}}, true
-	}
-	if reason, ready := r.readiness(); !ready {
-		typ := "standby"
-		if reason == reasonNoEngines {
-			typ = "backend_unavailable"
-		}
+			err: unavailable("standby", "router is shutting down")}, true
+	case !r.controlsFleet() || r.ha.blockedReason() != "":
+		reason := r.notControlling()
 		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonNotReady, readiness: reason,
-			err: typed(503, typ, reason, 1)}, true
+			err: unavailable("standby", reason)}, true
 	}
 	return outcome{}, false
 }
 
-// readBody reads and validates the request body; on failure it answers
-// and settles the call.
-func (c *call) readBody() bool {
-	limit := int64(c.r.cfg.Serving.MaxRequestBytes)
-	raw, err := io.ReadAll(io.LimitReader(c.req.Body, limit+1))
-	if err != nil {
-		c.fail(outcome{terminal: journal.TerminalCancelled, detail: ""})
-		return false
+// ingressGate refuses a read and valid request before it takes a seat:
+// the in-flight ceiling, saturation, and a fleet with no engine to place
+// on.
+func (r *Router) ingressGate(retained int64) (outcome, bool) {
+	if retained > int64(r.limit+r.cfg.Serving.QueueCapacity) {
+		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonInflightLimit,
+			err: overloaded(journal.ReasonInflightLimit, "router in-flight limit reached", 1)}, true
 	}
-	if int64(len(raw)) > limit {
-		c.fail(outcome{terminal: journal.TerminalInvalid,
-			err: &apiError{Status: 413, Type: "request_too_large", Message: "request body exceeds max_request_bytes"}})
-		return false
+	if sat, lag, sizing := r.saturated(); sat {
+		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonSaturated,
+			detail: fmt.Sprintf("router saturated: loop lag %v, median sizing delay %v (limit slo.ttft_s/4)", lag, sizing),
+			err:    overloaded(journal.ReasonSaturated, "router saturated; retry shortly", 1)}, true
 	}
+	if reason, ready := r.readiness(); !ready {
+		code := "standby"
+		if reason == reasonNoEngines {
+			code = "backend_unavailable"
+		}
+		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonNotReady, readiness: reason,
+			err: unavailable(code, reason)}, true
+	}
+	return outcome{}, false
+}
+
+// parse parses and validates the body; on failure it answers and settles
+// the call.
+func (c *call) parse(raw []byte) bool {
 	body, err := vllm.ParseBody(raw)
 	if err != nil {
-		c.fail(outcome{terminal: journal.TerminalInvalid, err: invalidRequest(err.Error(), "")})
+		c.fail(outcome{terminal: journal.TerminalInvalid, err: badRequest("invalid_json", "", err.Error())})
 		return false
 	}
 	if e := c.validate(body); e != nil {
@@ -166,7 +238,7 @@ func (c *call) admit(ctx context.Context) (func(), bool) {
 	}
 	if r.cfg.Serving.QueueCapacity == 0 {
 		c.fail(outcome{terminal: journal.TerminalRejected, reason: journal.ReasonInflightLimit,
-			err: &apiError{Status: 429, Type: "server_overloaded_error", Message: "router in-flight limit reached", RetryAfter: 1}})
+			err: overloaded(journal.ReasonInflightLimit, "router in-flight limit reached", 1)})
 		return nil, false
 	}
 	c.phase = "queue"
@@ -179,7 +251,7 @@ func (c *call) admit(ctx context.Context) (func(), bool) {
 		return release, true
 	case <-t.C():
 		c.fail(outcome{terminal: journal.TerminalExpired, reason: journal.ReasonQueueTimeout,
-			err: &apiError{Status: 504, Type: "queue_expired", Message: "no admission seat within serving.queue_timeout_s"}})
+			err: serverError(504, "queue_expired", "no admission seat within serving.queue_timeout_s")})
 	case <-ctx.Done():
 		c.ended(ctx)
 	}
@@ -200,7 +272,7 @@ func (c *call) ended(ctx context.Context) {
 		return
 	}
 	c.fail(outcome{terminal: journal.TerminalExpired, reason: journal.ReasonDeadline,
-		err: &apiError{Status: 504, Type: "request_expired", Message: "original request deadline expired"}})
+		err: serverError(504, "request_expired", "original request deadline expired")})
 }
 
 // size counts the prompt: locally for token-id prompts, on an engine's
@@ -218,7 +290,7 @@ func (c *call) size(ctx context.Context) bool {
 				c.ended(ctx)
 				return false
 			}
-			c.fail(outcome{terminal: journal.TerminalFailed, reason: e.Reason, err: upstream("admission", e.Timeout), detail: e.Msg})
+			c.fail(outcome{terminal: journal.TerminalFailed, reason: e.Reason, err: legError("admission", e), detail: e.Msg})
 			return false
 		}
 	} else if !exact {
@@ -226,6 +298,10 @@ func (c *call) size(ctx context.Context) bool {
 	}
 	c.inputLen, c.sized = n, true
 	r.sized(r.clock.Now().Sub(began))
+	if e := c.contextError(n, exact || r.cfg.Engine.Tokenize); e != nil {
+		c.fail(outcome{terminal: journal.TerminalInvalid, err: e, detail: e.Message})
+		return false
+	}
 	r.mu.Lock()
 	c.sreq = r.core.Track(c.arrived, sched.Request{RID: c.rid, InputLen: n, WantedLen: c.wanted})
 	r.mu.Unlock()
@@ -315,6 +391,10 @@ func (c *call) localSize() (n int, exact bool, text string) {
 	var ids []int
 	if err := json.Unmarshal(c.body["prompt"], &ids); err == nil && len(ids) > 0 {
 		return len(ids), true, ""
+	}
+	var one [][]int // validate admits a batch of one prompt only
+	if err := json.Unmarshal(c.body["prompt"], &one); err == nil && len(one) == 1 && len(one[0]) > 0 {
+		return len(one[0]), true, ""
 	}
 	var s string
 	if json.Unmarshal(c.body["prompt"], &s) == nil {

@@ -108,7 +108,7 @@ func (c *call) streamError(code string) {
 	if !c.committed || c.clientGone {
 		return
 	}
-	ev := `{"error":{"message":"Upstream request failed","type":"decode","code":` + strconv.Quote(code) + `}}`
+	ev := `{"error":{"message":"Upstream request failed","type":"server_error","param":null,"code":` + strconv.Quote(code) + `}}`
 	_, _ = c.w.Write([]byte("data: " + ev + "\n\n"))
 	_ = http.NewResponseController(c.w).Flush()
 }

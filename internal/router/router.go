@@ -52,6 +52,9 @@ type Options struct {
 	AdminOpen  bool
 	// HA configures the handoff document, resume, the lease and standby.
 	HA HA
+	// HTTP bounds what one client connection may hold (body reads, idle
+	// keep-alives); zero fields take the documented defaults.
+	HTTP HTTPOptions
 }
 
 // engine is one configured engine as the router talks to it.
@@ -107,6 +110,9 @@ type Router struct {
 	follower  atomic.Value // *state.Follower while standby
 	sat       saturation
 	mon       monitoring
+	httpOpts  HTTPOptions            // with defaults applied
+	reads     bodyReads              // completion bodies being read, per client
+	models    modelLimits            // the engines' max_model_len
 	waveHold  atomic.Pointer[string] // whole-wave restart required: why
 
 	bg       sync.WaitGroup // background probes
@@ -148,6 +154,7 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 		stop: make(chan struct{}), done: make(chan struct{}), freed: make(chan struct{}),
 		life: lifecycle.New(cfg), attestURL: map[string]string{}, adminToken: o.AdminToken, adminOpen: o.AdminOpen,
 		statePath: o.HA.StatePath, lease: o.HA.Lease, standbyOf: o.HA.StandbyOf,
+		httpOpts: o.HTTP.withDefaults(),
 	}
 	if r.standbyOf != "" && r.lease == nil {
 		return nil, errors.New("a standby needs a lease: pass --lease-path with --standby-of")
@@ -234,7 +241,11 @@ func (r *Router) Metrics() *metrics.Metrics { return r.metrics }
 func (r *Router) Start() {
 	if r.started.CompareAndSwap(false, true) {
 		r.startHA()
+		limits := make(chan struct{}) // read alongside, so a dead engine costs one timeout, not two
+		go func() { defer close(limits); r.learnModelLimits(r.bgCtx) }()
 		r.captureIdentities(r.bgCtx)
+		<-limits
+		r.background(r.watchModelLimits)
 		r.identities.Store(true)
 		r.bg.Add(1)
 		go r.probeLag()

@@ -133,7 +133,7 @@ func (c *call) placePrefill(ctx context.Context, n int, exclude map[string]bool)
 			return "", false
 		case !freed:
 			c.fail(outcome{terminal: journal.TerminalExpired, reason: journal.ReasonQueueTimeout, detail: "no prefill seat within serving.queue_timeout_s",
-				err: typed(504, "expired", "no prefill seat freed within the queue timeout", 0)})
+				err: serverError(504, "expired", "no prefill seat freed within the queue timeout")})
 			return "", false
 		}
 	}
@@ -191,25 +191,26 @@ func (c *call) tryPrefill(n int, exclude map[string]bool) (string, <-chan struct
 	case ref != nil && ref.Wait:
 		return "", freed, false
 	case ref != nil:
-		c.refused(n, ref)
+		c.refused(n, ref, pl)
 		return "", nil, false
 	}
 	return pl.IID, nil, true
 }
 
-// refused ends the call with a placement refusal.
-func (c *call) refused(n int, ref *sched.Refusal) {
+// refused ends the call with a placement refusal; the router, not the
+// core, decides what each cause means to a client (refusalError).
+func (c *call) refused(n int, ref *sched.Refusal, pl sched.Placement) {
 	o := outcome{detail: ref.Message}
 	switch {
-	case ref.Status == 429:
+	case ref.Cause != sched.CauseNoEngine:
 		o.terminal, o.reason = journal.TerminalRefused, ref.Cause
-		o.err = &apiError{Status: 429, Type: "server_overloaded_error", Message: ref.Message, RetryAfter: ref.RetryAfter}
+		o.err = c.refusalError(ref, pl)
 	case n == 1:
 		o.terminal, o.reason = journal.TerminalFailed, journal.ReasonNoEngine
-		o.err = typed(503, "no_schedulable_engines", "no engine can take this request now", 1)
+		o.err = unavailable("no_schedulable_engines", "no engine can take this request now")
 	default:
 		o.terminal, o.reason = journal.TerminalFailed, journal.ReasonNoEngine
-		o.err = typed(503, "backend_unavailable", "no engine is left to retry on", 1)
+		o.err = unavailable("backend_unavailable", "no engine is left to retry on")
 		c.noteNotDispatched()
 	}
 	c.fail(o)
@@ -242,7 +243,7 @@ func (c *call) placeDecode(ctx context.Context, exclude map[string]bool, handoff
 			return pl.IID, nil, true
 		case !ref.Wait:
 			c.fail(outcome{terminal: journal.TerminalFailed, reason: journal.ReasonNoEngine, detail: ref.Message,
-				err: typed(503, "backend_unavailable", "no engine can take the decode leg now", 1)})
+				err: unavailable("backend_unavailable", "no engine can take the decode leg now")})
 			return "", nil, false
 		}
 		left := c.deadline.Sub(r.clock.Now())
@@ -382,7 +383,7 @@ func (c *call) legFailed(ctx context.Context, n int, phase string, e *vllm.Error
 	backoff, reason := c.retryDecision(n, e)
 	c.recordFailure(n, phase, e, backoff, reason)
 	if reason != "allowed" {
-		c.fail(outcome{terminal: journal.TerminalFailed, reason: e.Reason, err: upstream(phase, e.Timeout), detail: e.Msg})
+		c.fail(outcome{terminal: journal.TerminalFailed, reason: e.Reason, err: legError(phase, e), detail: e.Msg})
 		return false
 	}
 	return c.backoff(ctx, backoff)
@@ -395,7 +396,7 @@ func (c *call) handoffExpired(ctx context.Context, n int, e *vllm.Error, exclude
 	c.recordFailure(n, "decode", e, backoff, reason)
 	if reason != "allowed" {
 		c.fail(outcome{terminal: journal.TerminalExpired, reason: journal.ReasonHandoff, detail: e.Msg,
-			err: typed(504, "handoff_expired", "the KV handoff expired before decode could start", 0)})
+			err: serverError(504, "handoff_expired", "the KV handoff expired before decode could start")})
 		return false
 	}
 	exclude[producer] = true
@@ -476,7 +477,7 @@ func (c *call) outputFailed(ctx context.Context, e *vllm.Error) {
 	c.recordFailureAfterOutput(e)
 	c.streamError("failed")
 	c.settle(outcome{terminal: journal.TerminalFailed, reason: e.Reason, status: 200, detail: e.Msg,
-		err: &apiError{Status: 200, Type: "decode", Code: strp("failed")}})
+		err: &apiError{Status: 200, Type: typeServer, Code: strp("failed")}})
 }
 
 func (c *call) recordFailureAfterOutput(e *vllm.Error) {

@@ -63,8 +63,9 @@ func TestPrefillSeatWaitExpires(t *testing.T) {
 		t.Fatalf("%d %s, want 504 expired", resp.StatusCode, out)
 	}
 	row := h.row(resp.Header.Get("X-Request-Id"))
-	if row.Terminal != journal.TerminalExpired || *row.Reason != journal.ReasonQueueTimeout || *row.ErrorType != "expired" {
-		t.Errorf("journal %s %v %v", row.Terminal, *row.Reason, *row.ErrorType)
+	if row.Terminal != journal.TerminalExpired || *row.Reason != journal.ReasonQueueTimeout || *row.ErrorType != "server_error" ||
+		row.ErrorCode == nil || *row.ErrorCode != "expired" {
+		t.Errorf("journal %s %v %v %v", row.Terminal, *row.Reason, *row.ErrorType, row.ErrorCode)
 	}
 	h.engines.Engines[0].SetFaults(simengine.Faults{})
 	<-done

@@ -17,11 +17,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
-func (r *Router) serveModels(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, 200, map[string]any{"object": "list", "data": []any{
-		map[string]any{"id": r.cfg.Model, "object": "model", "owned_by": "narwhal"}}})
-}
-
 // serveState is the narwhal.state v1 document: what the scheduler holds
 // and what the router counted.
 func (r *Router) serveState(w http.ResponseWriter, _ *http.Request) {
@@ -80,8 +75,9 @@ func (r *Router) state() map[string]any {
 		},
 		"serving": map[string]any{
 			"http_retained": r.retained.Load(), "http_retained_limit": r.limit + c.Serving.QueueCapacity,
-			"http_retained_high_water": st.retainedHighWater,
-			"prefill_attempts":         st.prefillAttempts, "decode_attempts": st.decodeAttempts,
+			"http_retained_high_water": st.retainedHighWater, "body_reads": r.reads.total(),
+			"max_model_len":    r.maxModelLen(),
+			"prefill_attempts": st.prefillAttempts, "decode_attempts": st.decodeAttempts,
 			"retry_attempts": st.retries, "retry_credits": st.credits, "retry_credits_spent": st.creditsSpent,
 			"retry_denied": st.retryDenied, "served_after_retry": st.servedAfterRetry,
 			"attempt_failures": failures, "decode_tokens_observed": st.decodeTokens,

@@ -7,8 +7,10 @@ import (
 	"strings"
 )
 
-// validate checks the fields the router reads (runtime.md §1.5) and
-// records what it needs from them. Fields it does not read pass through.
+// validate checks the fields the router reads (runtime.md §1.5), and the
+// values and shapes an engine would refuse only after a leg was paid for
+// (docs/router.md, "Errors"), and records what it needs from them. Fields
+// it does not read pass through.
 func (c *call) validate(b map[string]json.RawMessage) *apiError {
 	present := func(k string) (json.RawMessage, bool) {
 		v, ok := b[k]
@@ -16,22 +18,14 @@ func (c *call) validate(b map[string]json.RawMessage) *apiError {
 	}
 	var model string
 	if v, ok := present("model"); ok && json.Unmarshal(v, &model) != nil {
-		return invalidRequest("model must be a string", "model")
+		return invalidType("model", "model must be a string")
 	}
 	if v, ok := present("stream"); ok && json.Unmarshal(v, &c.stream) != nil {
-		return invalidRequest("stream must be a boolean", "stream")
+		return invalidType("stream", "stream must be a boolean")
 	}
-	ints := map[string]int{}
-	for _, k := range []string{"n", "best_of", "max_tokens", "max_completion_tokens"} {
-		v, ok := present(k)
-		if !ok {
-			continue
-		}
-		n, isInt := intValue(v)
-		if !isInt {
-			return invalidRequest(k+" must be an integer", k)
-		}
-		ints[k] = n
+	ints, e := counts(present)
+	if e != nil {
+		return e
 	}
 	if e := c.validateInput(present); e != nil {
 		return e
@@ -39,22 +33,43 @@ func (c *call) validate(b map[string]json.RawMessage) *apiError {
 	if e := validateOptions(present, c.stream); e != nil {
 		return e
 	}
-	if ints["n"] > 1 || ints["best_of"] > 1 {
-		return &apiError{Status: 400, Type: "invalid_request_error",
-			Message: "n and best_of must be 1: the prefill leg generates one sequence and both legs must agree"}
-	}
 	if model != "" && model != c.r.cfg.Model {
-		return &apiError{Status: 404, Type: "invalid_request_error", Code: strp("model_not_found"), WithParam: true,
+		return &apiError{Status: 404, Type: typeInvalid, Code: strp("model_not_found"), Param: strp("model"),
 			Message: fmt.Sprintf("The model `%s` does not exist; this router serves `%s`.", model, c.r.cfg.Model)}
 	}
 	if v, ok := present("return_token_ids"); ok {
 		_ = json.Unmarshal(v, &c.clientTokenIDs)
 	}
-	c.wanted = ints["max_tokens"]
+	c.wanted, c.wantedParam = ints["max_tokens"], "max_tokens"
 	if n, ok := ints["max_completion_tokens"]; ok {
-		c.wanted = n
+		c.wanted, c.wantedParam = n, "max_completion_tokens"
 	}
 	return nil
+}
+
+// counts reads the integer fields: each a JSON integer of at least 1, and
+// n and best_of exactly 1 (the prefill leg generates one sequence and both
+// legs must agree on the sampling width).
+func counts(present func(string) (json.RawMessage, bool)) (map[string]int, *apiError) {
+	ints := map[string]int{}
+	for _, k := range []string{"n", "best_of", "max_tokens", "max_completion_tokens"} {
+		v, ok := present(k)
+		if !ok {
+			continue
+		}
+		n, isInt := intValue(v)
+		switch {
+		case !isInt:
+			return nil, invalidType(k, k+" must be an integer")
+		case n < 1:
+			return nil, invalidValue(k, fmt.Sprintf("%s must be at least 1, got %d", k, n))
+		case n > 1 && (k == "n" || k == "best_of"):
+			return nil, unsupported(k, fmt.Sprintf("%s must be 1: this router's prefill leg generates one sequence and both legs must agree; "+
+				"send %d requests instead", k, n))
+		}
+		ints[k] = n
+	}
+	return ints, nil
 }
 
 // intValue accepts JSON integers only: not booleans, not 5.0.
@@ -75,57 +90,171 @@ func (c *call) validateInput(present func(string) (json.RawMessage, bool)) *apiE
 		v, ok := present("messages")
 		var msgs []map[string]json.RawMessage
 		if !ok || json.Unmarshal(v, &msgs) != nil || len(msgs) == 0 {
-			return invalidRequest("messages must be a non-empty array of objects", "messages")
+			return invalidType("messages", "messages must be a non-empty array of objects")
 		}
-		for _, m := range msgs {
+		for i, m := range msgs {
 			if m == nil {
-				return invalidRequest("messages must be a non-empty array of objects", "messages")
+				return invalidType("messages", "messages must be a non-empty array of objects")
+			}
+			if e := validateContent(i, m["content"]); e != nil {
+				return e
 			}
 		}
 		return nil
 	}
 	v, ok := present("prompt")
 	if !ok {
-		return invalidRequest("prompt is required", "prompt")
+		return invalidType("prompt", "prompt is required")
 	}
-	if t := bytes.TrimSpace(v); len(t) == 0 || (t[0] != '"' && t[0] != '[') {
-		return invalidRequest("prompt must be a string or an array", "prompt")
+	return validatePrompt(v, true)
+}
+
+// validatePrompt accepts what vLLM serves as one prompt: a non-empty
+// string, a non-empty array of token ids, or (top level only) an array
+// holding one of those. A batch of several prompts is refused: both legs
+// and the KV handoff are per sequence.
+func validatePrompt(v json.RawMessage, top bool) *apiError {
+	const shape = "prompt must be a string, an array of token ids, or an array of one of those"
+	t := bytes.TrimSpace(v)
+	switch {
+	case len(t) > 0 && t[0] == '"':
+		var s string
+		if json.Unmarshal(t, &s) != nil {
+			return invalidType("prompt", shape)
+		}
+		if s == "" {
+			return invalidValue("prompt", "prompt must not be empty")
+		}
+		return nil
+	case len(t) == 0 || t[0] != '[':
+		return invalidType("prompt", shape)
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(t, &items) != nil {
+		return invalidType("prompt", shape)
+	}
+	if len(items) == 0 {
+		return invalidValue("prompt", "prompt must not be empty")
+	}
+	if first := bytes.TrimSpace(items[0]); len(first) > 0 && (first[0] == '-' || (first[0] >= '0' && first[0] <= '9')) {
+		return tokenIDs(items)
+	}
+	if !top {
+		return invalidType("prompt", shape)
+	}
+	if len(items) > 1 {
+		return unsupported("prompt", fmt.Sprintf("batch prompts (an array of %d prompts) are not supported: send one prompt per request", len(items)))
+	}
+	return validatePrompt(items[0], false)
+}
+
+// tokenIDs checks a token-id prompt: non-negative integers.
+func tokenIDs(items []json.RawMessage) *apiError {
+	for i, it := range items {
+		if n, ok := intValue(it); !ok || n < 0 {
+			return invalidValue("prompt", fmt.Sprintf("prompt[%d] is not a token id: token ids are non-negative integers", i))
+		}
 	}
 	return nil
 }
 
-// validateOptions refuses options the two-leg path cannot honour.
+// textParts are the chat content parts the two-leg path serves. Images,
+// audio, video and files need the encoder cache handed over too, which
+// fleet schema 1 has no policy for.
+var textParts = map[string]bool{"text": true, "refusal": true}
+
+// validateContent checks messages[i].content: absent, null, a string, or
+// an array of text parts.
+func validateContent(i int, raw json.RawMessage) *apiError {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || bytes.Equal(t, []byte("null")) || t[0] == '"' {
+		return nil
+	}
+	param := fmt.Sprintf("messages[%d].content", i)
+	var parts []struct {
+		Type *string `json:"type"`
+	}
+	if t[0] != '[' || json.Unmarshal(t, &parts) != nil {
+		return invalidType(param, param+" must be a string or an array of content parts")
+	}
+	for j, p := range parts {
+		pp := fmt.Sprintf("%s[%d]", param, j)
+		switch {
+		case p.Type == nil:
+			return invalidType(pp, pp+" needs a type")
+		case !textParts[*p.Type]:
+			return unsupported(pp, fmt.Sprintf("%s is a %q part: this router serves text only (no image, audio, video or file input); "+
+				"send text parts", pp, *p.Type))
+		}
+	}
+	return nil
+}
+
+// validateOptions refuses options the two-leg path cannot honour, and
+// stream_options an engine would refuse.
 func validateOptions(present func(string) (json.RawMessage, bool), stream bool) *apiError {
 	if v, ok := present("vllm_xargs"); ok {
 		var x map[string]json.RawMessage
 		if json.Unmarshal(v, &x) != nil {
-			return invalidRequest("vllm_xargs must be an object", "vllm_xargs")
+			return invalidType("vllm_xargs", "vllm_xargs must be an object")
 		}
 		for _, k := range []string{"kv_cache_report_mode", "kv_transfer_params", "ec_transfer_params"} {
 			if _, set := x[k]; set {
-				return invalidRequest("vllm_xargs must not set "+k+": the router owns the KV handoff", "vllm_xargs")
+				return unsupported("vllm_xargs", "vllm_xargs must not set "+k+": the router owns the KV handoff")
 			}
 		}
 	}
 	if v, ok := present("narwhal_continuation"); ok || v != nil {
 		var on bool
 		if !ok || json.Unmarshal(v, &on) != nil {
-			return invalidRequest("narwhal_continuation must be a boolean", "narwhal_continuation")
+			return invalidType("narwhal_continuation", "narwhal_continuation must be a boolean")
 		}
 		if on {
-			return invalidRequest("narwhal_continuation is not enabled on this router (fleet schema 1 has no continuation policy)", "narwhal_continuation")
+			return unsupported("narwhal_continuation", "narwhal_continuation is not enabled on this router (fleet schema 1 has no continuation policy)")
 		}
+	}
+	if e := validateStreamOptions(present, stream); e != nil {
+		return e
 	}
 	if stream {
 		return nil
 	}
+	return validateNonStreaming(present)
+}
+
+// validateStreamOptions: an object of booleans, and only with stream: true
+// (as OpenAI and vLLM require).
+func validateStreamOptions(present func(string) (json.RawMessage, bool), stream bool) *apiError {
+	v, ok := present("stream_options")
+	if !ok {
+		return nil
+	}
+	var so map[string]json.RawMessage
+	if json.Unmarshal(v, &so) != nil || so == nil {
+		return invalidType("stream_options", "stream_options must be an object")
+	}
+	if !stream {
+		return invalidValue("stream_options", "stream_options is only allowed with stream: true")
+	}
+	for _, k := range []string{"include_usage", "continuous_usage_stats"} {
+		var on bool
+		if raw, set := so[k]; set && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) && json.Unmarshal(raw, &on) != nil {
+			return invalidType("stream_options."+k, "stream_options."+k+" must be a boolean")
+		}
+	}
+	return nil
+}
+
+// validateNonStreaming refuses output options the assembled (non-streamed)
+// response cannot carry.
+func validateNonStreaming(present func(string) (json.RawMessage, bool)) *apiError {
 	if _, ok := present("audio"); ok {
-		return invalidRequest("audio output needs stream: true through this router", "audio")
+		return unsupported("audio", "audio output needs stream: true through this router")
 	}
 	if v, ok := present("modalities"); ok {
 		var m []string
 		if json.Unmarshal(v, &m) != nil || len(m) != 1 || m[0] != "text" {
-			return invalidRequest("modalities other than [\"text\"] need stream: true through this router", "modalities")
+			return unsupported("modalities", "modalities other than [\"text\"] need stream: true through this router")
 		}
 	}
 	if v, ok := present("tools"); ok {
@@ -133,11 +262,11 @@ func validateOptions(present func(string) (json.RawMessage, bool), stream bool) 
 			Type string `json:"type"`
 		}
 		if json.Unmarshal(v, &tools) != nil {
-			return invalidRequest("tools must be an array", "tools")
+			return invalidType("tools", "tools must be an array")
 		}
 		for _, t := range tools {
 			if t.Type != "function" {
-				return invalidRequest("only function tools are supported without stream: true", "tools")
+				return unsupported("tools", "only function tools are supported without stream: true")
 			}
 		}
 	}

@@ -103,7 +103,9 @@ func (c *Client) do(phase string, req *http.Request) (*http.Response, *Error) {
 	if resp.StatusCode != http.StatusOK {
 		detail, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		resp.Body.Close()
-		return nil, statusError(phase, resp.StatusCode, string(detail))
+		e := statusError(phase, resp.StatusCode, string(detail))
+		e.redact(c.base, c.key)
+		return nil, e
 	}
 	return resp, nil
 }
@@ -134,6 +136,8 @@ type Stream struct {
 	lines  lineReader
 	cancel context.CancelFunc
 
+	base, key string // to redact from an in-stream error a client may see
+
 	mu       sync.Mutex
 	idle     time.Duration
 	timer    *time.Timer
@@ -157,7 +161,8 @@ func (c *Client) OpenStream(ctx context.Context, endpoint string, body []byte, r
 		cancel()
 		return nil, e
 	}
-	return &Stream{resp: resp, lines: lineReader{r: bufio.NewReaderSize(resp.Body, 16<<10)}, cancel: cancel, Status: resp.StatusCode}, nil
+	return &Stream{resp: resp, lines: lineReader{r: bufio.NewReaderSize(resp.Body, 16<<10)}, cancel: cancel, Status: resp.StatusCode,
+		base: c.base, key: c.key}, nil
 }
 
 // SetIdleTimeout bounds the silence between chunks from now on; 0 removes
@@ -205,6 +210,7 @@ func (s *Stream) Next() (Event, *Error) {
 		}
 		data = bytes.TrimPrefix(data, []byte(" "))
 		ev, e := parseEvent(append([]byte(nil), data...))
+		e.redact(s.base, s.key)
 		return ev, e
 	}
 }

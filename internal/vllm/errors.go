@@ -32,6 +32,11 @@ type Error struct {
 	// Class is the breaker class: connection, timeout, overload,
 	// inference_status, kv_handoff or stream.
 	Class string
+	// ClientMessage and ClientParam are the engine's own explanation of a
+	// 4xx, from its OpenAI or FastAPI error body, with URLs, hosts and
+	// credentials removed: safe to show the client (see ClientFault).
+	ClientMessage string
+	ClientParam   string
 }
 
 func (e *Error) Error() string { return e.Phase + ": " + e.Msg }
@@ -47,10 +52,29 @@ func (e *Error) Transient() bool {
 	return true
 }
 
-// statusError classifies an engine HTTP status.
+// ClientFault reports whether the engine refused the request itself as
+// invalid (HTTP 400, 413 or 422): the client's mistake, which no retry or
+// other engine can fix. Other 4xx (401, 403, 404, …) mean the router or
+// the engine is misconfigured and stay engine faults.
+func (e *Error) ClientFault() bool {
+	if e.Reason != ReasonRejected {
+		return false
+	}
+	switch e.Status {
+	case 400, 413, 422:
+		return true
+	}
+	return false
+}
+
+// statusError classifies an engine HTTP status; detail is the response
+// body (or the in-stream error message).
 func statusError(phase string, status int, detail string) *Error {
 	e := &Error{Phase: phase, Status: status, Class: "inference_status",
 		Msg: fmt.Sprintf("engine answered HTTP %d: %s", status, truncate(detail, 200))}
+	if status >= 400 && status < 500 {
+		e.ClientMessage, e.ClientParam = clientDetail(detail)
+	}
 	switch {
 	case status == 408 || status == 429:
 		e.Reason, e.Timeout, e.Class = ReasonOverloaded, status == 408, "overload"

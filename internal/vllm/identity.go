@@ -78,21 +78,13 @@ func ParseProcessStart(r io.Reader) (float64, error) {
 
 // Models lists the ids of GET /v1/models.
 func (c *Client) Models(ctx context.Context) ([]string, *Error) {
-	b, e := c.get(ctx, "/v1/models", 4<<20)
+	cards, e := c.ModelCards(ctx)
 	if e != nil {
 		return nil, e
 	}
-	var out struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, invalid("health", "inference_status", "/v1/models is not JSON: %v", err)
-	}
-	ids := make([]string, len(out.Data))
-	for i, d := range out.Data {
-		ids[i] = d.ID
+	ids := make([]string, len(cards))
+	for i, m := range cards {
+		ids[i] = m.ID
 	}
 	return ids, nil
 }
