@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/sched"
@@ -113,7 +114,7 @@ func (r *Router) ingressGate(retained int64) (outcome, bool) {
 	}
 	if reason, ready := r.readiness(); !ready {
 		typ := "standby"
-		if reason == reasonNoEngines {
+		if strings.HasPrefix(reason, reasonNoEngines) {
 			typ = "backend_unavailable"
 		}
 		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonNotReady, readiness: reason,
@@ -355,11 +356,12 @@ func (r *Router) readiness() (string, bool) {
 		return "engine identity validation pending", false
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.core.AnyLive() {
+	missing := r.coverageLocked()
+	r.mu.Unlock()
+	if missing == "" {
 		return "", true
 	}
-	return reasonNoEngines, false
+	return r.unready(missing), false
 }
 
 const reasonNoEngines = "no available engines"

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/attest"
+	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
 	"github.com/narwhal-go/narwhal/internal/vllm"
@@ -248,16 +249,24 @@ func (r *Router) gates(iid string, old *lifecycle.Identity, requireNewer bool) (
 		checks = append(checks, c)
 		return e == nil
 	}
-	if !add("health", asErr(r.healthProbe(ctx, iid)), "GET /health 200") {
+	if !add("health", asErr(r.healthProbe(ctx, iid)), "GET /health 200 and the credential accepted") {
 		return checks, lifecycle.Identity{}
 	}
-	add("attestation", r.attestationGate(ctx, iid), "")
-	add("model", r.modelGate(ctx, iid), r.cfg.Model)
+	// The identity gates only read; all run, so every mismatch shows at
+	// once. Nothing runs on the engine and no KV moves until they pass.
+	attested := add("attestation", r.attestationGate(ctx, iid), "attested contract and process")
+	modelOK := add("model", r.modelGate(ctx, iid), r.cfg.Model)
 	id, err := r.identity(ctx, iid)
+	if b := r.life.Build(); err == nil && b != "" && id.Version != b {
+		err = fmt.Errorf("vLLM %s is not the fleet's build %s: restart the engine with vLLM %s", id.Version, b, b)
+	}
 	if err == nil && requireNewer && old != nil && !(id.ProcessStart > old.ProcessStart) {
 		err = fmt.Errorf("process start %.3f is not newer than the drained process's %.3f: restart the engine before readmitting it", id.ProcessStart, old.ProcessStart)
 	}
-	add("process_identity", err, fmt.Sprintf("vLLM %s, process start %.3f", id.Version, id.ProcessStart))
+	identified := add("process_identity", err, fmt.Sprintf("vLLM %s, process start %.3f", id.Version, id.ProcessStart))
+	if !attested || !modelOK || !identified {
+		return checks, id
+	}
 	add("generation", asErr(r.inferenceProbe(ctx, iid)), "a direct completion")
 	add("kv_transfer", r.transferGate(ctx, iid), "")
 	add("final_health", asErr(r.healthProbe(ctx, iid)), "GET /health 200")
@@ -291,7 +300,7 @@ func (r *Router) modelGate(ctx context.Context, iid string) error {
 func (r *Router) attestationGate(ctx context.Context, iid string) error {
 	url := r.attestURL[iid]
 	if url == "" {
-		return nil
+		return fmt.Errorf("attestation_url is not configured for %s: engine_contract needs a narwhal-attest sidecar beside every engine (set engines[%d].attestation_url)", iid, r.engineIndex(iid))
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.probeTimeout())
 	defer cancel()
@@ -307,6 +316,12 @@ func (r *Router) attestationGate(ctx context.Context, iid string) error {
 		return fmt.Errorf("attestation: %s", strings.Join(fails, "; "))
 	}
 	return nil
+}
+
+// engineIndex is iid's position in the fleet's engines list, for field
+// paths.
+func (r *Router) engineIndex(iid string) int {
+	return slices.IndexFunc(r.cfg.Engines, func(e fleet.Engine) bool { return e.IID == iid })
 }
 
 // transferGate moves KV from the candidate to a live peer: a prefill leg

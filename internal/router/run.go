@@ -66,7 +66,7 @@ func (c *call) attempt(ctx context.Context, n int, exclude map[string]bool) bool
 	}
 	if e := c.decodeLeg(ctx, n, d, kvp); e != nil {
 		if ctx.Err() == nil && !c.clientGone {
-			r.legFailedOn(d, e)
+			r.legFailedOn(d, e, p)
 		}
 		if c.committed {
 			c.outputFailed(ctx, e)
