@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -308,6 +309,14 @@ func (r *Router) identity(ctx context.Context, iid string) (lifecycle.Identity, 
 // decides the fleet's build from them (in iid order, so that a tie is
 // deterministic) and checks each engine accepts the router's credential.
 func (r *Router) captureIdentities(ctx context.Context) {
+	if r.cfg.EngineContract != nil {
+		for i, e := range r.cfg.Engines {
+			if e.AttestationURL == "" {
+				r.log.Warn("engine_contract is declared but the engine has no attestation sidecar: its readmission will fail the attestation gate",
+					"iid", e.IID, "field", fmt.Sprintf("engines[%d].attestation_url", i))
+			}
+		}
+	}
 	ids := make([]*lifecycle.Identity, len(r.order))
 	r.forEach(ctx, r.order, func(ctx context.Context, iid string) {
 		i := slices.Index(r.order, iid)

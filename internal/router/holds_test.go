@@ -173,6 +173,19 @@ func TestDifferentBuildIsHeldOut(t *testing.T) {
 	if v := h.gauge(t, "narwhal_engine_held", map[string]string{"iid": "d0", "cause": "incompatible-build"}); v != 0 {
 		t.Errorf("narwhal_engine_held{d0,incompatible-build} = %v after the fix, want 0", v)
 	}
+	j, err := journal.ReadFile(h.jpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var holds []string
+	for _, e := range j.Events {
+		if n := e.Event.Name; n == journal.EventEngineHoldStarted || n == journal.EventEngineHoldEnded {
+			holds = append(holds, fmt.Sprint(n, " ", e.Event.Fields["iid"], " ", e.Event.Fields["kind"]))
+		}
+	}
+	if want := "[engine_hold_started d0 incompatible-build engine_hold_ended d0 incompatible-build]"; fmt.Sprint(holds) != want {
+		t.Errorf("journal hold events %v, want %s", holds, want)
+	}
 }
 
 // The held engine is the last that can take its role (p0 is pinned to
@@ -312,6 +325,12 @@ func TestWrongEngineKeyIsHeldOut(t *testing.T) {
 	resp, out := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "q", "max_tokens": 3})
 	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(out), `"type":"backend_unavailable"`) {
 		t.Errorf("completion: %d Retry-After %q %s; want 503 backend_unavailable", resp.StatusCode, resp.Header.Get("Retry-After"), out)
+	}
+	var st struct {
+		Held []struct{ IID, Cause string }
+	}
+	if err := json.Unmarshal([]byte(get(t, h.srv.URL+"/narwhal/state")), &st); err != nil || len(st.Held) != 2 {
+		t.Errorf("/narwhal/state held %+v (%v), want both engines", st.Held, err)
 	}
 	time.Sleep(300 * time.Millisecond) // several liveness and hold probes
 	for _, iid := range []string{"p0", "d0"} {

@@ -160,6 +160,7 @@ func (r *Router) liveCount() int {
 // gauges and writes the handoff.
 func (r *Router) afterLifecycle() {
 	r.flushLifecycleEvents()
+	r.publishHolds("lifecycle") // a readmission lifts the engine's holds
 	for _, rec := range r.life.Records() {
 		r.metrics.SetLifecycleState(rec.IID, string(rec.State))
 	}
@@ -200,6 +201,10 @@ func (r *Router) lifecycleDoc() map[string]any {
 	for _, e := range snap.Engines {
 		resident[e.IID] = [2]int{e.ResidentPrefill, e.ResidentDecode}
 	}
+	held := map[string][]lifecycle.Hold{}
+	for _, h := range r.life.Holds() {
+		held[h.IID] = append(held[h.IID], h)
+	}
 	engines := map[string]any{}
 	for _, rec := range r.life.Records() {
 		res := resident[rec.IID]
@@ -209,7 +214,7 @@ func (r *Router) lifecycleDoc() map[string]any {
 			"resident":      map[string]int{"prefill": res[0], "decode": res[1]},
 			"requested_at":  rec.RequestedAt, "deadline_at": rec.DeadlineAt, "restart_required": rec.RestartRequired,
 			"wave_id": rec.WaveID, "old_process_start": rec.OldProcessStart, "new_process_start": rec.NewProcessStart,
-			"checks": rec.Checks, "error": rec.Error,
+			"checks": rec.Checks, "error": rec.Error, "held": nonNilHolds(held[rec.IID]),
 		}
 	}
 	events := []any{}
@@ -236,7 +241,10 @@ func (r *Router) lifecycleDoc() map[string]any {
 
 // gates are the readmission gates (runtime.md §3.5.3), run before the
 // engine is placed again. old is the identity recorded before the drain;
-// requireNewer demands a newer process (a planned restart).
+// requireNewer demands a newer process (a planned restart). A failed
+// identity gate (attestation, model, process identity with the fleet's
+// build) ends validation before the generation probe and the KV
+// transfer: an engine that has not proved what it is never moves KV.
 func (r *Router) gates(iid string, old *lifecycle.Identity, requireNewer bool) ([]lifecycle.Check, lifecycle.Identity) {
 	ctx, cancel := context.WithTimeout(r.bgCtx, 4*r.probeTimeout()+seconds(r.cfg.Engine.FirstTokenTimeoutS))
 	defer cancel()
@@ -257,6 +265,9 @@ func (r *Router) gates(iid string, old *lifecycle.Identity, requireNewer bool) (
 	attested := add("attestation", r.attestationGate(ctx, iid), "attested contract and process")
 	modelOK := add("model", r.modelGate(ctx, iid), r.cfg.Model)
 	id, err := r.identity(ctx, iid)
+	if err == nil {
+		r.observeIdentity(iid, id) // a build hold lifts (or starts) on what validation saw
+	}
 	if b := r.life.Build(); err == nil && b != "" && id.Version != b {
 		err = fmt.Errorf("vLLM %s is not the fleet's build %s: restart the engine with vLLM %s", id.Version, b, b)
 	}
@@ -294,9 +305,11 @@ func (r *Router) modelGate(ctx context.Context, iid string) error {
 	return nil
 }
 
-// attestationGate verifies the engine's sidecar when one is configured:
-// the attested contract must be the fleet's and its process identity the
-// live one (a sidecar answers 503 once its engine process changed).
+// attestationGate verifies the engine's sidecar: the attested contract
+// must be the fleet's and its process identity the live one (a sidecar
+// answers 503 once its engine process changed). The gates run only on
+// contracted fleets, so a missing attestation_url fails: an engine
+// without a sidecar cannot prove its build.
 func (r *Router) attestationGate(ctx context.Context, iid string) error {
 	url := r.attestURL[iid]
 	if url == "" {
@@ -362,4 +375,11 @@ func (r *Router) transferGate(ctx context.Context, iid string) error {
 		return fmt.Errorf("decode on %s with %s's KV produced no tokens", peer, iid)
 	}
 	return nil
+}
+
+func nonNilHolds(h []lifecycle.Hold) []lifecycle.Hold {
+	if h == nil {
+		return []lifecycle.Hold{}
+	}
+	return h
 }
