@@ -20,7 +20,7 @@ import (
 
 // holdsSeen is the holds the router last published.
 type holdsSeen struct {
-	mu   sync.Mutex // guards seen; held while publishing so transitions log once and in order
+	mu   sync.Mutex // guards seen; held while diffing so each transition is told once, in order
 	seen map[string]lifecycle.Hold
 }
 
@@ -29,6 +29,15 @@ func holdKey(h lifecycle.Hold) string { return h.IID + " " + h.Cause }
 // publishHolds makes the holds that started or ended since the last call
 // visible; why is what lifted the ones that ended.
 func (r *Router) publishHolds(why string) {
+	if r.diffHolds(why) {
+		r.syncLive()
+		r.stateChanged()
+	}
+}
+
+// diffHolds logs, exports and journals the transitions since the last
+// call and reports whether there were any.
+func (r *Router) diffHolds(why string) bool {
 	r.holds.mu.Lock()
 	defer r.holds.mu.Unlock()
 	now := map[string]lifecycle.Hold{}
@@ -55,10 +64,7 @@ func (r *Router) publishHolds(why string) {
 		}
 	}
 	r.holds.seen = now
-	if changed {
-		r.syncLive()
-		r.stateChanged()
-	}
+	return changed
 }
 
 // credentialProbe asks an authenticated route (GET /v1/models: vLLM

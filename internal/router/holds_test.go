@@ -215,26 +215,37 @@ func TestDifferentBuildOnTheLastOfItsRoleIsRefusedClearly(t *testing.T) {
 }
 
 // A consumer that refuses a producer's KV at the NIXL handshake (same
-// /version, another dtype) is held out after the first refusal.
+// /version, another dtype) is held out after the first refusal. Its peer
+// serves alone; pinned to prefill it cannot, and the fleet says so.
 func TestKVRefusalOnALiveLegHoldsTheEngine(t *testing.T) {
-	h := newHarness(t, pd, fastRecovery)
-	time.Sleep(20 * time.Millisecond)
-	odd := simengine.DefaultIdentity(model)
-	odd.DType = "torch.float16"
-	h.engines.Engines[1].RestartAs(odd)
-	h.settleRestart(t, "d0")
-	failed := 0
-	for i := 0; i < 6; i++ {
-		resp, _ := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": fmt.Sprint("k", i), "max_tokens": 3})
-		if resp.StatusCode != 200 {
-			failed++
-		}
-	}
-	if failed > 1 {
-		t.Fatalf("%d of 6 requests failed after d0 came back with another dtype; want only the one that found out", failed)
-	}
-	if d := h.ready(t); d.heldCause("d0") != "incompatible-kv" {
-		t.Errorf("/ready held %+v, want d0 incompatible-kv", d.Held)
+	for _, pinned := range []bool{false, true} {
+		t.Run(fmt.Sprint("prefill pinned ", pinned), func(t *testing.T) {
+			h := newHarness(t, pd, func(c *fleet.Config) { fastRecovery(c); c.Engines[0].Pin = pinned })
+			time.Sleep(20 * time.Millisecond)
+			odd := simengine.DefaultIdentity(model)
+			odd.DType = "torch.float16"
+			h.engines.Engines[1].RestartAs(odd)
+			h.settleRestart(t, "d0")
+			var codes []int
+			for i := 0; i < 6; i++ {
+				resp, _ := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": fmt.Sprint("k", i), "max_tokens": 3})
+				codes = append(codes, resp.StatusCode)
+			}
+			// The first request finds out (it fails, or a retry serves it);
+			// the rest never reach d0: served by p0 alone, or, with p0
+			// pinned, refused before any leg because /ready is 503.
+			want := "[200 200 200 200 200]"
+			if pinned {
+				want = "[503 503 503 503 503]"
+			}
+			if fmt.Sprint(codes[1:]) != want {
+				t.Fatalf("statuses %v after d0 came back with another dtype, want the first then %s", codes, want)
+			}
+			d := h.ready(t)
+			if d.heldCause("d0") != "incompatible-kv" || (d.code == 503) != pinned || (pinned && !strings.Contains(d.Reason, "incompatible-kv")) {
+				t.Errorf("/ready %d %+v, want d0 held as incompatible-kv, 503 naming it only when pinned", d.code, d)
+			}
+		})
 	}
 }
 
