@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/enginemodel"
@@ -136,13 +137,13 @@ type Engine struct {
 	nextBlock  int
 	srv        *http.Server // nil while refusing connections
 	ident      Identity     // compatibility factors of the running process (RestartAs changes them)
-	apiKey     string       // the --api-key in force (SetAPIKey changes it)
 
 	wake   chan struct{}
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	apiKey    atomic.Pointer[string] // the --api-key in force, read on every request (SetAPIKey changes it)
 	httpAddr  string
 	scLn      net.Listener
 	adminLn   net.Listener
@@ -171,7 +172,8 @@ func Start(cfg Config) (*Engine, error) {
 	e := &Engine{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, model: model, sinks: map[string]*sink{},
 		leases: map[string]*lease{}, met: newMetrics(cfg.Model), engineID: cfg.EngineID,
 		startTime: cfg.Clock.Now(), faults: cfg.Faults, rng: ports.NewSeededRng(cfg.Seed), wake: make(chan struct{}, 1),
-		ident: cfg.Identity, apiKey: cfg.APIKey}
+		ident: cfg.Identity}
+	e.apiKey.Store(&cfg.APIKey)
 	if e.engineID == "" {
 		e.engineID = cfg.IDs.NewID()
 	}
@@ -304,11 +306,7 @@ func (e *Engine) Identity() Identity {
 
 // SetAPIKey replaces the key the engine requires on /v1 paths ("" none),
 // as relaunching vllm serve with another --api-key would.
-func (e *Engine) SetAPIKey(key string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.apiKey = key
-}
+func (e *Engine) SetAPIKey(key string) { e.apiKey.Store(&key) }
 
 func (e *Engine) restartLocked() {
 	e.abortAll()

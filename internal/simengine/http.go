@@ -30,10 +30,7 @@ func (e *Engine) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
 		protected := strings.HasPrefix(p, "/v1") || strings.HasPrefix(p, "/v2") || strings.HasPrefix(p, "/inference")
-		e.mu.Lock()
-		key := e.apiKey
-		e.mu.Unlock()
-		if key != "" && protected && r.Method != http.MethodOptions &&
+		if key := *e.apiKey.Load(); key != "" && protected && r.Method != http.MethodOptions &&
 			r.Header.Get("Authorization") != "Bearer "+key {
 			writeJSON(w, 401, map[string]string{"error": "Unauthorized"})
 			return
