@@ -71,6 +71,7 @@ type Manager struct {
 	engines  map[string]*engine
 	order    []string
 	events   []Event
+	holds    holdState // engines held out whatever their role coverage (holds.go)
 }
 
 // Event is one engine_lifecycle journal event.
@@ -82,7 +83,7 @@ type Event struct {
 
 // New builds the manager for cfg's engines, all active.
 func New(cfg *fleet.Config) *Manager {
-	m := &Manager{cfg: cfg.Recovery, contract: cfg.EngineContract, engines: map[string]*engine{}}
+	m := &Manager{cfg: cfg.Recovery, contract: cfg.EngineContract, engines: map[string]*engine{}, holds: newHoldState()}
 	for _, e := range cfg.Engines {
 		m.engines[e.IID] = &engine{iid: e.IID, streaks: map[Class]int{}, rec: Record{IID: e.IID, State: Active, Checks: []Check{}}}
 		m.order = append(m.order, e.IID)
@@ -91,13 +92,13 @@ func New(cfg *fleet.Config) *Manager {
 	return m
 }
 
-// Live reports whether iid may take new placements: not ejected and not
-// held by a lifecycle action.
+// Live reports whether iid may take new placements: not ejected, not
+// quarantined, not held (holds.go) and not held by a lifecycle action.
 func (m *Manager) Live(iid string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e := m.engines[iid]
-	return e != nil && !e.ejected && e.until == 0 && e.rec.State == Active
+	return e != nil && !e.ejected && e.until == 0 && e.rec.State == Active && !m.heldLocked(iid)
 }
 
 // Quarantine holds iid out of placement until the router time until: a

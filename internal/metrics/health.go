@@ -13,6 +13,7 @@ type health struct {
 	streak                  *prometheus.GaugeVec
 	state                   *prometheus.GaugeVec
 	draining                *prometheus.GaugeVec
+	held                    *prometheus.GaugeVec
 }
 
 // Breaker classes and lifecycle states, as the lifecycle package names
@@ -22,6 +23,7 @@ var (
 	lifecycleStates = []string{"active", "draining", "drained", "deadline_exceeded", "validating", "blocked"}
 	ejectionCauses  = []string{"connection", "liveness", "drift", "process_identity", "profile_generation", "output_cut"}
 	readmitEvidence = []string{"health", "verification", "lifecycle"}
+	holdCauses      = []string{"incompatible-build", "incompatible-kv", "engine-auth"}
 )
 
 func newHealth(b builder, cfg *fleet.Config) health {
@@ -31,6 +33,7 @@ func newHealth(b builder, cfg *fleet.Config) health {
 		streak:       b.gaugeVec("narwhal_engine_breaker_streak", "Consecutive failures of each breaker class per engine.", "iid", "class"),
 		state:        b.gaugeVec("narwhal_engine_lifecycle_state", "1 on each engine's current lifecycle state.", "iid", "state"),
 		draining:     b.gaugeVec("narwhal_engine_draining", "1 while the engine is held out by a drain or its validation.", "iid"),
+		held:         b.gaugeVec("narwhal_engine_held", "1 while the engine is held out for cause, even the last of its role (another build, refused KV, a refused credential).", "iid", "cause"),
 	}
 	for _, e := range cfg.Engines {
 		for _, c := range breakerClasses {
@@ -45,6 +48,9 @@ func newHealth(b builder, cfg *fleet.Config) health {
 		}
 		for _, ev := range readmitEvidence {
 			h.readmissions.WithLabelValues(e.IID, ev)
+		}
+		for _, c := range holdCauses {
+			h.held.WithLabelValues(e.IID, c)
 		}
 	}
 	return h
@@ -69,4 +75,9 @@ func (m *Metrics) SetLifecycleState(iid, state string) {
 		m.health.state.WithLabelValues(iid, s).Set(b2f(s == state))
 	}
 	m.health.draining.WithLabelValues(iid).Set(b2f(state != "active"))
+}
+
+// SetHeld publishes whether an engine is held out for cause.
+func (m *Metrics) SetHeld(iid, cause string, held bool) {
+	m.health.held.WithLabelValues(iid, cause).Set(b2f(held))
 }

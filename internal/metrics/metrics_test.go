@@ -120,6 +120,7 @@ var families = map[string]dto.MetricType{
 	"narwhal_health_windows_scored_total":          dto.MetricType_COUNTER,
 	"narwhal_health_windows_undersampled_total":    dto.MetricType_COUNTER,
 	"narwhal_health_prefill_pauses_total":          dto.MetricType_COUNTER,
+	"narwhal_engine_held":                          dto.MetricType_GAUGE,
 }
 
 func TestEveryFamilyPresentFromStart(t *testing.T) {
@@ -322,6 +323,9 @@ func TestRecordingMethods(t *testing.T) {
 	m.FlipInflight(journal.PhaseDecode, 4)
 	m.Decision("reactive", "held")
 	m.Restore(Outcomes{Served: 7, Rejected: map[string]float64{journal.ReasonUnclassified: 2}})
+	m.SetHeld("e2", "engine-auth", true)
+	m.SetHeld("e3", "incompatible-kv", true)
+	m.SetHeld("e3", "incompatible-kv", false)
 	fams := scrape(t, m)
 	cases := []struct {
 		family, labels string
@@ -340,6 +344,9 @@ func TestRecordingMethods(t *testing.T) {
 		{"narwhal_flip_inflight_total", "phase=decode", 4},
 		{"narwhal_controller_decisions_total", "by=reactive,result=held", 1},
 		{"narwhal_served_total", "", 7},
+		{"narwhal_engine_held", "cause=engine-auth,iid=e2", 1},
+		{"narwhal_engine_held", "cause=incompatible-build,iid=e2", 0},
+		{"narwhal_engine_held", "cause=incompatible-kv,iid=e3", 0},
 	}
 	for _, c := range cases {
 		got, ok := value(fams[c.family], c.labels)

@@ -18,6 +18,7 @@ func (r *Router) monitorPass() {
 	r.life.Settle(r.wallNow(), func(iid string) int { return resident[iid] })
 	r.releaseQuarantines()
 	r.readmissionProbes(r.bgCtx)
+	r.holdProbes(r.bgCtx)
 	r.passes++
 	if every := r.cfg.Recovery.LivenessEvery; every > 0 && r.passes%every == 0 {
 		r.livenessSweep(r.bgCtx)

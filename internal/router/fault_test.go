@@ -24,14 +24,10 @@ func fastRecovery(c *fleet.Config) {
 	c.Controller.Advisory = true // roles stay put: these tests are about availability
 }
 
-// completeContract fills a complete engine_contract.
+// completeContract declares the complete engine_contract the simulated
+// engines attest (their sidecars verify against it).
 func completeContract(c *fleet.Config) {
-	f := false
-	k := fleet.DefaultContract()
-	k.VLLMVersion, k.ImageDigest, k.NIXLVersion, k.NIXLConnectorVersion = "0.21.0", "sha256:"+strings.Repeat("b", 64), "0.6.1", 2
-	k.ModelArchitecture, k.ModelDtype, k.KVHeads, k.HeadSize, k.HiddenLayers = "LlamaForCausalLM", "bfloat16", 8, 128, 32
-	k.AttentionBackend, k.KVCacheDtype, k.CrossLayersBlocks, k.HybridKVCacheManager = "FLASH_ATTN", "auto", &f, &f
-	k.KVRole, k.TransferMode, k.SpeculativeConfig = "kv_both", "pull", "disabled"
+	k := simengine.Contract(simengine.DefaultIdentity(model))
 	c.EngineContract = &k
 }
 
@@ -179,7 +175,7 @@ func TestDrainWithoutContractIsMissingContract(t *testing.T) {
 }
 
 func TestDrainDuringLoadThenReadmit(t *testing.T) {
-	h := newHarness(t, ppdd, func(c *fleet.Config) { fastRecovery(c); completeContract(c) })
+	h := startHarness(t, ppdd, harnessOptions{sidecars: true, mod: func(c *fleet.Config) { fastRecovery(c); completeContract(c) }})
 	// A long stream resident on a decode engine while it drains.
 	done := make(chan []byte)
 	go func() {
@@ -217,7 +213,9 @@ func TestDrainDuringLoadThenReadmit(t *testing.T) {
 	if code, doc := h.lifecycle(t, "readmit", target); code != 409 || engineState(doc, target)["state"] != "blocked" {
 		t.Fatalf("readmit without a restart: %d %v", code, engineState(doc, target))
 	}
-	h.engines.Engines[indexOf([]string{"p0", "p1", "d0", "d1"}, target)].Restart()
+	i := indexOf([]string{"p0", "p1", "d0", "d1"}, target)
+	h.engines.Engines[i].Restart()
+	h.restartSidecar(i) // the operator restarts the sidecar with its engine
 	code, doc = h.lifecycle(t, "readmit", target)
 	if code != 200 || engineState(doc, target)["state"] != "active" || engineState(doc, target)["accepts_new"] != true {
 		t.Fatalf("readmit after a restart: %d %v", code, engineState(doc, target))
@@ -290,11 +288,11 @@ func TestFailedLegQuarantinesTheEngine(t *testing.T) {
 }
 
 func TestWholeWaveHoldAndWaveReadmission(t *testing.T) {
-	h := newHarness(t, ppdd, func(c *fleet.Config) {
+	h := startHarness(t, ppdd, harnessOptions{sidecars: true, mod: func(c *fleet.Config) {
 		fastRecovery(c)
 		completeContract(c)
 		c.Recovery.EngineRestartPolicy = fleet.RestartWholeWave
-	})
+	}})
 	h.engines.Engines[3].SetFaults(simengine.Faults{RefuseConnections: true}) // d1 dies
 	eventually(t, "the whole-wave hold", func() bool { return h.router.waveBlocked() != "" })
 	resp, _ := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "x", "max_tokens": 2})

@@ -189,7 +189,8 @@ func (r *Router) serveReady(w http.ResponseWriter, _ *http.Request) {
 		reason, ready = "shutting down", false
 	}
 	epoch, holder := r.leaseIdentity()
-	body := map[string]any{"status": "ready", "control_ready": r.controlsFleet(), "epoch": epoch, "holder": holder, "reason": reason}
+	body := map[string]any{"status": "ready", "control_ready": r.controlsFleet(), "epoch": epoch, "holder": holder, "reason": reason,
+		"held": r.life.Holds()}
 	if !ready {
 		body["status"] = "not_ready"
 		w.Header().Set("Retry-After", "1")

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/narwhal-go/narwhal/internal/attest"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/ports"
@@ -38,6 +40,8 @@ type harness struct {
 	jpath   string
 	jw      *journal.Writer
 
+	sidecars []*attest.Server // by engine index, when started
+
 	mu   sync.Mutex
 	rids []string // every x-request-id the router answered with
 }
@@ -47,10 +51,30 @@ type harness struct {
 // router starts.
 func newHarness(t *testing.T, roles []fleet.Role, mod func(*fleet.Config), opts ...func(*Options)) *harness {
 	t.Helper()
-	fl, err := simengine.StartFleet(len(roles), simengine.Config{Model: model, Profile: simengine.DefaultProfile("x")}, nil)
+	return startHarness(t, roles, harnessOptions{mod: mod, router: opts})
+}
+
+// harnessOptions are the less common knobs of startHarness.
+type harnessOptions struct {
+	mod      func(*fleet.Config)
+	engine   func(*simengine.Config) // adjusts every engine's configuration
+	sidecars bool                    // an attestation sidecar per engine, its attestation_url set
+	logger   *slog.Logger
+	lookup   fleet.LookupFunc // the router's environment (engine credential)
+	router   []func(*Options) // adjust the router's options last
+}
+
+func startHarness(t *testing.T, roles []fleet.Role, o harnessOptions) *harness {
+	t.Helper()
+	base := simengine.Config{Model: model, Profile: simengine.DefaultProfile("x")}
+	if o.engine != nil {
+		o.engine(&base)
+	}
+	fl, err := simengine.StartFleet(len(roles), base, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	mod := o.mod
 	cfg := fleet.Defaults()
 	cfg.Model = model
 	cfg.SLO = fleet.SLO{TTFT: 2, TPOT: 0.1}
@@ -68,6 +92,10 @@ func newHarness(t *testing.T, roles []fleet.Role, mod func(*fleet.Config), opts 
 		row := simengine.DefaultProfile(iid)
 		store.Profiles = append(store.Profiles, row)
 	}
+	h := &harness{t: t, engines: fl, cfg: &cfg, jpath: filepath.Join(t.TempDir(), "journal.jsonl")}
+	if o.sidecars {
+		h.startSidecars()
+	}
 	cfg.Serving.MaxAttempts = 2
 	cfg.Serving.HandoffTimeoutS = 20
 	cfg.Engine.FirstTokenTimeoutS = 5
@@ -78,16 +106,15 @@ func newHarness(t *testing.T, roles []fleet.Role, mod func(*fleet.Config), opts 
 		fl.Close()
 		t.Fatal(err)
 	}
-	h := &harness{t: t, engines: fl, cfg: &cfg, jpath: filepath.Join(t.TempDir(), "journal.jsonl")}
 	h.jw, err = journal.Open(h.jpath, journal.Options{Source: "sha256:" + strings.Repeat("0", 64)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := Options{Journal: h.jw, Rng: ports.NewSeededRng(1), AdminOpen: true}
-	for _, f := range opts {
-		f(&o)
+	ro := Options{Journal: h.jw, Rng: ports.NewSeededRng(1), AdminOpen: true, Logger: o.logger, Lookup: o.lookup}
+	for _, f := range o.router {
+		f(&ro)
 	}
-	h.router, err = New(&cfg, store, o)
+	h.router, err = New(&cfg, store, ro)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,3 +266,37 @@ var (
 	pd   = []fleet.Role{fleet.Prefill, fleet.Decode}
 	ppdd = []fleet.Role{fleet.Prefill, fleet.Prefill, fleet.Decode, fleet.Decode}
 )
+
+// startSidecars serves an attestation sidecar beside every engine and sets
+// its attestation_url (tests with a contract use simengine's).
+func (h *harness) startSidecars() {
+	h.t.Helper()
+	h.sidecars = make([]*attest.Server, len(h.engines.Engines))
+	for i := range h.engines.Engines {
+		h.restartSidecar(i)
+	}
+}
+
+// restartSidecar (re)starts engine i's sidecar on the same address, bound
+// to the engine's current process, as an operator does after restarting
+// the engine.
+func (h *harness) restartSidecar(i int) {
+	h.t.Helper()
+	addr := "127.0.0.1:0"
+	if old := h.sidecars[i]; old != nil {
+		addr = strings.TrimPrefix(old.URL(), "http://")
+		old.Close()
+	}
+	e := h.engines.Engines[i]
+	doc, err := attest.Parse("sim", e.AttestationDocument())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	s, err := attest.Serve(context.Background(), doc, e.URL(), addr, nil)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { s.Close() })
+	h.sidecars[i] = s
+	h.cfg.Engines[i].AttestationURL = s.AttestationURL()
+}

@@ -2,6 +2,8 @@ package router
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,11 +19,23 @@ import (
 // legSucceeded records a leg that did its job on iid.
 func (r *Router) legSucceeded(iid, kind string) { r.life.Success(iid, kind) }
 
-// legFailedOn records a failed leg on iid and acts on the verdict.
-func (r *Router) legFailedOn(iid string, e *vllm.Error) {
+// legFailedOn records a failed leg on iid and acts on the verdict. peer
+// is the decode leg's producer ("" or absent for a prefill leg).
+func (r *Router) legFailedOn(iid string, e *vllm.Error, peer ...string) {
+	producer := ""
+	if len(peer) > 0 && peer[0] != iid {
+		producer = peer[0]
+	}
+	hs, refused := e.HandshakeRefusal()
 	switch {
 	case e == errClientGone || e.Reason == vllm.ReasonLocalPool:
 		return // not the engine's fault
+	case e.AuthFailed():
+		r.credentialRefused(iid, e) // held out, not a breaker fault: it answers, just not to us
+		return
+	case refused && producer != "":
+		r.kvRefused(iid, producer, hs) // incompatible, not broken: retrying this pair cannot work
+		return
 	case e.Reason == vllm.ReasonRejected:
 		r.life.Success(iid, "answered") // a 4xx: the engine is up
 		return
@@ -80,6 +94,10 @@ func (r *Router) verify(ctx context.Context, iid string, inference bool) {
 		r.life.Success(iid, map[bool]string{true: "inference", false: "health"}[inference])
 		return
 	}
+	if e.AuthFailed() {
+		r.credentialRefused(iid, e) // held out instead of ejected
+		return
+	}
 	r.log.Warn("engine failed its verification probe", "iid", iid, "err", e.Msg)
 	r.eject(iid, string(lifecycle.Connection), true)
 }
@@ -88,10 +106,16 @@ func (r *Router) probeTimeout() time.Duration {
 	return seconds(r.cfg.Engine.HealthTimeoutS)
 }
 
+// healthProbe is GET /health and then the credential probe: vLLM's
+// /health is unauthenticated, so a wrong engine key would look healthy
+// while every request fails.
 func (r *Router) healthProbe(ctx context.Context, iid string) *vllm.Error {
 	ctx, cancel := context.WithTimeout(ctx, r.probeTimeout())
 	defer cancel()
-	return r.engines[iid].client.Health(ctx)
+	if e := r.engines[iid].client.Health(ctx); e != nil {
+		return e
+	}
+	return r.credentialProbe(ctx, iid)
 }
 
 // inferenceProbe asks the engine for two tokens directly.
@@ -181,6 +205,10 @@ func (r *Router) readmissionProbes(ctx context.Context) {
 			r.log.Warn("readmission probe could not read the engine identity", "iid", iid, "err", err)
 			return
 		}
+		if r.observeIdentity(iid, id); slices.Contains(r.life.Held(), iid) {
+			r.holdSupersedes(iid, id)
+			return
+		}
 		if r.cfg.EngineContract != nil {
 			// A contracted fleet revalidates the process it found: the
 			// generation and a KV transfer must work before it serves.
@@ -213,6 +241,9 @@ func (r *Router) livenessSweep(ctx context.Context) {
 	}
 	r.forEach(ctx, live, func(ctx context.Context, iid string) {
 		if e := r.healthProbe(ctx, iid); e != nil {
+			if e.AuthFailed() {
+				return // held out by the credential probe, not missing
+			}
 			if ctx.Err() == nil && r.life.Failure(iid, lifecycle.Liveness) == lifecycle.Eject {
 				r.eject(iid, string(lifecycle.Liveness), false)
 			}
@@ -235,6 +266,7 @@ func (r *Router) checkIdentity(ctx context.Context, iid string) {
 	if changed, prev := r.life.CheckIdentity(iid, id); changed {
 		r.excludeProcess(iid, "the engine process changed (new version or process start)", prev.ProcessStart, id.ProcessStart)
 	}
+	r.observeIdentity(iid, id) // after the exclusion: a released hold never lets the new process serve unvalidated
 }
 
 func (r *Router) excludeProcess(iid, reason string, previous, observed float64) {
@@ -266,15 +298,36 @@ func (r *Router) identity(ctx context.Context, iid string) (lifecycle.Identity, 
 	return lifecycle.Identity{Version: v, ProcessStart: start}, nil
 }
 
-// captureIdentities records every reachable engine's identity at start.
+// captureIdentities records every reachable engine's identity at start,
+// decides the fleet's build from them (in iid order, so that a tie is
+// deterministic) and checks each engine accepts the router's credential.
 func (r *Router) captureIdentities(ctx context.Context) {
+	if r.cfg.EngineContract != nil {
+		for i, e := range r.cfg.Engines {
+			if e.AttestationURL == "" {
+				r.log.Warn("engine_contract is declared but the engine has no attestation sidecar: its readmission will fail the attestation gate",
+					"iid", e.IID, "field", fmt.Sprintf("engines[%d].attestation_url", i))
+			}
+		}
+	}
+	ids := make([]*lifecycle.Identity, len(r.order))
 	r.forEach(ctx, r.order, func(ctx context.Context, iid string) {
+		i := slices.Index(r.order, iid)
 		if id, err := r.identity(ctx, iid); err == nil {
-			r.life.CheckIdentity(iid, id)
+			ids[i] = &id
 		} else {
 			r.log.Warn("could not read the engine identity at start", "iid", iid, "err", err)
 		}
+		pctx, cancel := context.WithTimeout(ctx, r.probeTimeout())
+		defer cancel()
+		r.credentialProbe(pctx, iid)
 	})
+	for i, id := range ids {
+		if id != nil {
+			r.life.CheckIdentity(r.order[i], *id)
+			r.observeIdentity(r.order[i], *id)
+		}
+	}
 }
 
 // forEach runs f for every iid concurrently and waits.

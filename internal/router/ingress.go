@@ -201,7 +201,7 @@ func (r *Router) ingressGate(retained int64) (outcome, bool) {
 	}
 	if reason, ready := r.readiness(); !ready {
 		code := "standby"
-		if reason == reasonNoEngines {
+		if strings.HasPrefix(reason, reasonNoEngines) {
 			code = "backend_unavailable"
 		}
 		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonNotReady, readiness: reason,
@@ -446,11 +446,12 @@ func (r *Router) readiness() (string, bool) {
 		return "engine identity validation pending", false
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.core.AnyLive() {
+	missing := r.coverageLocked()
+	r.mu.Unlock()
+	if missing == "" {
 		return "", true
 	}
-	return reasonNoEngines, false
+	return r.unready(missing), false
 }
 
 const reasonNoEngines = "no available engines"

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/attest"
+	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
 	"github.com/narwhal-go/narwhal/internal/vllm"
@@ -164,6 +165,7 @@ func (r *Router) liveCount() int {
 // gauges and writes the handoff.
 func (r *Router) afterLifecycle() {
 	r.flushLifecycleEvents()
+	r.publishHolds("lifecycle") // a readmission lifts the engine's holds
 	for _, rec := range r.life.Records() {
 		r.metrics.SetLifecycleState(rec.IID, string(rec.State))
 	}
@@ -204,6 +206,10 @@ func (r *Router) lifecycleDoc() map[string]any {
 	for _, e := range snap.Engines {
 		resident[e.IID] = [2]int{e.ResidentPrefill, e.ResidentDecode}
 	}
+	held := map[string][]lifecycle.Hold{}
+	for _, h := range r.life.Holds() {
+		held[h.IID] = append(held[h.IID], h)
+	}
 	engines := map[string]any{}
 	for _, rec := range r.life.Records() {
 		res := resident[rec.IID]
@@ -213,7 +219,7 @@ func (r *Router) lifecycleDoc() map[string]any {
 			"resident":      map[string]int{"prefill": res[0], "decode": res[1]},
 			"requested_at":  rec.RequestedAt, "deadline_at": rec.DeadlineAt, "restart_required": rec.RestartRequired,
 			"wave_id": rec.WaveID, "old_process_start": rec.OldProcessStart, "new_process_start": rec.NewProcessStart,
-			"checks": rec.Checks, "error": rec.Error,
+			"checks": rec.Checks, "error": rec.Error, "held": nonNilHolds(held[rec.IID]),
 		}
 	}
 	events := []any{}
@@ -240,7 +246,10 @@ func (r *Router) lifecycleDoc() map[string]any {
 
 // gates are the readmission gates (runtime.md §3.5.3), run before the
 // engine is placed again. old is the identity recorded before the drain;
-// requireNewer demands a newer process (a planned restart).
+// requireNewer demands a newer process (a planned restart). A failed
+// identity gate (attestation, model, process identity with the fleet's
+// build) ends validation before the generation probe and the KV
+// transfer: an engine that has not proved what it is never moves KV.
 func (r *Router) gates(iid string, old *lifecycle.Identity, requireNewer bool) ([]lifecycle.Check, lifecycle.Identity) {
 	ctx, cancel := context.WithTimeout(r.bgCtx, 4*r.probeTimeout()+seconds(r.cfg.Engine.FirstTokenTimeoutS))
 	defer cancel()
@@ -253,16 +262,27 @@ func (r *Router) gates(iid string, old *lifecycle.Identity, requireNewer bool) (
 		checks = append(checks, c)
 		return e == nil
 	}
-	if !add("health", asErr(r.healthProbe(ctx, iid)), "GET /health 200") {
+	if !add("health", asErr(r.healthProbe(ctx, iid)), "GET /health 200 and the credential accepted") {
 		return checks, lifecycle.Identity{}
 	}
-	add("attestation", r.attestationGate(ctx, iid), "")
-	add("model", r.modelGate(ctx, iid), r.cfg.Model)
+	// The identity gates only read; all run, so every mismatch shows at
+	// once. Nothing runs on the engine and no KV moves until they pass.
+	attested := add("attestation", r.attestationGate(ctx, iid), "attested contract and process")
+	modelOK := add("model", r.modelGate(ctx, iid), r.cfg.Model)
 	id, err := r.identity(ctx, iid)
+	if err == nil {
+		r.observeIdentity(iid, id) // a build hold lifts (or starts) on what validation saw
+	}
+	if b := r.life.Build(); err == nil && b != "" && id.Version != b {
+		err = fmt.Errorf("vLLM %s is not the fleet's build %s: restart the engine with vLLM %s", id.Version, b, b)
+	}
 	if err == nil && requireNewer && old != nil && !(id.ProcessStart > old.ProcessStart) {
 		err = fmt.Errorf("process start %.3f is not newer than the drained process's %.3f: restart the engine before readmitting it", id.ProcessStart, old.ProcessStart)
 	}
-	add("process_identity", err, fmt.Sprintf("vLLM %s, process start %.3f", id.Version, id.ProcessStart))
+	identified := add("process_identity", err, fmt.Sprintf("vLLM %s, process start %.3f", id.Version, id.ProcessStart))
+	if !attested || !modelOK || !identified {
+		return checks, id
+	}
 	add("generation", asErr(r.inferenceProbe(ctx, iid)), "a direct completion")
 	add("kv_transfer", r.transferGate(ctx, iid), "")
 	add("final_health", asErr(r.healthProbe(ctx, iid)), "GET /health 200")
@@ -290,13 +310,15 @@ func (r *Router) modelGate(ctx context.Context, iid string) error {
 	return nil
 }
 
-// attestationGate verifies the engine's sidecar when one is configured:
-// the attested contract must be the fleet's and its process identity the
-// live one (a sidecar answers 503 once its engine process changed).
+// attestationGate verifies the engine's sidecar: the attested contract
+// must be the fleet's and its process identity the live one (a sidecar
+// answers 503 once its engine process changed). The gates run only on
+// contracted fleets, so a missing attestation_url fails: an engine
+// without a sidecar cannot prove its build.
 func (r *Router) attestationGate(ctx context.Context, iid string) error {
 	url := r.attestURL[iid]
 	if url == "" {
-		return nil
+		return fmt.Errorf("attestation_url is not configured for %s: engine_contract needs a narwhal-attest sidecar beside every engine (set engines[%d].attestation_url)", iid, r.engineIndex(iid))
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.probeTimeout())
 	defer cancel()
@@ -312,6 +334,12 @@ func (r *Router) attestationGate(ctx context.Context, iid string) error {
 		return fmt.Errorf("attestation: %s", strings.Join(fails, "; "))
 	}
 	return nil
+}
+
+// engineIndex is iid's position in the fleet's engines list, for field
+// paths.
+func (r *Router) engineIndex(iid string) int {
+	return slices.IndexFunc(r.cfg.Engines, func(e fleet.Engine) bool { return e.IID == iid })
 }
 
 // transferGate moves KV from the candidate to a live peer: a prefill leg
@@ -352,4 +380,11 @@ func (r *Router) transferGate(ctx context.Context, iid string) error {
 		return fmt.Errorf("decode on %s with %s's KV produced no tokens", peer, iid)
 	}
 	return nil
+}
+
+func nonNilHolds(h []lifecycle.Hold) []lifecycle.Hold {
+	if h == nil {
+		return []lifecycle.Hold{}
+	}
+	return h
 }

@@ -94,6 +94,7 @@ type Router struct {
 	adminToken string
 	adminOpen  bool
 	verifying  sync.Map // iid → true while a verification probe runs
+	holds      holdsSeen
 	evMu       sync.Mutex
 	evSeen     int // lifecycle events already journalled
 	identities atomic.Bool

@@ -100,7 +100,7 @@ func (c *call) decodePhase(ctx context.Context, n int, exclude map[string]bool, 
 		case isCut(e, c.tokens):
 			r.streamCut(d, e)
 		default:
-			r.legFailedOn(d, e)
+			r.legFailedOn(d, e, p)
 		}
 		if c.committed {
 			c.outputFailed(ctx, e)

@@ -94,6 +94,7 @@ func (r *Router) state() map[string]any {
 		"pinned":      nonNil(pinned),
 		"min_prefill": c.Controller.MinPrefill, "min_decode": c.Controller.MinDecode,
 		"ejected": nonNil(ejected), "draining": nonNil(draining), "probation": r.drift.Probation(), "health": r.healthState(now), "quarantined": nonNil(r.life.Quarantined()),
+		"held": r.life.Holds(),
 		"control": map[string]any{"advisory": ctl.Advisory, "last_decision": ctl.LastDecision,
 			"decisions": ctl.Decisions, "flips": ctl.Flips, "flip_reversals": ctl.FlipReversals,
 			"flips_refused": ctl.FlipsRefused},

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/enginemodel"
@@ -135,12 +136,14 @@ type Engine struct {
 	deferred   int
 	nextBlock  int
 	srv        *http.Server // nil while refusing connections
+	ident      Identity     // compatibility factors of the running process (RestartAs changes them)
 
 	wake   chan struct{}
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	apiKey    atomic.Pointer[string] // the --api-key in force, read on every request (SetAPIKey changes it)
 	httpAddr  string
 	scLn      net.Listener
 	adminLn   net.Listener
@@ -168,7 +171,9 @@ func Start(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, model: model, sinks: map[string]*sink{},
 		leases: map[string]*lease{}, met: newMetrics(cfg.Model), engineID: cfg.EngineID,
-		startTime: cfg.Clock.Now(), faults: cfg.Faults, rng: ports.NewSeededRng(cfg.Seed), wake: make(chan struct{}, 1)}
+		startTime: cfg.Clock.Now(), faults: cfg.Faults, rng: ports.NewSeededRng(cfg.Seed), wake: make(chan struct{}, 1),
+		ident: cfg.Identity}
+	e.apiKey.Store(&cfg.APIKey)
 	if e.engineID == "" {
 		e.engineID = cfg.IDs.NewID()
 	}
@@ -275,6 +280,35 @@ func (e *Engine) Close() error {
 func (e *Engine) Restart() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.restartLocked()
+}
+
+// RestartAs restarts the engine as another build or launch: id replaces
+// the compatibility factors /version and the NIXL handshake report, as
+// restarting vllm serve with another --vllm-version, dtype or attention
+// backend would. An empty id.Model keeps the served model.
+func (e *Engine) RestartAs(id Identity) {
+	if id.Model == "" {
+		id.Model = e.cfg.Model
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.ident = id
+	e.restartLocked()
+}
+
+// Identity is the running process's compatibility factors.
+func (e *Engine) Identity() Identity {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.ident
+}
+
+// SetAPIKey replaces the key the engine requires on /v1 paths ("" none),
+// as relaunching vllm serve with another --api-key would.
+func (e *Engine) SetAPIKey(key string) { e.apiKey.Store(&key) }
+
+func (e *Engine) restartLocked() {
 	e.abortAll()
 	e.model.Reset()
 	e.leases = map[string]*lease{}

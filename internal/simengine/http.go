@@ -14,7 +14,7 @@ func (e *Engine) handler() http.Handler {
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { e.generate(w, r, true) })
 	mux.HandleFunc("GET /v1/models", e.models)
 	mux.HandleFunc("GET /version", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, 200, map[string]string{"version": e.cfg.Identity.VLLMVersion})
+		writeJSON(w, 200, map[string]string{"version": e.Identity().VLLMVersion})
 	})
 	mux.HandleFunc("GET /health", e.health)
 	mux.HandleFunc("GET /ping", e.health)
@@ -25,13 +25,13 @@ func (e *Engine) handler() http.Handler {
 }
 
 // auth mirrors vllm serve --api-key: only /v1, /v2 and /inference paths
-// need the bearer token.
+// need the bearer token; /health, /version, /metrics and /tokenize do not.
 func (e *Engine) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
 		protected := strings.HasPrefix(p, "/v1") || strings.HasPrefix(p, "/v2") || strings.HasPrefix(p, "/inference")
-		if e.cfg.APIKey != "" && protected && r.Method != http.MethodOptions &&
-			r.Header.Get("Authorization") != "Bearer "+e.cfg.APIKey {
+		if key := *e.apiKey.Load(); key != "" && protected && r.Method != http.MethodOptions &&
+			r.Header.Get("Authorization") != "Bearer "+key {
 			writeJSON(w, 401, map[string]string{"error": "Unauthorized"})
 			return
 		}

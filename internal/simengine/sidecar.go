@@ -32,7 +32,7 @@ func Contract(id Identity) fleet.EngineContract {
 // package does not import attest, so the vllm tests can keep importing
 // simengine.
 func (e *Engine) AttestationDocument() []byte {
-	k := Contract(e.cfg.Identity)
+	k := Contract(e.Identity())
 	var fields map[string]any
 	b, _ := json.Marshal(k)
 	_ = json.Unmarshal(b, &fields)

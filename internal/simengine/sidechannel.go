@@ -76,7 +76,7 @@ func (e *Engine) serveSideChannel(c net.Conn) {
 		switch req.Op {
 		case "get_meta_msg":
 			e.mu.Lock()
-			m := scMeta{CompatibilityHash: CompatibilityHash(e.cfg.Identity), EngineID: e.engineID, BlockSize: e.cfg.BlockSize, TPSize: 1}
+			m := scMeta{CompatibilityHash: CompatibilityHash(e.ident), EngineID: e.engineID, BlockSize: e.cfg.BlockSize, TPSize: 1}
 			e.mu.Unlock()
 			_ = enc.Encode(m)
 		case "read":
@@ -106,7 +106,7 @@ func (e *Engine) serveRead(req scRequest) scRead {
 	if e.faults.CorruptKV {
 		d ^= 0x5a5a5a5a5a5a5a5a
 	}
-	return scRead{OK: true, KVDigest: fmt.Sprintf("%016x", d), NumTokens: l.numTokens, Bytes: int64(l.numTokens) * e.cfg.Identity.KVBytesPerToken()}
+	return scRead{OK: true, KVDigest: fmt.Sprintf("%016x", d), NumTokens: l.numTokens, Bytes: int64(l.numTokens) * e.ident.KVBytesPerToken()}
 }
 
 func sameInts(a, b []int) bool {
@@ -157,7 +157,7 @@ func (e *Engine) pull(ctx context.Context, p decodeParams) (remoteKV, error) {
 	if err := exchange(enc, sc, scRequest{Op: "get_meta_msg"}, &meta); err != nil {
 		return remoteKV{}, fmt.Errorf("NIXL handshake with %s:%d failed: %v", p.host, p.port, err)
 	}
-	if local := CompatibilityHash(e.cfg.Identity); meta.CompatibilityHash != local {
+	if local := CompatibilityHash(e.Identity()); meta.CompatibilityHash != local {
 		return remoteKV{}, fmt.Errorf("NIXL compatibility hash mismatch. Local: %s, Remote: %s", local, meta.CompatibilityHash)
 	}
 	if meta.EngineID != p.engineID {

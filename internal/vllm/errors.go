@@ -76,6 +76,11 @@ func statusError(phase string, status int, detail string) *Error {
 		e.ClientMessage, e.ClientParam = clientDetail(detail)
 	}
 	switch {
+	case status == 401 || status == 403:
+		// The engine refused the router's credential: the router's fault
+		// (engine.engine_api_key_env), never the client's.
+		e.Reason = ReasonEngineError
+		e.Msg = fmt.Sprintf("engine refused the router's credential (HTTP %d): set engine.engine_api_key_env to the variable holding the engine's --api-key", status)
 	case status == 408 || status == 429:
 		e.Reason, e.Timeout, e.Class = ReasonOverloaded, status == 408, "overload"
 	case status == 504:
@@ -86,6 +91,55 @@ func statusError(phase string, status int, detail string) *Error {
 		e.Reason = ReasonEngineError
 	}
 	return e
+}
+
+// AuthFailed reports an engine answer of 401 or 403: the engine refused
+// the router's credential.
+func (e *Error) AuthFailed() bool { return e != nil && (e.Status == 401 || e.Status == 403) }
+
+// Handshake is a consumer's refusal of a producer's KV at the NIXL
+// handshake (vllm-protocol.md §9.6): the engines' compatibility hashes
+// differ, or the handshake payload did not decode (another connector
+// version). The hashes are "" when the message does not carry them.
+type Handshake struct {
+	LocalHash  string // the consumer's (the engine that reported it)
+	RemoteHash string // the producer's
+}
+
+// Handshake markers: vLLM's own texts, which the engine relays in the
+// stream's error event.
+const (
+	hashMismatch  = "NIXL compatibility hash mismatch"
+	payloadDecode = "Failed to decode NixlHandshakePayload"
+)
+
+// HandshakeRefusal classifies a failed decode leg as a NIXL
+// compatibility refusal: retrying the same pair cannot succeed.
+func (e *Error) HandshakeRefusal() (Handshake, bool) {
+	if e == nil || e.Phase != "decode" {
+		return Handshake{}, false
+	}
+	switch {
+	case strings.Contains(e.Msg, hashMismatch):
+		return Handshake{LocalHash: hexAfter(e.Msg, "Local: "), RemoteHash: hexAfter(e.Msg, "Remote: ")}, true
+	case strings.Contains(e.Msg, payloadDecode):
+		return Handshake{}, true
+	}
+	return Handshake{}, false
+}
+
+// hexAfter is the run of hex digits following marker in s, or "".
+func hexAfter(s, marker string) string {
+	i := strings.Index(s, marker)
+	if i < 0 {
+		return ""
+	}
+	s = s[i+len(marker):]
+	n := 0
+	for n < len(s) && strings.ContainsRune("0123456789abcdefABCDEF", rune(s[n])) {
+		n++
+	}
+	return strings.ToLower(s[:n])
 }
 
 // transportError classifies a failure to get a response at all.

@@ -1,0 +1,98 @@
+package vllm
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/narwhal-go/narwhal/internal/simengine"
+)
+
+func TestEngineAuthRefusalIsTheRoutersFault(t *testing.T) {
+	cases := []struct {
+		status     int
+		auth       bool
+		reason     string
+		transient  bool
+		msgMention string
+	}{
+		{401, true, ReasonEngineError, true, "engine_api_key_env"},
+		{403, true, ReasonEngineError, true, "engine_api_key_env"},
+		{400, false, ReasonRejected, false, "HTTP 400"},
+		{404, false, ReasonRejected, false, "HTTP 404"},
+		{500, false, ReasonEngineError, true, "HTTP 500"},
+	}
+	for _, c := range cases {
+		e := statusError("prefill", c.status, `{"error":"Unauthorized"}`)
+		if e.AuthFailed() != c.auth || e.Reason != c.reason || e.Transient() != c.transient || !strings.Contains(e.Msg, c.msgMention) {
+			t.Errorf("HTTP %d: auth %v reason %s transient %v msg %q; want auth %v reason %s transient %v, msg naming %q",
+				c.status, e.AuthFailed(), e.Reason, e.Transient(), e.Msg, c.auth, c.reason, c.transient, c.msgMention)
+		}
+	}
+	var none *Error
+	if none.AuthFailed() {
+		t.Error("a nil error reports an auth failure")
+	}
+}
+
+func TestHandshakeRefusalParsing(t *testing.T) {
+	a, b := strings.Repeat("a", 64), strings.Repeat("B", 64)
+	cases := []struct {
+		name, phase, msg string
+		ok               bool
+		local, remote    string
+	}{
+		{"hash mismatch", "decode", "engine reported an error inside the stream: NIXL compatibility hash mismatch. Local: " + a + ", Remote: " + b, true, a, strings.ToLower(b)},
+		{"truncated", "decode", "NIXL compatibility hash mismatch. Local: " + a + ", Rem…", true, a, ""},
+		{"payload", "decode", "engine reported an error inside the stream: Failed to decode NixlHandshakePayload. This likely indicates…", true, "", ""},
+		{"other stream error", "decode", "engine reported an error inside the stream: boom", false, "", ""},
+		{"prefill phase", "prefill", "NIXL compatibility hash mismatch. Local: " + a, false, "", ""},
+	}
+	for _, c := range cases {
+		h, ok := (&Error{Phase: c.phase, Msg: c.msg}).HandshakeRefusal()
+		if ok != c.ok || h.LocalHash != c.local || h.RemoteHash != c.remote {
+			t.Errorf("%s: %+v %v, want ok %v local %q remote %q", c.name, h, ok, c.ok, c.local, c.remote)
+		}
+	}
+}
+
+// A consumer launched with another dtype refuses the producer's KV; the
+// client classifies the stream's error as a handshake refusal carrying
+// both engines' hashes.
+func TestHandshakeRefusalFromSimengine(t *testing.T) {
+	fl, err := simengine.StartFleet(2, simengine.Config{Model: "m", Profile: simengine.DefaultProfile("x")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fl.Close()
+	odd := simengine.DefaultIdentity("m")
+	odd.DType = "torch.float16"
+	fl.Engines[1].RestartAs(odd)
+	a, b := NewClient(fl.URLs()[0], Options{}), NewClient(fl.URLs()[1], Options{})
+	defer a.Close()
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	body, _ := ParseBody([]byte(`{"model":"m","prompt":"the quick brown fox","max_tokens":5}`))
+	h, e := a.Prefill(ctx, "/v1/completions", PrefillBody(body, "m"), "r1-a1-prefill")
+	if e != nil {
+		t.Fatalf("prefill: %v", e)
+	}
+	s, e := b.OpenStream(ctx, "/v1/completions", DecodeBody(body, "m", h.Params), "r1-a1-decode")
+	if e != nil {
+		t.Fatalf("decode: %v", e)
+	}
+	defer s.Close()
+	for e == nil {
+		var ev Event
+		if ev, e = s.Next(); ev.Done {
+			t.Fatal("the decode leg succeeded with KV from an incompatible producer")
+		}
+	}
+	hs, ok := e.HandshakeRefusal()
+	want := Handshake{LocalHash: simengine.CompatibilityHash(fl.Engines[1].Identity()), RemoteHash: simengine.CompatibilityHash(fl.Engines[0].Identity())}
+	if !ok || hs != want {
+		t.Fatalf("refusal %+v %v from %q, want %+v", hs, ok, e.Msg, want)
+	}
+}
