@@ -208,7 +208,7 @@ func TestDifferentBuildOnTheLastOfItsRoleIsRefusedClearly(t *testing.T) {
 		Error struct{ Message, Type, Code string }
 	}
 	_ = json.Unmarshal(out, &body)
-	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || body.Error.Type != "backend_unavailable" ||
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || body.Error.Code != "backend_unavailable" ||
 		!strings.Contains(body.Error.Message, "incompatible-build") {
 		t.Errorf("completion: %d Retry-After %q %s; want 503 backend_unavailable naming the hold", resp.StatusCode, resp.Header.Get("Retry-After"), out)
 	}
@@ -334,7 +334,7 @@ func TestWrongEngineKeyIsHeldOut(t *testing.T) {
 		t.Fatalf("/ready %d %+v: want 503 with both engines held as engine-auth", d.code, d)
 	}
 	resp, out := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "q", "max_tokens": 3})
-	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(out), `"type":"backend_unavailable"`) {
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(out), `"code":"backend_unavailable"`) {
 		t.Errorf("completion: %d Retry-After %q %s; want 503 backend_unavailable", resp.StatusCode, resp.Header.Get("Retry-After"), out)
 	}
 	var st struct {
