@@ -76,22 +76,27 @@ func ReadHeaders(dir string) (Headers, error) {
 		return Headers{}, err
 	}
 	h := Headers{Files: files, Metadata: map[string]map[string]string{}}
-	owner := map[string]string{}
 	for _, f := range files {
 		ts, meta, err := ReadFileHeader(filepath.Join(dir, filepath.FromSlash(f)), f)
 		if err != nil {
 			return Headers{}, err
 		}
 		h.Metadata[f] = meta
-		for _, t := range ts {
-			if prev, dup := owner[t.Name]; dup {
-				return Headers{}, herr(f, t.Name, "also stored in %s; a tensor must be in one file", prev)
-			}
-			owner[t.Name] = f
-			h.Tensors = append(h.Tensors, t)
+		h.Tensors = append(h.Tensors, ts...)
+	}
+	// Sorted by name, then file: a tensor stored twice is adjacent, and the
+	// later file is the one reported.
+	slices.SortFunc(h.Tensors, func(a, b Tensor) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.File, b.File)
+	})
+	for i := 1; i < len(h.Tensors); i++ {
+		if a, b := h.Tensors[i-1], h.Tensors[i]; a.Name == b.Name {
+			return Headers{}, herr(b.File, b.Name, "also stored in %s; a tensor must be in one file", a.File)
 		}
 	}
-	slices.SortFunc(h.Tensors, func(a, b Tensor) int { return strings.Compare(a.Name, b.Name) })
 	if idx != nil {
 		if err := idx.check(h.Tensors); err != nil {
 			return Headers{}, err
