@@ -68,6 +68,10 @@ type StartupLog struct {
 // ErrNoMemoryLines is returned for a log with no recognised memory line.
 var ErrNoMemoryLines = errors.New("vllm log: no memory line recognised (looked for \"Model loading took\", \"Available KV cache memory\", \"GPU KV cache size\", \"# GPU blocks\", \"Memory profiling\"…); is this a vLLM startup log?")
 
+// vlogHeadLen is how far into a line the level word and the process
+// prefix are looked for.
+const vlogHeadLen = 256
+
 // vlogMaxLine bounds what is kept of one line: memory lines are short, and
 // a multi-megabyte config dump must not cost memory.
 const vlogMaxLine = 64 << 10
@@ -170,9 +174,12 @@ func (p *vlogParser) worker(k vlogWorkerKey) *vlogWorker {
 func (p *vlogParser) line(raw []byte) {
 	p.n++
 	raw = bytes.TrimRight(raw, "\r")
-	s := vlogANSIRE.ReplaceAllString(string(raw), "")
-	key, name, hasPrefix, prefixEnd := vlogPrefix(s)
-	level := vlogLevelRE.FindStringSubmatchIndex(s)
+	if bytes.IndexByte(raw, 0x1b) >= 0 {
+		raw = vlogANSIRE.ReplaceAll(raw, nil)
+	}
+	s := string(raw)
+	level := vlogLevelRE.FindStringSubmatchIndex(s[:min(len(s), vlogHeadLen)])
+	key, name, hasPrefix, prefixEnd := vlogPrefix(s, level)
 	switch {
 	case hasPrefix:
 		p.cur = key
@@ -191,6 +198,9 @@ func (p *vlogParser) line(raw []byte) {
 	p.identity(w, msg)
 	for i := range vlogPatterns {
 		pt := &vlogPatterns[i]
+		if !strings.Contains(msg, pt.needle) {
+			continue
+		}
 		sm := pt.re.FindStringSubmatch(msg)
 		if sm == nil {
 			continue
@@ -204,12 +214,13 @@ func (p *vlogParser) line(raw []byte) {
 // before the level word, or anywhere in the line's head when there is no
 // level. It returns the name tokens (numbers and group letters only are
 // used from them) and where the message after the prefix starts.
-func vlogPrefix(s string) (vlogWorkerKey, []string, bool, int) {
-	head := s
-	if lv := vlogLevelRE.FindStringIndex(s); lv != nil {
-		head = s[:lv[0]+1]
-	} else if len(head) > 256 {
-		head = head[:256]
+func vlogPrefix(s string, level []int) (vlogWorkerKey, []string, bool, int) {
+	head := s[:min(len(s), vlogHeadLen)]
+	if level != nil {
+		head = s[:level[0]+1]
+	}
+	if !strings.Contains(head, " pid=") {
+		return vlogWorkerKey{}, nil, false, 0
 	}
 	all := vlogPrefixRE.FindAllStringSubmatchIndex(head, -1)
 	if all == nil {
@@ -290,6 +301,9 @@ func vlogIntPtr(s string) *int {
 // process they count only when the world has one rank: multiprocess
 // workers print them before their prefix is set.
 func (p *vlogParser) identity(w *vlogWorker, msg string) {
+	if !strings.Contains(msg, " rank") && !strings.Contains(msg, "world_size=") {
+		return
+	}
 	if m := vlogAssignRE.FindStringSubmatch(msg); m != nil {
 		if !w.key.main || m[2] == "1" {
 			w.rank, w.dp, w.pp, w.tp = vlogIntPtr(m[1]), vlogIntPtr(m[3]), vlogIntPtr(m[4]), vlogIntPtr(m[5])

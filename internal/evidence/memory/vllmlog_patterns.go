@@ -1,6 +1,9 @@
 package memory
 
-import "regexp"
+import (
+	"regexp"
+	"regexp/syntax"
+)
 
 // The wordings vLLM prints at startup, V0 and V1, across versions. Each
 // pattern names the vLLM source that prints it and a public log showing
@@ -197,6 +200,7 @@ const (
 type vlogPattern struct {
 	id      PatternID
 	re      *regexp.Regexp
+	needle  string // a literal the line must contain for re to match: a cheap pre-check
 	scope   vlogScope
 	gbIsGiB bool // the source prints "GB" for a value divided by 2^30
 	startup bool // the line starts a worker's startup (weights loaded)
@@ -223,7 +227,28 @@ func vlogFlag(target vlogTarget, v bool) vlogCapture {
 }
 
 func vlogPat(id PatternID, expr string, caps ...vlogCapture) vlogPattern {
-	return vlogPattern{id: id, re: regexp.MustCompile(expr), caps: caps}
+	return vlogPattern{id: id, re: regexp.MustCompile(expr), needle: vlogNeedle(expr), caps: caps}
+}
+
+// vlogNeedle is the longest literal run of expr's top-level concatenation,
+// which every match contains.
+func vlogNeedle(expr string) string {
+	re, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		panic(err)
+	}
+	re = re.Simplify()
+	best := ""
+	subs := []*syntax.Regexp{re}
+	if re.Op == syntax.OpConcat {
+		subs = re.Sub
+	}
+	for _, s := range subs {
+		if s.Op == syntax.OpLiteral && s.Flags&syntax.FoldCase == 0 && len(s.Rune) > len(best) {
+			best = string(s.Rune)
+		}
+	}
+	return best
 }
 
 func (p vlogPattern) engine() vlogPattern { p.scope = vsEngine; return p }
@@ -272,7 +297,7 @@ var vlogPatterns = []vlogPattern{
 	vlogPat(PatV1FreeOnStartup, `Free memory on device(?: [A-Za-z]+:[0-9]+)? \((-?[0-9]+(?:\.[0-9]+)?)/(-?[0-9]+(?:\.[0-9]+)?) (GiB)\) on startup`,
 		vlogCapture{target: tgtFree, kind: vkMemory, num: 1, unit: 3, round: 2, note: NoteNone},
 		vlogCapture{target: tgtTotal, kind: vkMemory, num: 2, unit: 3, round: 2, note: NoteNone}),
-	vlogPat(PatV1DesiredUtil, `(?:Desired GPU memory utilization is|less than desired GPU memory utilization) \(([0-9]+(?:\.[0-9]+)?), `+vlogMem+`\)`,
+	vlogPat(PatV1DesiredUtil, `(?:Desired|desired) GPU memory utilization (?:is )?\(([0-9]+(?:\.[0-9]+)?), `+vlogMem+`\)`,
 		vlogRatio(tgtUtil, 1, 2), vlogM(tgtRequested, 2, NoteNone)),
 	vlogPat(PatV1UsageWeight, `Actual usage is `+vlogMem+` for weight\b`, vlogM(tgtWeights, 1, NoteNone)),
 	vlogPat(PatV1UsagePeakActivation, vlogMem+` for peak activation`, vlogM(tgtSumPeakActivation, 1, NoteNone)),

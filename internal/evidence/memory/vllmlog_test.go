@@ -538,3 +538,26 @@ func TestParsedObservationsEncode(t *testing.T) {
 		}
 	}
 }
+
+// TestPatternNeedles: every pattern has a literal pre-check, and the
+// pre-check never hides a match the expression would find.
+func TestPatternNeedles(t *testing.T) {
+	for _, p := range vlogPatterns {
+		if len(p.needle) < 4 {
+			t.Errorf("%s: needle %q is too short to filter lines", p.id, p.needle)
+		}
+	}
+	for _, name := range []string{"v0_6_4_results.log", "v0_6_6_single.log", "v1_estimate.log", "v1_tp2_debug.log"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "vllmlog", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			for _, p := range vlogPatterns {
+				if p.re.MatchString(line) && !strings.Contains(line, p.needle) {
+					t.Errorf("%s: needle %q misses %q", p.id, p.needle, line)
+				}
+			}
+		}
+	}
+}
