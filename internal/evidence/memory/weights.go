@@ -149,6 +149,9 @@ func weightsPerStage(a ArchFacts, h artifact.Headers, f EngineFacts, topo topolo
 	var unmatched []string
 	nUnmatched := 0
 	for _, t := range h.Tensors {
+		if l, ok := layerIndex(t.Name); ok && l >= a.NumLayers && rs.ExtraLayers == "skip" {
+			continue // multi-token-prediction layers vLLM does not load
+		}
 		m, ok := wc.match(t.Name)
 		if !ok {
 			nUnmatched++
@@ -161,9 +164,6 @@ func weightsPerStage(a ArchFacts, h artifact.Headers, f EngineFacts, topo topolo
 			continue
 		}
 		if m.layer >= a.NumLayers {
-			if rs.ExtraLayers == "skip" {
-				continue // multi-token-prediction layers vLLM does not load
-			}
 			reasons = append(reasons, fmt.Sprintf("weights: tensor %s is in layer %d of a %d-layer model", t.Name, m.layer, a.NumLayers))
 			continue
 		}
@@ -245,6 +245,16 @@ func (wc weightCalc) match(name string) (tensorMatch, bool) {
 		return tensorMatch{rule: r, param: p, layer: layer, expert: expert}, true
 	}
 	return tensorMatch{}, false
+}
+
+// layerIndex reads N from a "model.layers.N." tensor name.
+func layerIndex(name string) (int64, bool) {
+	rest, ok := strings.CutPrefix(name, "model.layers.")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(rest[:max(0, strings.IndexByte(rest, '.'))], 10, 64)
+	return n, err == nil
 }
 
 func matchSegs(pat, segs []string) (layer, expert int64, ok bool) {
