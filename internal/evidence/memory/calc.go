@@ -80,7 +80,9 @@ const (
 // HardwareSpec is the GPU one rank runs on.
 type HardwareSpec struct {
 	Name              string `json:"name"`
+	DeviceName        string `json:"device_name"`        // as torch names it; vLLM's batch defaults match on it
 	TotalMemoryBytes  int64  `json:"total_memory_bytes"` // as the driver reports (torch.cuda.mem_get_info total)
+	MemoryBasis       string `json:"memory_basis"`       // "vllm_log", "nominal" or "user"
 	ComputeCapability string `json:"compute_capability"` // "9.0"; "" when not known
 	Count             int    `json:"count"`              // GPUs available; 0 = as many as the topology needs
 }
@@ -121,13 +123,15 @@ type PlanInput struct {
 // ranks of a stage are symmetric except for uneven expert placement, and
 // the heaviest is the one reported).
 type RankPrediction struct {
-	PPRank           int       `json:"pp_rank"`
-	FirstLayer       int       `json:"first_layer"`
-	EndLayer         int       `json:"end_layer"` // exclusive
-	WeightBytes      Component `json:"weight_bytes"`
-	KVBytesPerToken  int64     `json:"kv_bytes_per_token"` // full-attention-equivalent, every layer of the rank
-	AvailableKVBytes Component `json:"available_kv_bytes"`
-	NumBlocks        int64     `json:"num_blocks"`
+	PPRank           int             `json:"pp_rank"`
+	FirstLayer       int64           `json:"first_layer"`
+	EndLayer         int64           `json:"end_layer"` // exclusive
+	Weights          WeightBreakdown `json:"weights"`
+	WeightBytes      Component       `json:"weight_bytes"`
+	KVBytesPerToken  int64           `json:"kv_bytes_per_token"` // every layer of the rank counted as full attention
+	AvailableKVBytes Component       `json:"available_kv_bytes"`
+	NumBlocks        int64           `json:"num_blocks"`
+	NeededKVBytes    int64           `json:"needed_kv_bytes"` // one request at max_model_len
 }
 
 // Prediction is the result of a plan (reference/evidence.md §2.8.2 plus the
@@ -161,7 +165,15 @@ type Prediction struct {
 	MaxFeasibleModelLen    int64   `json:"max_feasible_model_len"`
 	MaxConcurrencyAtMaxLen float64 `json:"max_concurrency_at_max_len"`
 	Fits                   bool    `json:"fits"`
-	MarginBytes            int64   `json:"margin_bytes"`
+	MarginBytes            int64   `json:"margin_bytes"` // lower edge of the available-KV band minus one max-length request, worst rank
+	BlocksPerRequest       int64   `json:"blocks_per_request"`
+	KVBytesPerTokenLayer   int64   `json:"kv_bytes_per_token_layer"`
+	ModelDTypeBytes        int64   `json:"model_dtype_bytes"`
+	KVCacheDTypeBytes      int64   `json:"kv_cache_dtype_bytes"`
+	GPUsNeeded             int     `json:"gpus_needed"`
+	// Notes are caveats that do not make the prediction unknown (a
+	// nominal GPU memory figure, calibration carried across versions).
+	Notes []string `json:"notes"`
 
 	Ranks             []RankPrediction `json:"ranks"`
 	EngineFactsDigest string           `json:"engine_facts_digest"`
