@@ -24,6 +24,7 @@ var deterministicPackages = []string{
 	"calc",
 	"diagnose",
 	"evidence",
+	"evidence/execfp",
 	"canon",
 }
 

@@ -1,0 +1,379 @@
+package memory
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/narwhal-go/narwhal/internal/canon"
+)
+
+// planner carries one plan's state so the steps stay short.
+type planner struct {
+	in     PlanInput
+	p      Prediction
+	a      ArchFacts
+	f      EngineFacts
+	topo   topology
+	layout kvLayout
+	class  string
+	src    []string // facts and calibration digests every predicted component cites
+}
+
+func plan(in PlanInput) (Prediction, error) {
+	pl := &planner{in: in}
+	if err := pl.start(); err != nil {
+		return Prediction{}, err
+	}
+	if pl.a.UnknownReason != "" {
+		pl.unknown(pl.a.UnknownReason)
+		return pl.finish(), nil
+	}
+	if err := pl.resolve(); err != nil {
+		return Prediction{}, err
+	}
+	pl.weights()
+	pl.kv()
+	pl.overheads()
+	pl.budget()
+	return pl.finish(), nil
+}
+
+// start checks the inputs that must be present and records identities.
+func (pl *planner) start() error {
+	in := pl.in
+	if in.Facts.Version == "" {
+		return fmt.Errorf("plan: no engine facts; load them with LoadFacts(--vllm-version)")
+	}
+	if in.Hardware.TotalMemoryBytes <= 0 {
+		return fmt.Errorf("plan: GPU total memory is %d bytes; name a GPU from the table or give --gpu-memory-gib", in.Hardware.TotalMemoryBytes)
+	}
+	a, err := ParseArch(in.Config)
+	if err != nil {
+		return err
+	}
+	pl.a, pl.f = a, in.Facts
+	fd, err := FactsDigest(in.Facts)
+	if err != nil {
+		return err
+	}
+	cd, err := CalibrationDigest(in.Calibration)
+	if err != nil {
+		return err
+	}
+	_, hd, err := canon.MarshalDigest(in.Headers)
+	if err != nil {
+		return fmt.Errorf("plan: tensor headers: %w", err)
+	}
+	pl.p = Prediction{
+		Schema: PredictionSchema, SchemaVersion: PredictionSchemaVersion, Status: PredictionKnown,
+		UnknownReasons: []string{}, Notes: []string{}, Ranks: []RankPrediction{},
+		Architecture: a.Architecture, Mechanism: a.Mechanism, FFN: a.FFN,
+		Hardware: in.Hardware, Launch: in.Launch, EngineVersion: in.Facts.Version,
+		EngineFactsDigest: fd, CalibrationDigest: cd, GPUTableDigest: GPUTableDigest(),
+		ConfigDigest: canon.Digest(in.Config), HeadersDigest: hd,
+	}
+	pl.src = []string{fd, cd}
+	if in.Hardware.MemoryBasis == BasisNominal {
+		pl.note(fmt.Sprintf("GPU memory %s is the vendor's nominal capacity; CUDA reports less, so give --gpu-memory-gib for an exact plan", in.Hardware.Name))
+	}
+	return nil
+}
+
+func (pl *planner) unknown(reason string) {
+	pl.p.Status = PredictionUnknown
+	pl.p.UnknownReasons = append(pl.p.UnknownReasons, reason)
+}
+
+func (pl *planner) note(n string) { pl.p.Notes = append(pl.p.Notes, n) }
+
+func unknownComponent(reason string) Component {
+	return Component{Status: StatusUnknown, Reason: reason, Source: []string{}}
+}
+
+// resolve fills the launch defaults from the pinned facts and checks the
+// launch against the model.
+func (pl *planner) resolve() error {
+	l, a, f := pl.in.Launch, pl.a, pl.f
+	for _, p := range []*int{&l.TP, &l.PP, &l.DP} {
+		if *p == 0 {
+			*p = 1
+		}
+	}
+	if l.GPUMemoryUtilization == 0 {
+		l.GPUMemoryUtilization = f.Defaults.GPUMemoryUtilization
+	}
+	if l.GPUMemoryUtilization <= 0 || l.GPUMemoryUtilization > 1 || math.IsNaN(l.GPUMemoryUtilization) {
+		return fmt.Errorf("--gpu-memory-utilization %v: must be in (0, 1]", l.GPUMemoryUtilization)
+	}
+	if l.MaxModelLen == 0 {
+		l.MaxModelLen = a.MaxPosition
+	}
+	if l.MaxModelLen < 0 || l.MaxModelLen > a.MaxPosition {
+		return fmt.Errorf("--max-model-len %d: must be in [1, %d] (config.json max_position_embeddings)", l.MaxModelLen, a.MaxPosition)
+	}
+	if l.MaxNumSeqs < 0 || l.MaxNumBatchedTokens < 0 || l.BlockSize < 0 {
+		return fmt.Errorf("launch: max_num_seqs, max_num_batched_tokens and block_size must not be negative")
+	}
+	bd := batchDefault(f.Defaults.Batch, pl.in.Hardware)
+	if l.MaxNumSeqs == 0 {
+		l.MaxNumSeqs = bd.MaxNumSeqs
+	}
+	if l.MaxNumBatchedTokens == 0 {
+		l.MaxNumBatchedTokens = bd.MaxNumBatchedTokens
+	}
+	if l.BlockSize == 0 {
+		l.BlockSize = f.Defaults.BlockSize
+	}
+	if a.Mechanism == MechMLA && f.Defaults.MLABlockSize > 0 && l.BlockSize%f.Defaults.MLABlockSize != 0 {
+		switch ccAtLeast(pl.in.Hardware.ComputeCapability, f.Defaults.MLABlockSizeMinCC) {
+		case ccYes:
+			l.BlockSize = f.Defaults.MLABlockSize
+		case ccUnknown:
+			pl.note(fmt.Sprintf("compute capability unknown: FlashMLA would force block size %d on %s+", f.Defaults.MLABlockSize, f.Defaults.MLABlockSizeMinCC))
+		}
+	}
+	if l.KVCacheDType == "" {
+		l.KVCacheDType = "auto"
+	}
+	if l.DType == "" {
+		l.DType = "auto"
+	}
+	if l.KVCacheMemoryBytes != nil && *l.KVCacheMemoryBytes <= 0 {
+		return fmt.Errorf("--kv-cache-memory %d: must be positive", *l.KVCacheMemoryBytes)
+	}
+	topo, err := newTopology(l, a.NumLayers)
+	if err != nil {
+		return err
+	}
+	pl.topo = topo
+	pl.p.Launch = l
+	pl.p.GPUsNeeded = l.TP * l.PP * l.DP
+	if n := pl.in.Hardware.Count; n > 0 && n < pl.p.GPUsNeeded {
+		pl.note(fmt.Sprintf("the topology needs %d GPUs, the hardware lists %d", pl.p.GPUsNeeded, n))
+	}
+	pl.class = activationClass(a.Mechanism, a.FFN, a.Multimodal)
+	return pl.dtypes()
+}
+
+// batchDefault picks vLLM's serve defaults for the GPU.
+func batchDefault(rows []BatchDefault, hw HardwareSpec) BatchDefault {
+	name := strings.ToLower(hw.DeviceName)
+	for _, r := range rows {
+		if hw.TotalMemoryBytes < r.MinMemoryBytes {
+			continue
+		}
+		if len(r.NameContainsAny) > 0 && !slices.ContainsFunc(r.NameContainsAny, func(s string) bool { return strings.Contains(name, s) }) {
+			continue
+		}
+		if slices.ContainsFunc(r.NameExcludes, func(s string) bool { return strings.Contains(name, s) }) {
+			continue
+		}
+		return r
+	}
+	return rows[len(rows)-1]
+}
+
+type ccAnswer int
+
+const (
+	ccNo ccAnswer = iota
+	ccYes
+	ccUnknown
+)
+
+func ccAtLeast(cc, minCC string) ccAnswer {
+	v, err1 := strconv.ParseFloat(cc, 64)
+	m, err2 := strconv.ParseFloat(minCC, 64)
+	if err1 != nil || err2 != nil {
+		return ccUnknown
+	}
+	if v >= m {
+		return ccYes
+	}
+	return ccNo
+}
+
+// dtypes resolves the model and KV-cache element sizes.
+func (pl *planner) dtypes() error {
+	l := pl.p.Launch
+	switch strings.ToLower(l.DType) {
+	case "auto":
+		switch pl.a.TorchDType {
+		case "", "bfloat16", "float16", "float32", "half", "float":
+			// auto keeps a half-precision config and turns a float32 one
+			// (or none) into bfloat16 or float16: two bytes either way.
+			pl.p.ModelDTypeBytes = 2
+		default:
+			pl.unknown(fmt.Sprintf("dtype auto with config torch_dtype %q is not modelled", pl.a.TorchDType))
+		}
+	case "bfloat16", "float16", "half":
+		pl.p.ModelDTypeBytes = 2
+	case "float32", "float":
+		pl.p.ModelDTypeBytes = 4
+	default:
+		return fmt.Errorf("--dtype %q: want auto, bfloat16, float16 or float32", l.DType)
+	}
+	if l.KVCacheDType == "auto" {
+		pl.p.KVCacheDTypeBytes = pl.p.ModelDTypeBytes
+		return nil
+	}
+	b, ok := pl.f.KV.DTypeBytes[l.KVCacheDType]
+	if !ok {
+		pl.unknown(fmt.Sprintf("kv_cache_dtype %q is not modelled for vLLM %s", l.KVCacheDType, pl.f.Version))
+		return nil
+	}
+	pl.p.KVCacheDTypeBytes = b
+	return nil
+}
+
+// weights computes each stage's resident weights.
+func (pl *planner) weights() {
+	if q := pl.p.Launch.Quantization; q != "" && !sameQuant(q, pl.a.Quant.Method) {
+		r := fmt.Sprintf("weights: runtime --quantization %s over a %q checkpoint is an online transform whose layout and load-time workspace are not modelled", q, pl.a.Quant.Method)
+		pl.p.WeightBytesPerRank = unknownComponent(r)
+		pl.unknown(r)
+		return
+	}
+	if pl.p.ModelDTypeBytes == 0 {
+		pl.p.WeightBytesPerRank = unknownComponent("weights: model dtype unknown")
+		return
+	}
+	stages, reasons := weightsPerStage(pl.a, pl.in.Headers, pl.f, pl.topo, pl.p.ModelDTypeBytes)
+	if len(reasons) > 0 {
+		pl.p.WeightBytesPerRank = unknownComponent(strings.Join(reasons, "; "))
+		for _, r := range reasons {
+			pl.unknown(r)
+		}
+		return
+	}
+	var heaviest int64
+	for i, w := range stages {
+		t := w.Total()
+		heaviest = max(heaviest, t)
+		pl.p.Ranks = append(pl.p.Ranks, RankPrediction{
+			PPRank: i, FirstLayer: pl.topo.Stages[i][0], EndLayer: pl.topo.Stages[i][1], Weights: w,
+			WeightBytes: derived(t, pl.src[:1]),
+		})
+	}
+	pl.p.WeightBytesPerRank = derived(heaviest, pl.src[:1])
+}
+
+// sameQuant accepts the runtime spellings of the checkpoint's own method
+// (vLLM's --quantization awq_marlin over an AWQ checkpoint).
+func sameQuant(runtime, method string) bool {
+	r := strings.TrimSuffix(strings.ToLower(runtime), "_marlin")
+	return r == method || r == strings.ReplaceAll(method, "-", "_")
+}
+
+func derived(b int64, src []string) Component {
+	return Component{Bytes: b, Lower: b, Upper: b, Status: StatusDerived, Source: sortedUnique(src)}
+}
+
+// kv sets up the KV layout and the per-token figures.
+func (pl *planner) kv() {
+	if pl.p.KVCacheDTypeBytes == 0 {
+		return
+	}
+	per, err := kvBytesPerTokenLayer(pl.a, pl.topo.TP, pl.p.KVCacheDTypeBytes)
+	if err != nil {
+		pl.unknown(err.Error())
+		return
+	}
+	pl.layout = kvLayout{PerTokenLayer: per, BlockSize: pl.p.Launch.BlockSize, SlidingWindow: pl.a.SlidingWindow,
+		Groups: kvGroups(pl.a.LayerKinds, pl.f.KV.HybridAllocator)}
+	pl.p.KVBytesPerTokenLayer = per
+	pl.p.BlockSize = pl.layout.BlockSize
+	pl.p.KVBytesPerToken = pl.layout.kvBytesPerTokenStage(pl.topo.Stages[0])
+	pl.p.BlocksPerRequest = pl.layout.blocksPerRequest(pl.p.Launch.MaxModelLen, pl.p.Launch.MaxNumBatchedTokens)
+	if pl.a.Mechanism == MechHybridSliding && !pl.f.KV.HybridAllocator {
+		pl.note(fmt.Sprintf("vLLM %s has no hybrid KV cache manager: sliding-window layers are sized as full attention", pl.f.Version))
+	}
+}
+
+// overheads predicts the activation peak, non-torch and CUDA-graph
+// components from the calibration set.
+func (pl *planner) overheads() {
+	l := pl.p.Launch
+	set := pl.in.Calibration
+	if l.PP > 1 {
+		pl.p.ActivationPeak = unknownComponent("activation peak: no calibration entries with pp > 1 (the sampler peak sits on the last stage only)")
+	} else if fit, err := fitActivation(set, pl.class); err != nil {
+		pl.p.ActivationPeak = unknownComponent(err.Error())
+	} else {
+		pl.p.ActivationPeak = fit.component(samplerLogitsBytes(l.MaxNumSeqs, l.MaxNumBatchedTokens, pl.a.VocabSize), pl.src)
+	}
+	if l.DP > 1 {
+		pl.p.NonTorch = unknownComponent("non-torch memory: no calibration entries with dp > 1")
+	} else if fit, err := fitNonTorch(set, l.TP, l.PP); err != nil {
+		pl.p.NonTorch = unknownComponent(err.Error())
+	} else {
+		pl.p.NonTorch = fit.component(pl.src)
+	}
+	pl.p.CUDAGraphApplied = pl.f.Accounting.SubtractsCUDAGraphEstimate && !l.EnforceEager
+	switch {
+	case l.EnforceEager:
+		pl.p.CUDAGraphEstimate = derived(0, pl.src[:1])
+	case l.CUDAGraphCaptureSizes != nil && !slices.Equal(l.CUDAGraphCaptureSizes, pl.f.Defaults.CaptureSizes):
+		pl.p.CUDAGraphEstimate = unknownComponent("CUDA-graph memory: the calibration covers the default capture sizes only")
+	default:
+		if fit, err := fitCUDAGraph(set, pl.class, pl.p.CUDAGraphApplied); err != nil {
+			pl.p.CUDAGraphEstimate = unknownComponent(err.Error())
+		} else {
+			pl.p.CUDAGraphEstimate = fit.component(pl.src)
+		}
+	}
+	if l.KVCacheMemoryBytes == nil {
+		for _, c := range []Component{pl.p.ActivationPeak, pl.p.NonTorch} {
+			if !c.Known() {
+				pl.unknown(c.Reason)
+			}
+		}
+	}
+	if pl.p.CUDAGraphApplied && !pl.p.CUDAGraphEstimate.Known() {
+		pl.unknown(pl.p.CUDAGraphEstimate.Reason)
+	}
+	if pl.usesCalibration() {
+		pl.crossNotes()
+	}
+}
+
+func (pl *planner) usesCalibration() bool {
+	return pl.p.ActivationPeak.Status == StatusPredicted || pl.p.NonTorch.Status == StatusPredicted || pl.p.CUDAGraphEstimate.Status == StatusPredicted
+}
+
+// crossNotes says when the calibration entries differ from the plan's
+// hardware or version: the figures are then predictions carried across,
+// never measurements of this execution.
+func (pl *planner) crossNotes() {
+	gpus, versions := map[string]bool{}, map[string]bool{}
+	for _, e := range pl.in.Calibration.Entries {
+		gpus[e.GPU] = true
+		if e.VLLMVersion != "" {
+			versions[e.VLLMVersion] = true
+		}
+	}
+	if !gpus[pl.in.Hardware.Name] {
+		pl.note(fmt.Sprintf("overhead bands are calibrated on %s, not %s: carried across hardware as a prediction", strings.Join(sortedKeys(gpus), ", "), pl.in.Hardware.Name))
+	}
+	same := false
+	for v := range versions {
+		if strings.HasPrefix(normalizeVersion(v), strings.TrimSuffix(pl.f.MinVersion, ".0")) || pl.f.Version == "0.10" && strings.HasPrefix(v, "0.11") {
+			same = true
+		}
+	}
+	if !same {
+		pl.note(fmt.Sprintf("overhead bands are calibrated on vLLM %s, not the %s range: carried across versions as a prediction", strings.Join(sortedKeys(versions), ", "), pl.f.Version))
+	}
+}
+
+func sortedKeys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

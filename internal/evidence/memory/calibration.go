@@ -1,0 +1,298 @@
+package memory
+
+import (
+	_ "embed"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/narwhal-go/narwhal/internal/canon"
+)
+
+// CalibrationSet is a set of measured startup figures (the seed set:
+// published vLLM startup logs, each with its source URL) against which the
+// activation, non-torch and CUDA-graph formulas are calibrated: each
+// formula's coefficient and uncertainty band come from the spread over the
+// entries of the same mechanism class, never from a fixed percentage.
+type CalibrationSet struct {
+	Schema        string             `json:"schema"`
+	SchemaVersion int                `json:"schema_version"`
+	Description   string             `json:"description"`
+	Entries       []CalibrationEntry `json:"entries"`
+}
+
+// CalibrationEntry is one published startup log. Pointers are nil where
+// the log does not state the figure; Notes say what the log leaves open.
+type CalibrationEntry struct {
+	ID          string `json:"id"`
+	SourceURL   string `json:"source_url"`
+	Model       string `json:"model"`
+	ConfigURL   string `json:"config_url"`
+	GPU         string `json:"gpu"`
+	VLLMVersion string `json:"vllm_version"` // "" when the log does not state it
+
+	Arch   CalibrationArch   `json:"arch"`
+	Launch CalibrationLaunch `json:"launch"`
+	Logged LoggedFigures     `json:"logged"`
+	Notes  string            `json:"notes"`
+}
+
+// CalibrationArch are the architecture facts the formulas read, copied
+// from the model's published config.json (ConfigURL).
+type CalibrationArch struct {
+	Mechanism        Mechanism `json:"mechanism"`
+	FFN              string    `json:"ffn"`
+	Multimodal       bool      `json:"multimodal"`
+	HiddenSize       int64     `json:"hidden_size"`
+	IntermediateSize int64     `json:"intermediate_size"` // dense MLP, or per expert for MoE
+	VocabSize        int64     `json:"vocab_size"`
+	NumLayers        int64     `json:"num_layers"`
+	NumHeads         int64     `json:"num_heads"`
+	NumKVHeads       int64     `json:"num_kv_heads"`
+	HeadDim          int64     `json:"head_dim"`
+	NumExperts       int64     `json:"num_experts"`
+	TopK             int64     `json:"top_k"`
+}
+
+// CalibrationLaunch are the launch parameters of the logged run.
+// DefaultsAssumed names the fields the log does not state that are filled
+// with the version's default for that GPU (and so are an assumption).
+type CalibrationLaunch struct {
+	TP                   int      `json:"tp"`
+	PP                   int      `json:"pp"`
+	MaxModelLen          int64    `json:"max_model_len"`
+	MaxNumBatchedTokens  int64    `json:"max_num_batched_tokens"`
+	MaxNumSeqs           int64    `json:"max_num_seqs"`
+	GPUMemoryUtilization float64  `json:"gpu_memory_utilization"`
+	BlockSize            int64    `json:"block_size"`
+	EnforceEager         bool     `json:"enforce_eager"`
+	DefaultCaptureSizes  bool     `json:"default_capture_sizes"`
+	DefaultsAssumed      []string `json:"defaults_assumed"`
+}
+
+// LoggedFigures are the figures as the log prints them (GiB with two
+// decimals, tokens).
+type LoggedFigures struct {
+	TotalMemoryGiB       *float64 `json:"total_memory_gib"`
+	FreeMemoryGiB        *float64 `json:"free_memory_gib"`
+	WeightsGiB           *float64 `json:"weights_gib"`
+	ActivationPeakGiB    *float64 `json:"activation_peak_gib"` // torch peak increase
+	NonTorchGiB          *float64 `json:"non_torch_gib"`
+	CUDAGraphGiB         *float64 `json:"cudagraph_gib"`          // memory taken by graph capture
+	CUDAGraphEstimateGiB *float64 `json:"cudagraph_estimate_gib"` // vLLM's profiled estimate (v0.21+)
+	KVCacheGiB           *float64 `json:"kv_cache_gib"`           // Available KV cache memory
+	KVCacheTokens        *int64   `json:"kv_cache_tokens"`
+	NumBlocks            *int64   `json:"num_blocks"`
+	MaxConcurrency       *float64 `json:"max_concurrency"`
+}
+
+// CalibrationSchema names the calibration set format.
+const (
+	CalibrationSchema        = "narwhal.memory.calibration"
+	CalibrationSchemaVersion = 1
+)
+
+// LogResolutionBytes is the resolution of a figure vLLM logs in GiB with
+// two decimals: ±0.005 GiB.
+const LogResolutionBytes = gib / 200
+
+const gib = 1 << 30
+
+//go:embed data/calibration_seed.json
+var seedJSON []byte
+
+var (
+	seedOnce sync.Once
+	seedSet  CalibrationSet
+	seedErr  error
+)
+
+// SeedCalibration returns the seed calibration set shipped with this
+// build.
+func SeedCalibration() (CalibrationSet, error) {
+	seedOnce.Do(func() {
+		seedSet, seedErr = ParseCalibration(seedJSON)
+	})
+	return seedSet, seedErr
+}
+
+// ParseCalibration decodes a calibration set strictly.
+func ParseCalibration(b []byte) (CalibrationSet, error) {
+	var s CalibrationSet
+	if err := strictUnmarshal(b, &s); err != nil {
+		return CalibrationSet{}, fmt.Errorf("calibration set: %w", err)
+	}
+	if s.Schema != CalibrationSchema || s.SchemaVersion != CalibrationSchemaVersion {
+		return CalibrationSet{}, fmt.Errorf("calibration set: schema %q v%d, want %q v%d", s.Schema, s.SchemaVersion, CalibrationSchema, CalibrationSchemaVersion)
+	}
+	seen := map[string]bool{}
+	for i, e := range s.Entries {
+		if e.ID == "" || seen[e.ID] {
+			return CalibrationSet{}, fmt.Errorf("calibration set: entries[%d]: id %q is empty or repeated", i, e.ID)
+		}
+		seen[e.ID] = true
+		if e.SourceURL == "" {
+			return CalibrationSet{}, fmt.Errorf("calibration set: entry %s has no source_url", e.ID)
+		}
+		if e.Launch.TP < 1 || e.Launch.PP < 1 {
+			return CalibrationSet{}, fmt.Errorf("calibration set: entry %s: tp and pp must be ≥ 1", e.ID)
+		}
+	}
+	return s, nil
+}
+
+// CalibrationDigest is the digest of a calibration set's canonical form.
+func CalibrationDigest(s CalibrationSet) (string, error) {
+	_, d, err := canon.MarshalDigest(s)
+	return d, err
+}
+
+// activationClass keys the activation and CUDA-graph formulas: the
+// attention mechanism, the feed-forward kind and whether a vision tower
+// takes part in the profile run.
+func activationClass(m Mechanism, ffn string, multimodal bool) string {
+	mod := "text"
+	if multimodal {
+		mod = "multimodal"
+	}
+	return string(m) + "/" + ffn + "/" + mod
+}
+
+// minCalibrationEntries is how many entries of a class a band needs: one
+// entry gives a coefficient but no spread.
+const minCalibrationEntries = 2
+
+// samplerLogitsBytes is the activation formula's driver: vLLM's profile
+// run ends with a dummy sampler pass over min(max_num_seqs,
+// max_num_batched_tokens) requests whose float32 logits span the whole
+// vocabulary (gpu_model_runner._dummy_sampler_run); the sort and softmax
+// copies of that tensor are the profile's torch peak in every seed entry,
+// so the peak is a calibrated multiple of this size.
+func samplerLogitsBytes(maxNumSeqs, maxNumBatchedTokens, vocab int64) int64 {
+	return min(maxNumSeqs, maxNumBatchedTokens) * vocab * 4
+}
+
+// ratioFit is a calibrated proportional formula: value = Coef × driver,
+// band [Lo, Hi] × driver, widened by the log resolution.
+type ratioFit struct {
+	Coef, Lo, Hi float64
+	IDs          []string
+}
+
+func (f ratioFit) component(driver int64, src []string) Component {
+	b := int64(math.Round(f.Coef * float64(driver)))
+	lo := int64(math.Floor(f.Lo*float64(driver))) - LogResolutionBytes
+	hi := int64(math.Ceil(f.Hi*float64(driver))) + LogResolutionBytes
+	return Component{Bytes: b, Lower: min(lo, b), Upper: max(hi, b), Status: StatusPredicted, Source: sortedUnique(append(src, f.IDs...))}
+}
+
+// levelFit is a calibrated level: the median of the entries, band their
+// range widened by the log resolution.
+type levelFit struct {
+	Median, Lo, Hi int64
+	IDs            []string
+}
+
+func (f levelFit) component(src []string) Component {
+	return Component{Bytes: f.Median, Lower: f.Lo - LogResolutionBytes, Upper: f.Hi + LogResolutionBytes, Status: StatusPredicted, Source: sortedUnique(append(src, f.IDs...))}
+}
+
+func gibBytes(v float64) int64 { return int64(math.Round(v * gib)) }
+
+// fitActivation calibrates the activation formula for one class.
+func fitActivation(set CalibrationSet, class string) (ratioFit, error) {
+	var rs []float64
+	var ids []string
+	for _, e := range set.Entries {
+		if activationClass(e.Arch.Mechanism, e.Arch.FFN, e.Arch.Multimodal) != class || e.Logged.ActivationPeakGiB == nil || e.Launch.PP != 1 {
+			continue
+		}
+		d := samplerLogitsBytes(e.Launch.MaxNumSeqs, e.Launch.MaxNumBatchedTokens, e.Arch.VocabSize)
+		if d <= 0 {
+			continue
+		}
+		rs = append(rs, float64(gibBytes(*e.Logged.ActivationPeakGiB))/float64(d))
+		ids = append(ids, e.ID)
+	}
+	if len(rs) < minCalibrationEntries {
+		return ratioFit{}, fmt.Errorf("activation peak: %d calibration entries for mechanism class %s, need %d", len(rs), class, minCalibrationEntries)
+	}
+	return ratioFit{Coef: median(rs), Lo: slices.Min(rs), Hi: slices.Max(rs), IDs: ids}, nil
+}
+
+// fitNonTorch calibrates the non-torch level for one tensor-parallel
+// size: non-torch growth is CUDA context, NCCL and custom all-reduce
+// buffers, set by the communication topology rather than the model.
+func fitNonTorch(set CalibrationSet, tp, pp int) (levelFit, error) {
+	var vs []int64
+	var ids []string
+	for _, e := range set.Entries {
+		if e.Launch.TP != tp || e.Launch.PP != pp || e.Logged.NonTorchGiB == nil {
+			continue
+		}
+		vs = append(vs, gibBytes(*e.Logged.NonTorchGiB))
+		ids = append(ids, e.ID)
+	}
+	if len(vs) < minCalibrationEntries {
+		return levelFit{}, fmt.Errorf("non-torch memory: %d calibration entries at tp=%d pp=%d, need %d", len(vs), tp, pp, minCalibrationEntries)
+	}
+	return levelFit{Median: medianInt(vs), Lo: slices.Min(vs), Hi: slices.Max(vs), IDs: ids}, nil
+}
+
+// fitCUDAGraph calibrates the memory taken by graph capture (estimate
+// false) or vLLM's profiled estimate (estimate true) for one class at the
+// default capture sizes.
+func fitCUDAGraph(set CalibrationSet, class string, estimate bool) (levelFit, error) {
+	var vs []int64
+	var ids []string
+	for _, e := range set.Entries {
+		if activationClass(e.Arch.Mechanism, e.Arch.FFN, e.Arch.Multimodal) != class || e.Launch.EnforceEager || !e.Launch.DefaultCaptureSizes {
+			continue
+		}
+		v := e.Logged.CUDAGraphGiB
+		if estimate {
+			v = e.Logged.CUDAGraphEstimateGiB
+		}
+		if v == nil {
+			continue
+		}
+		vs = append(vs, gibBytes(*v))
+		ids = append(ids, e.ID)
+	}
+	what := "CUDA-graph capture memory"
+	if estimate {
+		what = "CUDA-graph memory estimate"
+	}
+	if len(vs) < minCalibrationEntries {
+		return levelFit{}, fmt.Errorf("%s: %d calibration entries for mechanism class %s at the default capture sizes, need %d", what, len(vs), class, minCalibrationEntries)
+	}
+	return levelFit{Median: medianInt(vs), Lo: slices.Min(vs), Hi: slices.Max(vs), IDs: ids}, nil
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+func medianInt(xs []int64) int64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+func sortedUnique(xs []string) []string {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return slices.Compact(s)
+}

@@ -1,0 +1,158 @@
+package memory
+
+import (
+	_ "embed"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/narwhal-go/narwhal/internal/canon"
+)
+
+// GPU is one row of the built-in GPU table (data/gpus.json).
+type GPU struct {
+	Name    string   `json:"name"`
+	Aliases []string `json:"aliases"`
+	// DeviceName is the name torch reports, which vLLM's hardware-
+	// dependent defaults match against.
+	DeviceName       string `json:"device_name"`
+	TotalMemoryBytes int64  `json:"total_memory_bytes"`
+	// Basis: "vllm_log" (the total vLLM printed at startup) or "nominal"
+	// (the vendor's capacity; CUDA reports somewhat less).
+	Basis             string `json:"basis"`
+	ComputeCapability string `json:"compute_capability"`
+	Source            string `json:"source"`
+}
+
+// GPU memory bases.
+const (
+	BasisVLLMLog = "vllm_log"
+	BasisNominal = "nominal"
+	BasisUser    = "user" // --gpu-memory-gib
+)
+
+// GPUTable is data/gpus.json.
+type GPUTable struct {
+	Schema        string `json:"schema"`
+	SchemaVersion int    `json:"schema_version"`
+	Note          string `json:"note"`
+	GPUs          []GPU  `json:"gpus"`
+}
+
+//go:embed data/gpus.json
+var gpusJSON []byte
+
+var (
+	gpuOnce   sync.Once
+	gpuTable  GPUTable
+	gpuDigest string
+	gpuErr    error
+)
+
+func loadGPUTable() (GPUTable, string, error) {
+	gpuOnce.Do(func() {
+		if gpuErr = strictUnmarshal(gpusJSON, &gpuTable); gpuErr != nil {
+			gpuErr = fmt.Errorf("gpu table: %w", gpuErr)
+			return
+		}
+		if gpuTable.Schema != "narwhal.memory.gpu_table" || gpuTable.SchemaVersion != 1 {
+			gpuErr = fmt.Errorf("gpu table: schema %q v%d", gpuTable.Schema, gpuTable.SchemaVersion)
+			return
+		}
+		_, gpuDigest, gpuErr = canon.MarshalDigest(gpuTable)
+	})
+	return gpuTable, gpuDigest, gpuErr
+}
+
+// GPUs returns the built-in table.
+func GPUs() []GPU {
+	t, _, _ := loadGPUTable()
+	return slices.Clone(t.GPUs)
+}
+
+// GPUTableDigest is the digest of the built-in GPU table.
+func GPUTableDigest() string {
+	_, d, _ := loadGPUTable()
+	return d
+}
+
+// LookupGPU finds a GPU by name or alias, case-insensitively and ignoring
+// spaces, dashes and underscores. An unknown name is an error naming the
+// closest entries and --gpu-memory-gib.
+func LookupGPU(name string) (GPU, error) {
+	t, _, err := loadGPUTable()
+	if err != nil {
+		return GPU{}, err
+	}
+	want := normGPU(name)
+	for _, g := range t.GPUs {
+		if normGPU(g.Name) == want || normGPU(g.DeviceName) == want {
+			return g, nil
+		}
+		for _, a := range g.Aliases {
+			if normGPU(a) == want {
+				return g, nil
+			}
+		}
+	}
+	return GPU{}, fmt.Errorf("--gpu %q: not in the built-in GPU table; closest: %s; or give its memory with --gpu-memory-gib", name, strings.Join(closeGPUs(t.GPUs, want), ", "))
+}
+
+// HardwareFor turns a table row into the plan's hardware spec.
+func HardwareFor(g GPU, count int) HardwareSpec {
+	return HardwareSpec{Name: g.Name, DeviceName: g.DeviceName, TotalMemoryBytes: g.TotalMemoryBytes, MemoryBasis: g.Basis, ComputeCapability: g.ComputeCapability, Count: count}
+}
+
+func normGPU(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	return strings.NewReplacer(" ", "", "-", "", "_", "").Replace(s)
+}
+
+// closeGPUs ranks table names by edit distance to want (substring matches
+// first) and returns the best three.
+func closeGPUs(gpus []GPU, want string) []string {
+	type cand struct {
+		name string
+		d    int
+	}
+	var cs []cand
+	for _, g := range gpus {
+		best := 1 << 30
+		for _, n := range append([]string{g.Name, g.DeviceName}, g.Aliases...) {
+			n = normGPU(n)
+			d := editDistance(want, n)
+			if want != "" && (strings.Contains(n, want) || strings.Contains(want, n)) {
+				d = 0
+			}
+			best = min(best, d)
+		}
+		cs = append(cs, cand{g.Name, best})
+	}
+	slices.SortStableFunc(cs, func(a, b cand) int { return a.d - b.d })
+	var out []string
+	for i := 0; i < len(cs) && i < 3; i++ {
+		out = append(out, cs[i].name)
+	}
+	return out
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,76 @@
+package memory
+
+import (
+	"encoding/json"
+	"sort"
+	"testing"
+
+	"github.com/narwhal-go/narwhal/internal/evidence/artifact"
+	"github.com/narwhal-go/narwhal/internal/evidence/artifact/fixture"
+)
+
+// headersOf turns a fixture spec into the headers a reader would return,
+// without touching disk (the reader has its own tests; the calculator's
+// are about arithmetic).
+func headersOf(t testing.TB, s fixture.Spec) (artifact.Headers, []byte) {
+	t.Helper()
+	var h artifact.Headers
+	for _, ft := range s.Tensors {
+		b := ft.Bytes
+		if b == 0 {
+			var st artifact.SizeStatus
+			b, st = artifact.SizeOf(ft.DType, ft.Shape)
+			if st != artifact.SizeOK {
+				t.Fatalf("fixture tensor %s: size status %v", ft.Name, st)
+			}
+		}
+		h.Tensors = append(h.Tensors, artifact.Tensor{Name: ft.Name, DType: ft.DType, Shape: ft.Shape, Bytes: b, File: "model.safetensors"})
+	}
+	sort.Slice(h.Tensors, func(i, j int) bool { return h.Tensors[i].Name < h.Tensors[j].Name })
+	h.Files = []string{"model.safetensors"}
+	h.Metadata = map[string]map[string]string{}
+	cfg, err := json.Marshal(s.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, cfg
+}
+
+func mustFacts(t testing.TB, v string) EngineFacts {
+	t.Helper()
+	f, _, err := LoadFacts(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func mustSeed(t testing.TB) CalibrationSet {
+	t.Helper()
+	s, err := SeedCalibration()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func mustGPU(t testing.TB, name string) HardwareSpec {
+	t.Helper()
+	g, err := LookupGPU(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return HardwareFor(g, 0)
+}
+
+func planOf(t testing.TB, s fixture.Spec, gpu string, l LaunchConfig) Prediction {
+	t.Helper()
+	h, cfg := headersOf(t, s)
+	p, err := Plan(PlanInput{Headers: h, Config: cfg, Hardware: mustGPU(t, gpu), Facts: mustFacts(t, "0.11.0"), Launch: l, Calibration: mustSeed(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const giB = float64(1 << 30)

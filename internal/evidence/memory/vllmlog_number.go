@@ -1,0 +1,144 @@
+package memory
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+)
+
+// Exact unit conversion for the vLLM log parser. A logged "14.9888 GiB"
+// becomes round(149888 × 2^30 / 10^4) bytes by integer arithmetic, never
+// through a float, so the same text always gives the same byte count.
+
+// Unit sizes in bytes.
+const (
+	vlogKiB int64 = 1 << 10
+	vlogMiB int64 = 1 << 20
+	vlogGiB int64 = 1 << 30
+	vlogMB  int64 = 1_000_000
+	vlogGB  int64 = 1_000_000_000
+)
+
+// vlogUnitBytes maps a unit token to bytes. gbIsGiB is set by the patterns whose
+// vLLM source prints "GB" for a value divided by 2^30 (for example V0's
+// `"Loading model weights took %.4f GB", self.model_memory_usage /
+// float(2**30)`); everywhere else GB is the vlogDecimal unit.
+func vlogUnitBytes(unit string, gbIsGiB bool) (int64, bool) {
+	switch unit {
+	case "GiB", "Gib": // V0.6.4 prints "memory_usage_post_profile=%.2fGib"
+		return vlogGiB, true
+	case "MiB":
+		return vlogMiB, true
+	case "KiB":
+		return vlogKiB, true
+	case "GB":
+		if gbIsGiB {
+			return vlogGiB, true
+		}
+		return vlogGB, true
+	case "MB":
+		return vlogMB, true
+	}
+	return 0, false
+}
+
+// vlogDecimal is a parsed vlogDecimal literal: value = mant / 10^scale.
+type vlogDecimal struct {
+	mant  *big.Int
+	scale int // digits after the point, as printed
+}
+
+// vlogParseDecimal reads [-]digits[.digits] (thousands separators are handled
+// by the callers that expect them). Exponents, signs other than a leading
+// minus, and empty parts are refused.
+func vlogParseDecimal(s string) (vlogDecimal, error) {
+	neg := strings.HasPrefix(s, "-")
+	body := strings.TrimPrefix(s, "-")
+	intPart, frac, hasPoint := strings.Cut(body, ".")
+	if intPart == "" || (hasPoint && frac == "") || !vlogAllDigits(intPart) || !vlogAllDigits(frac) {
+		return vlogDecimal{}, fmt.Errorf("%q is not a vlogDecimal number", s)
+	}
+	if len(intPart)+len(frac) > 30 {
+		return vlogDecimal{}, fmt.Errorf("%q has too many digits", s)
+	}
+	m, _ := new(big.Int).SetString(intPart+frac, 10)
+	if neg {
+		m.Neg(m)
+	}
+	return vlogDecimal{mant: m, scale: len(frac)}, nil
+}
+
+func vlogAllDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+var vlogBigTen = big.NewInt(10)
+
+// toBytes converts d × unit to bytes, rounding half away from zero. It
+// fails when the result does not fit a record integer (±2^53).
+func (d vlogDecimal) toBytes(unit int64) (int64, error) {
+	num := new(big.Int).Mul(d.mant, big.NewInt(unit))
+	den := new(big.Int).Exp(vlogBigTen, big.NewInt(int64(d.scale)), nil)
+	q, r := new(big.Int).QuoRem(num, den, new(big.Int))
+	if twice := new(big.Int).Lsh(new(big.Int).Abs(r), 1); twice.Cmp(den) >= 0 {
+		if num.Sign() < 0 {
+			q.Sub(q, big.NewInt(1))
+		} else {
+			q.Add(q, big.NewInt(1))
+		}
+	}
+	if !q.IsInt64() || q.Int64() > obsMaxBytes || q.Int64() < -obsMaxBytes {
+		return 0, fmt.Errorf("value exceeds ±2^53 bytes")
+	}
+	return q.Int64(), nil
+}
+
+// resolution is the rounding quantum of a value printed with `printed`
+// decimals by a format that rounds to at least `declared` decimals (vLLM's
+// format_gib rounds to 2 and prints with %s, so "12.0" still means ±0.005).
+func vlogResolution(unit int64, printed, declared int) float64 {
+	return float64(unit) / math.Pow10(max(printed, declared))
+}
+
+// vlogParseCount reads a token count, with or without thousands separators
+// ("447,088", "2048").
+func vlogParseCount(s string) (int64, error) {
+	if strings.Contains(s, ",") {
+		groups := strings.Split(s, ",")
+		for i, g := range groups {
+			if !vlogAllDigits(g) || g == "" || (i > 0 && len(g) != 3) || (i == 0 && len(g) > 3) {
+				return 0, fmt.Errorf("%q is not a count with thousands separators", s)
+			}
+		}
+		s = strings.ReplaceAll(s, ",", "")
+	}
+	if !vlogAllDigits(s) || s == "" || len(s) > 16 {
+		return 0, fmt.Errorf("%q is not a count", s)
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n > obsMaxBytes {
+		return 0, fmt.Errorf("%q is out of range", s)
+	}
+	return n, nil
+}
+
+// vlogParseRatio reads a plain vlogDecimal ratio ("0.90", "13.64") and its printed
+// precision.
+func vlogParseRatio(s string) (float64, int, error) {
+	d, err := vlogParseDecimal(s)
+	if err != nil {
+		return 0, 0, err
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsInf(f, 0) {
+		return 0, 0, fmt.Errorf("%q is not a finite number", s)
+	}
+	return f, d.scale, nil
+}

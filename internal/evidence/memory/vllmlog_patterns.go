@@ -1,0 +1,336 @@
+package memory
+
+import (
+	"regexp"
+	"regexp/syntax"
+)
+
+// The wordings vLLM prints at startup, V0 and V1, across versions. Each
+// pattern names the vLLM source that prints it and a public log showing
+// it. Patterns match one segment each, so a message printed over several
+// lines (V0 prints its profiling summary as one message with newlines)
+// or wrapped when pasted is still read.
+//
+// Sources (vllm-project/vllm):
+//   [w0]  vllm/worker/model_runner.py (V0): "Loading model weights took %.4f GB" (÷ 2**30),
+//         later "Model loading took %.4f GB and %.6f seconds" (÷ 2**30), then "… GiB …";
+//         https://github.com/vllm-project/vllm/blob/v0.6.6/vllm/worker/model_runner.py
+//   [p0]  vllm/worker/worker.py (V0) determine_num_available_blocks:
+//         v0.6.4 "Memory profiling results: total_gpu_memory=%.2fGiB initial_memory_usage=%.2fGiB
+//         peak_torch_memory=%.2fGiB memory_usage_post_profile=%.2fGib non_torch_memory=%.2fGiB
+//         kv_cache_size=%.2fGiB gpu_memory_utilization=%.2f" (v0.6.5 adds "duration=…" and commas);
+//         v0.6.6–v0.8 "Memory profiling takes %.2f seconds\nthe current vLLM instance can use
+//         total_gpu_memory (%.2fGiB) x gpu_memory_utilization (%.2f) = %.2fGiB\nmodel weights
+//         take %.2fGiB; non_torch_memory takes %.2fGiB; PyTorch activation peak memory takes
+//         %.2fGiB; the rest of the memory reserved for KV Cache is %.2fGiB.";
+//         https://github.com/vllm-project/vllm/blob/v0.7.3/vllm/worker/worker.py,
+//         overhaul: https://github.com/vllm-project/vllm/pull/10511
+//   [b0]  vllm/executor/executor_base.py (V0): "# %s blocks: %d, # CPU blocks: %d" (device name,
+//         "GPU" in older gpu_executor.py, "cuda" later) and "Maximum concurrency for %s tokens
+//         per request: %.2fx"; https://github.com/vllm-project/vllm/blob/v0.7.3/vllm/executor/executor_base.py
+//   [w1]  vllm/v1/worker/gpu_model_runner.py: "Model loading took %.4f GiB and %.6f seconds",
+//         later "Model loading took %s GiB memory and %.6f seconds" (format_gib);
+//         "Graph capturing finished in %.0f secs, took %.2f GiB"; "Estimated CUDA graph memory:
+//         %.2f GiB total"; https://github.com/vllm-project/vllm/blob/main/vllm/v1/worker/gpu_model_runner.py
+//   [g1]  vllm/v1/worker/gpu_worker.py determine_available_memory: "Available KV cache memory:
+//         %.2f GiB" (later %s of format_gib); DEBUG "Initial free memory: %.2f GiB, free memory:
+//         %.2f GiB, requested GPU memory: %.2f GiB", later "Initial free memory: %s GiB;
+//         Requested memory: %f (util), %s GiB"; "Initial free memory %s GiB, reserved %s GiB
+//         memory for KV Cache as specified by kv_cache_memory_bytes config and skipped memory
+//         profiling."; "CUDA graph memory profiling is enabled (default since v0.21.0). The
+//         current --gpu-memory-utilization=%.4f is equivalent to …"; WARNING "CUDA graph memory
+//         profiling is disabled (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0). … from %.4f to
+//         %.4f."; compile_or_warm_up_model: "CUDA graph pool memory: %s GiB (actual), %s GiB
+//         (estimated), difference: …"; "Free memory on device (%s/%s GiB) on startup. Desired
+//         GPU memory utilization is (%s, %s GiB). Actual usage is %s GiB for weight, %s GiB for
+//         peak activation, %s GiB for non-torch memory, and %s GiB for CUDAGraph memory. Replace
+//         gpu_memory_utilization config with `--kv-cache-memory=%d` (%s GiB) to fit into requested
+//         memory, or `--kv-cache-memory=%d` (%s GiB) to fully utilize gpu memory. Current kv
+//         cache memory in use is %s GiB." (an earlier form reads "… for consumed memory (weights
+//         + non-torch), … for peak activation, and … for CUDAGraph memory");
+//         https://github.com/vllm-project/vllm/blob/main/vllm/v1/worker/gpu_worker.py
+//   [m1]  vllm/utils/mem_utils.py MemoryProfilingResult.__repr__ (DEBUG, earlier in
+//         vllm/utils/__init__.py): "Memory profiling takes %.2f seconds. Total non KV cache
+//         memory: %sGiB; torch peak memory increase: %sGiB; non-torch forward increase memory:
+//         %sGiB; weights memory: %sGiB."; https://github.com/vllm-project/vllm/blob/main/vllm/utils/mem_utils.py
+//   [k1]  vllm/v1/core/kv_cache_utils.py: "GPU KV cache size: %s tokens" (f"{n:,}") and
+//         "Maximum concurrency for %s tokens per request: %.2fx"; the ValueError "… (%s GiB KV
+//         cache is needed, which is larger than the available KV cache memory (%s GiB)…";
+//         https://github.com/vllm-project/vllm/blob/main/vllm/v1/core/kv_cache_utils.py
+//   [u1]  vllm/v1/worker/utils.py (older: gpu_worker.py init_device): "Free memory on device
+//         (%s/%s GiB) on startup is less than desired GPU memory utilization (%s, %s GiB)."
+//   [r1]  vllm/distributed/parallel_state.py: "world_size=%d rank=%d local_rank=%d
+//         distributed_init_method=%s backend=%s"; "rank %s in world size %s is assigned as DP
+//         rank %s, PP rank %s, [PCP rank %s, ]TP rank %s, EP rank %s"
+//   [n1]  vllm/v1/executor/multiproc_executor.py: worker log prefix "Worker[_DP%d][_PP%d]
+//         [_PCP%d][_TP%d][_DCP%d][_EP%d]" — a group appears only when its size exceeds 1.
+//   [c1]  vllm/v1/metrics/loggers.py: "Engine %03d: vllm cache_config_info with initialization
+//         after num_gpu_blocks is: %d"
+//
+// Public logs showing these wordings (vllm-project/vllm threads):
+//   V0 "Loading model weights took … GB" + "Memory profiling takes" with VllmWorkerProcess
+//   prefixes: https://github.com/vllm-project/vllm/issues/11550, https://github.com/vllm-project/vllm/issues/13061,
+//   https://github.com/vllm-project/vllm/pull/14447; "# GPU blocks": https://github.com/vllm-project/vllm/issues/5248;
+//   V1 "Available KV cache memory"/"GPU KV cache size": https://github.com/vllm-project/vllm/issues/21348;
+//   Worker_TP prefixes and assignment lines: https://github.com/vllm-project/vllm/issues/28228,
+//   https://github.com/vllm-project/vllm/pull/37505; EngineCore_DP0 and "Model loading took … GiB
+//   and … seconds": https://github.com/vllm-project/vllm/pull/25340.
+
+// Pattern identifiers (recorded in ObservationSource.Pattern).
+const (
+	PatV0LoadingWeights      PatternID = "v0_loading_model_weights_took"
+	PatModelLoadingTook      PatternID = "model_loading_took"
+	PatV0ProfileTotal        PatternID = "v0_profile_total_gpu_memory"
+	PatV0ProfileRequested    PatternID = "v0_profile_utilization_requested"
+	PatV0ProfileWeights      PatternID = "v0_profile_model_weights_take"
+	PatV0ProfileNonTorch     PatternID = "v0_profile_non_torch_memory_takes"
+	PatV0ProfileActivation   PatternID = "v0_profile_activation_peak_takes"
+	PatV0ProfileRestKV       PatternID = "v0_profile_rest_reserved_for_kv"
+	PatV0ResultsTotal        PatternID = "v0_results_total_gpu_memory"
+	PatV0ResultsPeakTorch    PatternID = "v0_results_peak_torch_memory"
+	PatV0ResultsNonTorch     PatternID = "v0_results_non_torch_memory"
+	PatV0ResultsKVCacheSize  PatternID = "v0_results_kv_cache_size"
+	PatV0ResultsUtilization  PatternID = "v0_results_gpu_memory_utilization"
+	PatV0ResultsDerivedPeak  PatternID = "v0_results_peak_torch_minus_weights"
+	PatV0Blocks              PatternID = "v0_num_device_blocks"
+	PatMaxConcurrency        PatternID = "max_concurrency_for_tokens"
+	PatV1AvailableKV         PatternID = "v1_available_kv_cache_memory"
+	PatV1KVCacheSize         PatternID = "v1_gpu_kv_cache_size_tokens"
+	PatV1NonKVTotal          PatternID = "v1_profile_total_non_kv_cache"
+	PatV1TorchPeakIncrease   PatternID = "v1_profile_torch_peak_increase"
+	PatV1NonTorchIncrease    PatternID = "v1_profile_non_torch_forward_increase"
+	PatV1WeightsMemory       PatternID = "v1_profile_weights_memory"
+	PatV1InitialFree         PatternID = "v1_initial_free_memory"
+	PatV1RequestedUtil       PatternID = "v1_requested_memory_util"
+	PatV1RequestedGPU        PatternID = "v1_requested_gpu_memory"
+	PatV1KVCacheConfigured   PatternID = "v1_kv_cache_memory_bytes_reserved"
+	PatV1FreeOnStartup       PatternID = "v1_free_memory_on_device_startup"
+	PatV1DesiredUtil         PatternID = "v1_desired_gpu_memory_utilization"
+	PatV1UsageWeight         PatternID = "v1_actual_usage_weight"
+	PatV1UsagePeakActivation PatternID = "v1_actual_usage_peak_activation"
+	PatV1UsageNonTorch       PatternID = "v1_actual_usage_non_torch"
+	PatV1UsageConsumed       PatternID = "v1_actual_usage_consumed_weights_non_torch"
+	PatV1UsageCUDAGraph      PatternID = "v1_actual_usage_cudagraph"
+	PatV1SuggestRequested    PatternID = "v1_suggested_kv_cache_memory_requested"
+	PatV1SuggestDevice       PatternID = "v1_suggested_kv_cache_memory_device"
+	PatV1KVInUse             PatternID = "v1_current_kv_cache_memory_in_use"
+	PatGraphCaptured         PatternID = "graph_capturing_finished_took"
+	PatV1GraphPool           PatternID = "v1_cudagraph_pool_memory"
+	PatV1GraphEstimated      PatternID = "v1_estimated_cudagraph_memory"
+	PatV1GraphProfilingOn    PatternID = "v1_cudagraph_memory_profiling_enabled"
+	PatV1GraphProfilingOff   PatternID = "v1_cudagraph_memory_profiling_disabled"
+	PatV1KVNeededError       PatternID = "v1_kv_cache_needed_error"
+	PatV1NumGPUBlocks        PatternID = "v1_cache_config_num_gpu_blocks"
+)
+
+// vlogTarget is the field a capture fills.
+type vlogTarget int
+
+const (
+	tgtTotal vlogTarget = iota
+	tgtFree
+	tgtRequested
+	tgtUtil
+	tgtWeights
+	tgtTransient
+	tgtNonTorch
+	tgtGraphEstimate
+	tgtGraphApplied
+	tgtGraphActual
+	tgtAvailableKV
+	tgtKVTokens
+	tgtBlocks
+	tgtConcurrency
+	tgtConcurrencyLen
+	tgtSumNonKV
+	tgtSumTorchPeak
+	tgtSumPeakActivation
+	tgtSumWeightsNonTorch
+	tgtSumGraphSizing
+	tgtSumGraphPoolEstimate
+	tgtSumSuggestRequested
+	tgtSumSuggestDevice
+	vlogTargetCount
+)
+
+// vlogTargetField names each target's Observation field.
+var vlogTargetField = [vlogTargetCount]string{
+	tgtTotal: FieldInitialTotal, tgtFree: FieldInitialFree, tgtRequested: FieldRequested,
+	tgtUtil: FieldUtilization, tgtWeights: FieldModelWeight, tgtTransient: FieldTransientPeak,
+	tgtNonTorch: FieldNonTorchIncrease, tgtGraphEstimate: FieldCUDAGraphEstimate,
+	tgtGraphApplied: FieldCUDAGraphApplied, tgtGraphActual: FieldCUDAGraphActual,
+	tgtAvailableKV: FieldAvailableKV, tgtKVTokens: FieldKVCacheTokens, tgtBlocks: FieldNumGPUBlocks,
+	tgtConcurrency: FieldMaxConcurrency, tgtConcurrencyLen: FieldMaxConcurrencyLen,
+	tgtSumNonKV: SumNonKVCache, tgtSumTorchPeak: SumTorchPeak, tgtSumPeakActivation: SumPeakActivation,
+	tgtSumWeightsNonTorch: SumWeightsPlusNonTorch, tgtSumGraphSizing: SumCUDAGraphSizing,
+	tgtSumGraphPoolEstimate: SumCUDAGraphPoolEstimate, tgtSumSuggestRequested: SumSuggestedKVRequested,
+	tgtSumSuggestDevice: SumSuggestedKVDevice,
+}
+
+// vlogKind is how a capture's text becomes a value.
+type vlogKind int
+
+const (
+	vkMemory vlogKind = iota // a number group and a unit group
+	vkBytes                  // an exact integer byte count
+	vkCount                  // tokens or blocks, thousands separators allowed
+	vkRatio                  // a plain decimal
+	vkFlag                   // no group: the pattern's presence sets a boolean
+)
+
+// vlogCapture maps regexp groups to a target.
+type vlogCapture struct {
+	target vlogTarget
+	kind   vlogKind
+	num    int        // group of the number
+	unit   int        // group of the unit (vkMemory)
+	round  int        // decimals the printing format rounds to at least (%.2f, format_gib: 2)
+	note   SourceNote // what the figure holds when it differs from the field's plain meaning
+	flag   bool       // vkFlag value
+}
+
+// vlogScope says whether a pattern reports one worker or the engine.
+type vlogScope int
+
+const (
+	vsWorker vlogScope = iota
+	vsEngine           // engine-wide figures: vLLM's minimum over the workers
+)
+
+type vlogPattern struct {
+	id      PatternID
+	re      *regexp.Regexp
+	needle  string // a literal the line must contain for re to match: a cheap pre-check
+	scope   vlogScope
+	gbIsGiB bool // the source prints "GB" for a value divided by 2^30
+	startup bool // the line starts a worker's startup (weights loaded)
+	caps    []vlogCapture
+}
+
+// vlogMem is a logged memory value: a number and its unit.
+const vlogMem = `(-?[0-9]+(?:\.[0-9]+)?)\s*(GiB|Gib|GB|MiB|MB|KiB)`
+
+func vlogM(target vlogTarget, num int, note SourceNote) vlogCapture {
+	return vlogCapture{target: target, kind: vkMemory, num: num, unit: num + 1, round: 2, note: note}
+}
+
+func vlogRatio(target vlogTarget, num, round int) vlogCapture {
+	return vlogCapture{target: target, kind: vkRatio, num: num, round: round, note: NoteNone}
+}
+
+func vlogCount(target vlogTarget, num int, note SourceNote) vlogCapture {
+	return vlogCapture{target: target, kind: vkCount, num: num, note: note}
+}
+
+func vlogFlag(target vlogTarget, v bool) vlogCapture {
+	return vlogCapture{target: target, kind: vkFlag, flag: v, note: NoteNone}
+}
+
+func vlogPat(id PatternID, expr string, caps ...vlogCapture) vlogPattern {
+	return vlogPattern{id: id, re: regexp.MustCompile(expr), needle: vlogNeedle(expr), caps: caps}
+}
+
+// vlogNeedle is the longest literal run of expr's top-level concatenation,
+// which every match contains.
+func vlogNeedle(expr string) string {
+	re, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		panic(err)
+	}
+	re = re.Simplify()
+	best := ""
+	subs := []*syntax.Regexp{re}
+	if re.Op == syntax.OpConcat {
+		subs = re.Sub
+	}
+	for _, s := range subs {
+		if s.Op == syntax.OpLiteral && s.Flags&syntax.FoldCase == 0 && len(s.Rune) > len(best) {
+			best = string(s.Rune)
+		}
+	}
+	return best
+}
+
+func (p vlogPattern) engine() vlogPattern { p.scope = vsEngine; return p }
+func (p vlogPattern) gb() vlogPattern     { p.gbIsGiB = true; return p }
+func (p vlogPattern) starts() vlogPattern { p.startup = true; return p }
+
+// vlogPatterns is the full table, in no significant order.
+var vlogPatterns = []vlogPattern{
+	// [w0], [w1]
+	vlogPat(PatV0LoadingWeights, `Loading model weights took `+vlogMem, vlogM(tgtWeights, 1, NoteNone)).gb().starts(),
+	vlogPat(PatModelLoadingTook, `Model loading took `+vlogMem, vlogM(tgtWeights, 1, NoteNone)).gb().starts(),
+	// [p0] v0.6.6–v0.8
+	vlogPat(PatV0ProfileTotal, `total_gpu_memory \(`+vlogMem+`\)`, vlogM(tgtTotal, 1, NoteNone)),
+	vlogPat(PatV0ProfileRequested, `gpu_memory_utilization \(([0-9]+(?:\.[0-9]+)?)\)\s*=\s*`+vlogMem,
+		vlogRatio(tgtUtil, 1, 2), vlogM(tgtRequested, 2, NoteNone)),
+	vlogPat(PatV0ProfileWeights, `model weights take `+vlogMem, vlogM(tgtWeights, 1, NoteNone)),
+	vlogPat(PatV0ProfileNonTorch, `non_torch_memory takes `+vlogMem, vlogM(tgtNonTorch, 1, NoteNone)),
+	vlogPat(PatV0ProfileActivation, `PyTorch activation peak memory takes `+vlogMem, vlogM(tgtTransient, 1, NoteIncludesPersistent)),
+	vlogPat(PatV0ProfileRestKV, `the rest of the memory reserved for KV Cache is `+vlogMem, vlogM(tgtAvailableKV, 1, NoteNone),
+		vlogFlag(tgtGraphApplied, false)), // V0's worker never subtracted a graph estimate
+	// [p0] v0.6.4–v0.6.5 key=value form
+	vlogPat(PatV0ResultsTotal, `\btotal_gpu_memory=`+vlogMem, vlogM(tgtTotal, 1, NoteNone)),
+	vlogPat(PatV0ResultsPeakTorch, `\bpeak_torch_memory=`+vlogMem, vlogM(tgtSumTorchPeak, 1, NoteNone)),
+	vlogPat(PatV0ResultsNonTorch, `\bnon_torch_memory=`+vlogMem, vlogM(tgtNonTorch, 1, NoteAbsoluteNonTorch)),
+	vlogPat(PatV0ResultsKVCacheSize, `\bkv_cache_size=`+vlogMem, vlogM(tgtAvailableKV, 1, NoteNone), vlogFlag(tgtGraphApplied, false)),
+	vlogPat(PatV0ResultsUtilization, `\bgpu_memory_utilization=([0-9]+(?:\.[0-9]+)?)`, vlogRatio(tgtUtil, 1, 2)),
+	// [b0], [k1], [c1]
+	vlogPat(PatV0Blocks, `# [A-Za-z]+ blocks: ([0-9]+), # CPU blocks: [0-9]+`, vlogCount(tgtBlocks, 1, NoteEngineLevel)).engine(),
+	vlogPat(PatMaxConcurrency, `Maximum concurrency for ([0-9][0-9,]*) tokens per request: ([0-9]+(?:\.[0-9]+)?)x`,
+		vlogCount(tgtConcurrencyLen, 1, NoteEngineLevel), vlogRatio(tgtConcurrency, 2, 2)).engine(),
+	vlogPat(PatV1KVCacheSize, `GPU KV cache size: ([0-9][0-9,]*) tokens`, vlogCount(tgtKVTokens, 1, NoteEngineLevel)).engine(),
+	vlogPat(PatV1NumGPUBlocks, `num_gpu_blocks is: ([0-9]+)`, vlogCount(tgtBlocks, 1, NoteEngineLevel)).engine(),
+	// [m1] DEBUG
+	vlogPat(PatV1NonKVTotal, `Total non KV cache memory: `+vlogMem, vlogM(tgtSumNonKV, 1, NoteNone)),
+	vlogPat(PatV1TorchPeakIncrease, `torch peak memory increase: `+vlogMem, vlogM(tgtTransient, 1, NoteIncludesPersistent)),
+	vlogPat(PatV1NonTorchIncrease, `non-torch forward increase memory: `+vlogMem, vlogM(tgtNonTorch, 1, NoteNone)),
+	vlogPat(PatV1WeightsMemory, `\bweights memory: `+vlogMem, vlogM(tgtWeights, 1, NoteNone)),
+	// [g1]
+	vlogPat(PatV1AvailableKV, `Available KV cache memory: `+vlogMem, vlogM(tgtAvailableKV, 1, NoteNone)),
+	vlogPat(PatV1InitialFree, `Initial free memory: `+vlogMem, vlogM(tgtFree, 1, NoteNone)),
+	vlogPat(PatV1RequestedUtil, `Requested memory: ([0-9]+(?:\.[0-9]+)?) \(util\), `+vlogMem,
+		vlogRatio(tgtUtil, 1, 2), vlogM(tgtRequested, 2, NoteNone)),
+	vlogPat(PatV1RequestedGPU, `requested GPU memory: `+vlogMem, vlogM(tgtRequested, 1, NoteNone)),
+	vlogPat(PatV1KVCacheConfigured, `Initial free memory `+vlogMem+`, reserved `+vlogMem+` memory for KV Cache as specified by kv_cache_memory_bytes`,
+		vlogM(tgtFree, 1, NoteNone), vlogM(tgtAvailableKV, 3, NoteConfigured)),
+	vlogPat(PatV1FreeOnStartup, `Free memory on device(?: [A-Za-z]+:[0-9]+)? \((-?[0-9]+(?:\.[0-9]+)?)/(-?[0-9]+(?:\.[0-9]+)?) (GiB)\) on startup`,
+		vlogCapture{target: tgtFree, kind: vkMemory, num: 1, unit: 3, round: 2, note: NoteNone},
+		vlogCapture{target: tgtTotal, kind: vkMemory, num: 2, unit: 3, round: 2, note: NoteNone}),
+	vlogPat(PatV1DesiredUtil, `(?:Desired|desired) GPU memory utilization (?:is )?\(([0-9]+(?:\.[0-9]+)?), `+vlogMem+`\)`,
+		vlogRatio(tgtUtil, 1, 2), vlogM(tgtRequested, 2, NoteNone)),
+	vlogPat(PatV1UsageWeight, `Actual usage is `+vlogMem+` for weight\b`, vlogM(tgtWeights, 1, NoteNone)),
+	vlogPat(PatV1UsagePeakActivation, vlogMem+` for peak activation`, vlogM(tgtSumPeakActivation, 1, NoteNone)),
+	vlogPat(PatV1UsageNonTorch, vlogMem+` for non-torch memory`, vlogM(tgtNonTorch, 1, NoteNone)),
+	vlogPat(PatV1UsageConsumed, vlogMem+` for consumed memory \(weights \+ non-torch\)`, vlogM(tgtSumWeightsNonTorch, 1, NoteNone)),
+	vlogPat(PatV1UsageCUDAGraph, vlogMem+` for CUDAGraph memory`, vlogM(tgtSumGraphSizing, 1, NoteNone)),
+	vlogPat(PatV1SuggestRequested, "`--kv-cache-memory=(-?[0-9]+)` \\([^)]*\\) to fit into requested memory",
+		vlogCapture{target: tgtSumSuggestRequested, kind: vkBytes, num: 1, note: NoteNone}),
+	vlogPat(PatV1SuggestDevice, "`--kv-cache-memory=(-?[0-9]+)` \\([^)]*\\) to fully utilize gpu memory",
+		vlogCapture{target: tgtSumSuggestDevice, kind: vkBytes, num: 1, note: NoteNone}),
+	vlogPat(PatV1KVInUse, `Current kv cache memory in use is `+vlogMem, vlogM(tgtAvailableKV, 1, NoteNone)),
+	// [w1], [g1]: CUDA graphs
+	vlogPat(PatGraphCaptured, `Graph capturing finished in [0-9]+ secs?, took `+vlogMem, vlogM(tgtGraphActual, 1, NoteNone)),
+	vlogPat(PatV1GraphPool, `CUDA graph pool memory: `+vlogMem+` \(actual\), `+vlogMem+` \(estimated\)`,
+		vlogM(tgtGraphActual, 1, NoteNone), vlogM(tgtSumGraphPoolEstimate, 3, NoteNone)),
+	vlogPat(PatV1GraphEstimated, `Estimated CUDA graph memory: `+vlogMem+` total`, vlogM(tgtGraphEstimate, 1, NoteNone)),
+	vlogPat(PatV1GraphProfilingOn, `The current --gpu-memory-utilization=([0-9]+(?:\.[0-9]+)?) is equivalent to --gpu-memory-utilization=[0-9.]+ without CUDA graph memory profiling`,
+		vlogFlag(tgtGraphApplied, true), vlogRatio(tgtUtil, 1, 4)),
+	vlogPat(PatV1GraphProfilingOff, `CUDA graph memory profiling is disabled \(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0\)`,
+		vlogFlag(tgtGraphApplied, false)),
+	// [k1] the start-up error still says how much KV memory there was
+	vlogPat(PatV1KVNeededError, `KV cache is needed, which is larger than the available KV cache memory \(`+vlogMem+`\)`,
+		vlogM(tgtAvailableKV, 1, NoteNone)),
+}
+
+// Worker identity lines [r1] and prefixes [n1].
+var (
+	vlogAssignRE   = regexp.MustCompile(`\brank ([0-9]+) in world size ([0-9]+) is assigned as DP rank ([0-9]+), PP rank ([0-9]+), (?:PCP rank [0-9]+, )?TP rank ([0-9]+)`)
+	vlogWorldRE    = regexp.MustCompile(`\bworld_size=([0-9]+) rank=([0-9]+) local_rank=[0-9]+ distributed_init_method=`)
+	vlogPrefixRE   = regexp.MustCompile(`\(([A-Za-z][A-Za-z0-9_]*)((?:[ _](?:rank=)?[A-Za-z]*[0-9]+)*) pid=([0-9]+)(?:, ip=[0-9A-Fa-f.:]+)?\)`)
+	vlogLevelRE    = regexp.MustCompile(`(?:^|[\s)\]|:])(DEBUG|INFO|WARNING|ERROR|CRITICAL)[\s:]`)
+	vlogANSIRE     = regexp.MustCompile("\x1b\\[[0-9;]*[A-Za-z]")
+	vlogNameTokRE  = regexp.MustCompile(`^(DP|PP|PCP|TP|DCP|EP)?([0-9]+)$`)
+	vlogRankTokRE  = regexp.MustCompile(`^rank=([0-9]+)$`)
+	vlogTokSplitRE = regexp.MustCompile(`[ _]`)
+)

@@ -1,0 +1,475 @@
+package memory
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/narwhal-go/narwhal/internal/evidence/artifact"
+)
+
+// WeightBreakdown is what one rank holds after loading, by origin. All
+// figures are derived from the tensor headers and the pinned facts.
+type WeightBreakdown struct {
+	// TensorBytes is the rank's share of the checkpoint tensors at the
+	// dtype vLLM allocates them in (quantized payloads, scales, zero
+	// points and g_idx at their header bytes).
+	TensorBytes int64 `json:"tensor_bytes"`
+	// VocabPaddingBytes are the embedding/lm_head rows added by vocab
+	// padding on this rank.
+	VocabPaddingBytes int64 `json:"vocab_padding_bytes"`
+	// MXFP4PaddingBytes are the expert rows added by MXFP4 intermediate
+	// padding.
+	MXFP4PaddingBytes int64 `json:"mxfp4_padding_bytes"`
+	// RopeCacheBytes is the rotary cos/sin cache.
+	RopeCacheBytes int64 `json:"rope_cache_bytes"`
+	// MLAAbsorbedBytes are the W_UK/W_UV copies MLA backends derive.
+	MLAAbsorbedBytes int64 `json:"mla_absorbed_bytes"`
+	Tensors          int   `json:"tensors"`
+}
+
+// Total is every byte of the breakdown.
+func (w WeightBreakdown) Total() int64 {
+	return w.TensorBytes + w.VocabPaddingBytes + w.MXFP4PaddingBytes + w.RopeCacheBytes + w.MLAAbsorbedBytes
+}
+
+// topology is the resolved parallel layout.
+type topology struct {
+	TP, PP, DP, EP int
+	// Stages are the [start, end) layer ranges of each pipeline stage.
+	Stages [][2]int64
+}
+
+func newTopology(l LaunchConfig, layers int64) (topology, error) {
+	t := topology{TP: l.TP, PP: l.PP, DP: l.DP, EP: 1}
+	if t.TP < 1 || t.PP < 1 || t.DP < 1 {
+		return topology{}, fmt.Errorf("launch: tp, pp and dp must be ≥ 1 (got tp=%d pp=%d dp=%d)", t.TP, t.PP, t.DP)
+	}
+	if int64(t.PP) > layers {
+		return topology{}, fmt.Errorf("launch: pp=%d exceeds the model's %d layers", t.PP, layers)
+	}
+	if l.EnableExpertParallel {
+		t.EP = t.TP * t.DP
+	}
+	t.Stages = ppStages(layers, t.PP)
+	return t, nil
+}
+
+// ppStages splits layers as vLLM's get_pp_indices does: layers // pp per
+// stage, the remainder added one each to partitions[-2], [-3], … so the
+// last stage (which also holds the final norm and lm_head) never grows.
+func ppStages(layers int64, pp int) [][2]int64 {
+	parts := make([]int64, pp)
+	for i := range parts {
+		parts[i] = layers / int64(pp)
+	}
+	rem := int(layers % int64(pp))
+	for i := 2; i < rem+2; i++ {
+		parts[pp-i]++
+	}
+	out := make([][2]int64, pp)
+	var start int64
+	for i, n := range parts {
+		out[i] = [2]int64{start, start + n}
+		start += n
+	}
+	return out
+}
+
+func (t topology) stageOf(layer int64) int {
+	for i, s := range t.Stages {
+		if layer >= s[0] && layer < s[1] {
+			return i
+		}
+	}
+	return -1
+}
+
+// localExperts is how many of n experts EP rank 0 holds, and whether
+// expert e is among them (vLLM's linear placement: the first n % ep ranks
+// hold one more).
+func localExperts(n int64, ep int) (count int64, holds func(e int64) bool) {
+	base, rem := n/int64(ep), n%int64(ep)
+	count = base
+	if rem > 0 {
+		count++
+	}
+	return count, func(e int64) bool { return e >= 0 && e < count }
+}
+
+// weightCalc holds what the per-tensor walk needs.
+type weightCalc struct {
+	arch       ArchFacts
+	facts      EngineFacts
+	topo       topology
+	rules      RuleSet
+	params     map[string]ParamRule
+	modelBytes int64 // bytes per element of the model dtype
+	f32Scales  bool
+}
+
+// tensorMatch is a tensor's rule and what its name captured.
+type tensorMatch struct {
+	rule   *ShardRule
+	param  ParamRule
+	layer  int64 // -1 when the tensor is not in a layer
+	expert int64 // -1 when the tensor is not one expert's
+}
+
+// weightsPerStage computes each pipeline stage's heaviest rank. A tensor
+// the rules do not cover, a layout the calculator does not model or a
+// split vLLM would refuse makes the whole component unknown: the reasons
+// come back and the figures must not be used.
+func weightsPerStage(a ArchFacts, h artifact.Headers, f EngineFacts, topo topology, modelBytes int64) ([]WeightBreakdown, []string) {
+	var reasons []string
+	if !slices.Contains(f.Weights.SupportedQuant, a.Quant.Method) {
+		return nil, []string{fmt.Sprintf("weights: quantization method %q is not modelled by the pinned facts for vLLM %s", a.Quant.Method, f.Version)}
+	}
+	var rs *RuleSet
+	for i := range f.RuleSets {
+		if f.RuleSets[i].Family == a.Family {
+			rs = &f.RuleSets[i]
+		}
+	}
+	if rs == nil {
+		return nil, []string{fmt.Sprintf("weights: no sharding rules for model family %s in the pinned facts", a.Family)}
+	}
+	wc := weightCalc{arch: a, facts: f, topo: topo, rules: *rs, params: map[string]ParamRule{}, modelBytes: modelBytes}
+	for _, p := range f.Params {
+		wc.params[p.Suffix] = p
+	}
+	method := a.Quant.Method
+	if a.Quant.Format != "" {
+		method += ":" + a.Quant.Format
+	}
+	wc.f32Scales = slices.Contains(f.Weights.ScalesAsFloat32, method) || slices.Contains(f.Weights.ScalesAsFloat32, a.Quant.Method)
+
+	out := make([]WeightBreakdown, topo.PP)
+	var unmatched []string
+	nUnmatched := 0
+	for _, t := range h.Tensors {
+		if l, ok := layerIndex(t.Name); ok && l >= a.NumLayers && rs.ExtraLayers == "skip" {
+			continue // multi-token-prediction layers vLLM does not load
+		}
+		m, ok := wc.match(t.Name)
+		if !ok {
+			nUnmatched++
+			if len(unmatched) < 3 {
+				unmatched = append(unmatched, t.Name)
+			}
+			continue
+		}
+		if m.rule.Kind == "skip" {
+			continue
+		}
+		if m.layer >= a.NumLayers {
+			reasons = append(reasons, fmt.Sprintf("weights: tensor %s is in layer %d of a %d-layer model", t.Name, m.layer, a.NumLayers))
+			continue
+		}
+		if m.rule.Pattern == "lm_head" && a.TieWordEmbeddings {
+			continue // vLLM skips lm_head.weight when embeddings are tied
+		}
+		per, err := wc.perRank(t, m)
+		if err != nil {
+			reasons = append(reasons, "weights: "+err.Error())
+			continue
+		}
+		for _, s := range wc.stages(m) {
+			out[s].add(per)
+		}
+	}
+	if nUnmatched > 0 {
+		reasons = append(reasons, fmt.Sprintf("weights: %d tensors match no sharding rule of family %s (e.g. %s); no even split is assumed", nUnmatched, a.Family, strings.Join(unmatched, ", ")))
+	}
+	if len(reasons) > 0 {
+		return nil, reasons
+	}
+	wc.addDerived(out)
+	return out, nil
+}
+
+func (w *WeightBreakdown) add(p WeightBreakdown) {
+	w.TensorBytes += p.TensorBytes
+	w.VocabPaddingBytes += p.VocabPaddingBytes
+	w.MXFP4PaddingBytes += p.MXFP4PaddingBytes
+	w.Tensors += p.Tensors
+}
+
+// stages lists the pipeline stages that hold a tensor.
+func (wc weightCalc) stages(m tensorMatch) []int {
+	last := wc.topo.PP - 1
+	switch {
+	case m.layer >= 0:
+		return []int{wc.topo.stageOf(m.layer)}
+	case m.rule.Stage == "first":
+		// With tied embeddings the last stage's lm_head is a second copy
+		// of embed_tokens (vLLM loads it there when PP > 1).
+		if m.rule.Kind == "vocab" && wc.arch.TieWordEmbeddings && last > 0 {
+			return []int{0, last}
+		}
+		return []int{0}
+	case m.rule.Stage == "last":
+		return []int{last}
+	default:
+		return []int{0}
+	}
+}
+
+// match finds the first rule covering name.
+func (wc weightCalc) match(name string) (tensorMatch, bool) {
+	segs := strings.Split(name, ".")
+	for i := range wc.rules.Rules {
+		r := &wc.rules.Rules[i]
+		pat := strings.Split(r.Pattern, ".")
+		if r.Exact {
+			if len(segs) != len(pat) {
+				continue
+			}
+			if layer, expert, ok := matchSegs(pat, segs); ok {
+				return tensorMatch{rule: r, param: ParamRule{OutDim: -1, InDim: -1}, layer: layer, expert: expert}, true
+			}
+			continue
+		}
+		if len(segs) != len(pat)+1 {
+			continue
+		}
+		layer, expert, ok := matchSegs(pat, segs[:len(pat)])
+		if !ok {
+			continue
+		}
+		p, known := wc.params[segs[len(pat)]]
+		if !known {
+			continue
+		}
+		return tensorMatch{rule: r, param: p, layer: layer, expert: expert}, true
+	}
+	return tensorMatch{}, false
+}
+
+// layerIndex reads N from a "model.layers.N." tensor name.
+func layerIndex(name string) (int64, bool) {
+	rest, ok := strings.CutPrefix(name, "model.layers.")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(rest[:max(0, strings.IndexByte(rest, '.'))], 10, 64)
+	return n, err == nil
+}
+
+func matchSegs(pat, segs []string) (layer, expert int64, ok bool) {
+	layer, expert = -1, -1
+	for i, p := range pat {
+		switch p {
+		case "#":
+			n, err := strconv.ParseInt(segs[i], 10, 64)
+			if err != nil || n < 0 {
+				return 0, 0, false
+			}
+			layer = n
+		case "*":
+			n, err := strconv.ParseInt(segs[i], 10, 64)
+			if err != nil || n < 0 {
+				return 0, 0, false
+			}
+			expert = n
+		default:
+			if p != segs[i] {
+				return 0, 0, false
+			}
+		}
+	}
+	return layer, expert, true
+}
+
+var floatDTypes = map[artifact.DType]bool{"F16": true, "BF16": true, "F32": true, "F64": true}
+
+// loadedBytes is what a tensor costs once vLLM has allocated it: plain
+// float weights in the model dtype, float32 scales for the methods that
+// allocate them so, every other payload at its header bytes.
+func (wc weightCalc) loadedBytes(t artifact.Tensor, m tensorMatch) (int64, error) {
+	if !floatDTypes[t.DType] {
+		return t.Bytes, nil
+	}
+	n, ok := artifact.Elements(t.Shape)
+	if !ok {
+		return 0, fmt.Errorf("tensor %s: shape %v has no element count", t.Name, t.Shape)
+	}
+	switch {
+	case m.param.Aux && wc.f32Scales && strings.Contains(lastSeg(t.Name), "scale"):
+		return n * 4, nil
+	case m.param.Aux:
+		return t.Bytes, nil
+	case wc.facts.Weights.FloatAsModelDType:
+		return n * wc.modelBytes, nil
+	}
+	return t.Bytes, nil
+}
+
+func lastSeg(name string) string { return name[strings.LastIndex(name, ".")+1:] }
+
+// perRank is the share of one tensor a rank holds.
+func (wc weightCalc) perRank(t artifact.Tensor, m tensorMatch) (WeightBreakdown, error) {
+	b, err := wc.loadedBytes(t, m)
+	if err != nil {
+		return WeightBreakdown{}, err
+	}
+	tp := int64(wc.topo.TP)
+	a := wc.arch
+	one := func(v int64) WeightBreakdown { return WeightBreakdown{TensorBytes: v, Tensors: 1} }
+	switch m.rule.Kind {
+	case "replicated":
+		return one(b), nil
+	case "column":
+		v, err := splitDim(t, b, m.param.OutDim, tp)
+		return one(v), err
+	case "row":
+		v, err := splitDim(t, b, m.param.InDim, tp)
+		return one(v), err
+	case "qkv_q":
+		if a.NumHeads%tp != 0 {
+			return WeightBreakdown{}, fmt.Errorf("num_attention_heads %d is not divisible by tp %d (vLLM refuses the split)", a.NumHeads, tp)
+		}
+		v, err := splitDim(t, b, m.param.OutDim, tp)
+		return one(v), err
+	case "qkv_kv":
+		kv := a.NumKVHeads
+		if kv >= tp {
+			if kv%tp != 0 {
+				return WeightBreakdown{}, fmt.Errorf("num_key_value_heads %d is not divisible by tp %d (vLLM refuses the split)", kv, tp)
+			}
+			v, err := splitDim(t, b, m.param.OutDim, tp)
+			return one(v), err
+		}
+		if tp%kv != 0 {
+			return WeightBreakdown{}, fmt.Errorf("tp %d is not a multiple of num_key_value_heads %d (vLLM refuses the replication)", tp, kv)
+		}
+		// TP exceeds the KV heads: each rank keeps one whole head.
+		v, err := splitDim(t, b, m.param.OutDim, kv)
+		return one(v), err
+	case "heads":
+		v, err := splitDim(t, b, m.rule.TPDim, tp)
+		return one(v), err
+	case "vocab":
+		return wc.vocab(t, b, m)
+	case "expert_column", "expert_row":
+		return wc.expert(t, b, m)
+	case "fused_expert":
+		return wc.fusedExpert(t, b, m)
+	}
+	return WeightBreakdown{}, fmt.Errorf("tensor %s: sharding kind %q is not implemented", t.Name, m.rule.Kind)
+}
+
+// splitDim divides a tensor along dim into parts; a dimension of size 1
+// (a per-channel scale's second dim) or a scalar is not split.
+func splitDim(t artifact.Tensor, b int64, dim int, parts int64) (int64, error) {
+	if parts == 1 || dim < 0 || dim >= len(t.Shape) || t.Shape[dim] == 1 {
+		return b, nil
+	}
+	if t.Shape[dim]%parts != 0 {
+		return 0, fmt.Errorf("tensor %s: dim %d (%d) is not divisible by %d (vLLM refuses the split)", t.Name, dim, t.Shape[dim], parts)
+	}
+	return ceilDiv(b, parts), nil
+}
+
+// vocab splits a vocabulary-parallel embedding: rows padded to the pinned
+// multiple, then an equal share per TP rank.
+func (wc weightCalc) vocab(t artifact.Tensor, b int64, m tensorMatch) (WeightBreakdown, error) {
+	if m.param.Aux || m.param.OutDim != 0 || len(t.Shape) != 2 {
+		return WeightBreakdown{}, fmt.Errorf("tensor %s: a quantized or non-2-D vocabulary-parallel tensor is not modelled", t.Name)
+	}
+	rows, tp := t.Shape[0], int64(wc.topo.TP)
+	pad := wc.facts.Weights.VocabPadding
+	padded := ceilDiv(rows, pad) * pad
+	if padded%tp != 0 {
+		return WeightBreakdown{}, fmt.Errorf("tensor %s: %d padded rows are not divisible by tp %d (vLLM refuses the split)", t.Name, padded, tp)
+	}
+	rowBytes := b / rows
+	perRows := padded / tp
+	// The real rows are spread over the ranks first; padding fills the
+	// rest. Every rank allocates perRows rows.
+	realShare := min(perRows, rows)
+	return WeightBreakdown{TensorBytes: realShare * rowBytes, VocabPaddingBytes: (perRows - realShare) * rowBytes, Tensors: 1}, nil
+}
+
+// expert places one expert's tensor: whole on its EP rank (EP rank 0 is
+// the heaviest), else split like a column/row linear.
+func (wc weightCalc) expert(t artifact.Tensor, b int64, m tensorMatch) (WeightBreakdown, error) {
+	if wc.arch.MoE == nil || m.expert < 0 || m.expert >= wc.arch.MoE.NumExperts {
+		return WeightBreakdown{}, fmt.Errorf("tensor %s: expert index outside the config's expert count", t.Name)
+	}
+	if wc.topo.EP > 1 {
+		_, holds := localExperts(wc.arch.MoE.NumExperts, wc.topo.EP)
+		if holds(m.expert) {
+			return WeightBreakdown{TensorBytes: b, Tensors: 1}, nil
+		}
+		return WeightBreakdown{}, nil
+	}
+	dim := m.param.OutDim
+	if m.rule.Kind == "expert_row" {
+		dim = m.param.InDim
+	}
+	v, err := splitDim(t, b, dim, int64(wc.topo.TP))
+	return WeightBreakdown{TensorBytes: v, Tensors: 1}, err
+}
+
+// fusedExpert splits an all-experts tensor: ExpertDim by EP, or TPDim by
+// TP, then pads an MXFP4 intermediate dimension per partition.
+func (wc weightCalc) fusedExpert(t artifact.Tensor, b int64, m tensorMatch) (WeightBreakdown, error) {
+	moe := wc.arch.MoE
+	r := m.rule
+	if moe == nil || r.ExpertDim < 0 || r.ExpertDim >= len(t.Shape) || t.Shape[r.ExpertDim] != moe.NumExperts {
+		return WeightBreakdown{}, fmt.Errorf("tensor %s: expert dimension does not hold the config's %d experts", t.Name, expertCount(moe))
+	}
+	inter := moe.ExpertIntermediate
+	perPart := inter
+	var v int64
+	if wc.topo.EP > 1 {
+		n, _ := localExperts(moe.NumExperts, wc.topo.EP)
+		v = b / moe.NumExperts * n
+	} else {
+		var err error
+		if v, err = splitDim(t, b, r.TPDim, int64(wc.topo.TP)); err != nil {
+			return WeightBreakdown{}, err
+		}
+		if r.TPDim >= 0 {
+			perPart = inter / int64(wc.topo.TP)
+		}
+	}
+	out := WeightBreakdown{TensorBytes: v, Tensors: 1}
+	if r.PadIntermediate {
+		pad := wc.facts.Weights.MXFP4IntermediatePad
+		if pad <= 0 || perPart <= 0 {
+			return WeightBreakdown{}, fmt.Errorf("tensor %s: MXFP4 intermediate padding is not pinned for vLLM %s", t.Name, wc.facts.Version)
+		}
+		padded := ceilDiv(perPart, pad) * pad
+		out.MXFP4PaddingBytes = v*padded/perPart - v
+	}
+	return out, nil
+}
+
+func expertCount(m *MoEFacts) int64 {
+	if m == nil {
+		return 0
+	}
+	return m.NumExperts
+}
+
+// addDerived adds what loading creates beyond the checkpoint tensors: the
+// rotary cache on every rank and the MLA absorbed projections per layer.
+func (wc weightCalc) addDerived(out []WeightBreakdown) {
+	a := wc.arch
+	for s := range out {
+		if wc.facts.Weights.RopeCache && a.RotaryDim > 0 {
+			out[s].RopeCacheBytes = a.MaxPosition * a.RotaryDim * wc.modelBytes
+		}
+		if wc.facts.Weights.MLAAbsorbedCopy && a.MLA != nil {
+			layers := wc.topo.Stages[s][1] - wc.topo.Stages[s][0]
+			headsRank := a.NumHeads / int64(wc.topo.TP)
+			perLayer := headsRank * (a.MLA.QKNopeHeadDim + a.MLA.VHeadDim) * a.MLA.KVLoraRank * wc.modelBytes
+			out[s].MLAAbsorbedBytes = layers * perLayer
+		}
+	}
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
