@@ -1,0 +1,165 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/narwhal-go/narwhal/internal/cli"
+	"github.com/narwhal-go/narwhal/internal/cmdresult"
+	"github.com/narwhal-go/narwhal/internal/evidence/memory"
+	"github.com/narwhal-go/narwhal/internal/evidence/store"
+	"github.com/narwhal-go/narwhal/internal/planner"
+	"github.com/narwhal-go/narwhal/internal/ports"
+)
+
+type planFlags struct {
+	req        planner.Request
+	marginGiB  float64
+	format     string
+	storeDir   string
+	compareLog string
+}
+
+func newPlanCmd() *cobra.Command {
+	var f planFlags
+	c := &cobra.Command{
+		Use:   "plan --model-dir DIR --gpu NAME [flags]",
+		Short: "Predict, without a GPU, whether a model fits: weights per GPU, KV tokens, feasible max_model_len",
+		Long: `Read the model's safetensors headers (never its weights) and config.json,
+and predict per GPU what vLLM will do with it: weight bytes each rank
+loads, the activation, non-torch and CUDA-graph memory with their
+uncertainty band, the memory left for the KV cache under
+--gpu-memory-utilization, how many KV tokens and blocks that holds, the
+largest feasible --max-model-len and the concurrency at it.
+
+Every figure says how it is known: derived from the headers, predicted by
+a formula calibrated against measured startup logs (named by digest), or
+unknown with the reason — a mechanism or method this build does not
+implement is never filled with a plausible constant.
+
+The prediction is written to the evidence store (--store) as a
+calculated-only record, and its tier comes from what the store holds:
+Candidate from a prediction alone; Conservative only with a healthy boot
+record on the same hardware class. --compare-log LOG prints the
+prediction next to a vLLM startup log, figure by figure, with the error
+of each.
+
+Exit codes: 0 the plan was made (whether or not the model fits), 1 the
+store could not be written, 2 bad input (a malformed header, an unknown
+GPU, an unsupported vLLM version); nothing is written on bad input.`,
+		Example: `  narwhal plan --model-dir /models/Llama-3.1-8B-Instruct --gpu h100-sxm
+  narwhal plan --model-dir /models/Llama-3.1-70B --gpu a100-80gb --tp 4 --max-model-len 32768
+  narwhal plan --model-dir /models/m --gpu-memory-gib 48 --format json
+  narwhal plan --model-dir /models/m --gpu l40s --compare-log vllm-startup.log`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runPlan(cmd, f) },
+	}
+	fl := c.Flags()
+	l := &f.req.Launch
+	fl.StringVar(&f.req.ModelDir, "model-dir", "", "the model directory: config.json and *.safetensors (sharded with model.safetensors.index.json or not)")
+	fl.StringVar(&f.req.GPU, "gpu", "", "GPU name from the built-in table (h100-sxm, a100-80gb, l40s, rtx-4090, …)")
+	fl.Float64Var(&f.req.GPUMemoryGiB, "gpu-memory-gib", 0, "total memory per GPU in GiB, for a card the table lacks (overrides the table's)")
+	fl.IntVar(&l.TP, "tp", 1, "tensor-parallel size")
+	fl.IntVar(&l.PP, "pp", 1, "pipeline-parallel size")
+	fl.Int64Var(&l.MaxModelLen, "max-model-len", 0, "context length to plan for (0: the model's max_position_embeddings)")
+	fl.Float64Var(&l.GPUMemoryUtilization, "gpu-memory-utilization", 0, "fraction of each GPU's total memory vLLM may use (0: the version's default)")
+	fl.StringVar(&l.KVCacheDType, "kv-cache-dtype", "", "auto, fp8, fp8_e4m3 or fp8_e5m2 (empty: auto)")
+	fl.Int64Var(&l.MaxNumSeqs, "max-num-seqs", 0, "maximum concurrent sequences (0: the version's default)")
+	fl.Int64Var(&l.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "tokens per scheduler step (0: the version's default)")
+	fl.BoolVar(&l.EnforceEager, "enforce-eager", false, "no CUDA graphs (their memory is then zero)")
+	fl.StringVar(&f.req.VLLMVersion, "vllm-version", planner.DefaultVLLMVersion, "vLLM version whose memory accounting to follow")
+	fl.Float64Var(&f.marginGiB, "margin-gib", 0, "stated safety margin the plan must keep, in GiB (0: the prediction's uncertainty band)")
+	fl.BoolVar(&f.req.HashAll, "hash-weights", false, "hash every file for the artifact identity (reads the weights; off: only sidecar digests)")
+	fl.StringVar(&f.format, "format", "text", "output format: text, or json for a narwhal.command-result envelope")
+	fl.StringVar(&f.storeDir, "store", "evidence", "evidence store directory the prediction record is written to")
+	fl.StringVar(&f.compareLog, "compare-log", "", "a vLLM startup log to compare the prediction with, figure by figure")
+	return c
+}
+
+func runPlan(cmd *cobra.Command, f planFlags) error {
+	if f.format != "text" && f.format != "json" {
+		return cli.Usage("--format must be text or json, got %q", f.format)
+	}
+	if f.marginGiB < 0 {
+		return cli.Usage("--margin-gib must be ≥ 0, got %v", f.marginGiB)
+	}
+	f.req.MarginBytes = int64(f.marginGiB * (1 << 30))
+	clock := ports.SystemClock()
+	res, err := planner.Plan(f.req, clock)
+	if err != nil {
+		return planError(err)
+	}
+	var cmp []planComparison
+	if f.compareLog != "" {
+		if cmp, err = compareLog(f.compareLog, res); err != nil {
+			return err
+		}
+	}
+	out, err := planner.Save(store.Open(f.storeDir), res, clock)
+	if err != nil {
+		return cli.Failed(err)
+	}
+	if f.format == "json" {
+		return writePlanJSON(cmd.OutOrStdout(), res, out, cmp, f.storeDir)
+	}
+	writePlanText(cmd.OutOrStdout(), res, out, f.storeDir)
+	writeComparisons(cmd.OutOrStdout(), cmp)
+	return nil
+}
+
+func planError(err error) error {
+	if planner.IsInputError(err) {
+		return cli.Invalid(err)
+	}
+	return cli.Failed(err)
+}
+
+// planComparison is one startup-log observation beside the prediction.
+type planComparison struct {
+	Rank    *int                 `json:"rank"`
+	Figures []memory.FigureError `json:"figures"`
+}
+
+func compareLog(path string, res planner.Result) ([]planComparison, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, cli.Invalid(fmt.Errorf("--compare-log %s: %w", path, err))
+	}
+	defer fh.Close()
+	total := res.GPU.TotalMemoryBytes
+	log, err := memory.ParseVLLMLog(fh, memory.VLLMLogOptions{GPUTotalBytes: &total})
+	if err != nil {
+		return nil, cli.Invalid(fmt.Errorf("--compare-log %s: %w", path, err))
+	}
+	var out []planComparison
+	for _, o := range log.Observations {
+		out = append(out, planComparison{Rank: o.Rank, Figures: memory.Compare(res.Prediction, o)})
+	}
+	return out, nil
+}
+
+func writePlanJSON(w io.Writer, res planner.Result, out planner.Outcome, cmp []planComparison, dir string) error {
+	data := map[string]any{
+		"prediction": res.Prediction, "quantization": res.Quantization, "quantization_support": res.QuantVerdict,
+		"artifact_identity": res.Local.Identity, "identity_unresolved": res.Local.Unresolved, "lineage": res.Lineage,
+		"execution": res.Execution, "execution_fingerprint": res.ExecutionFP, "stated_margin_bytes": res.StatedMargin,
+		"record": out.RecordDigest, "tier": out.Tier, "prior_evidence": out.Priors, "warnings": res.Warnings,
+		"comparisons": cmp,
+	}
+	r := cmdresult.Result{Command: "narwhal plan", Operation: "plan", Status: cmdresult.Success, Data: data,
+		Artifacts: []cmdresult.Artifact{{Kind: "evidence_record", Path: dir + "/" + out.RecordDigest, State: "created"}}}
+	return r.Write(w, nil)
+}
+
+func gib(b int64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
+
+func joinOr(s []string, none string) string {
+	if len(s) == 0 {
+		return none
+	}
+	return strings.Join(s, "; ")
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/narwhal-go/narwhal/internal/evidence/artifact/fixture"
+)
+
+func llamaDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := fixture.Write(dir, fixture.Build(fixture.Llama31_8B(), 4)); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func storeRecords(t *testing.T, dir string) []string {
+	t.Helper()
+	var names []string
+	_ = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			names = append(names, p)
+		}
+		return nil
+	})
+	return names
+}
+
+func TestPlanLlama8BOnH100(t *testing.T) {
+	model, st := llamaDir(t), t.TempDir()
+	code, out, errb := runCLI(t, "plan", "--model-dir", model, "--gpu", "h100-sxm", "--max-model-len", "8192", "--store", st)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errb)
+	}
+	for _, want := range []string{"LlamaForCausalLM", "fits", "weights", "KV tokens", "tier", "candidate", "record"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	if n := len(storeRecords(t, st)); n != 1 {
+		t.Errorf("%d files in the store, want the one prediction record", n)
+	}
+	t.Log("\n" + out)
+}
+
+func TestPlanJSONIsDeterministicApartFromTime(t *testing.T) {
+	model := llamaDir(t)
+	var preds [2]string
+	for i := range preds {
+		code, out, errb := runCLI(t, "plan", "--model-dir", model, "--gpu", "a100-80gb", "--format", "json", "--store", t.TempDir())
+		if code != 0 {
+			t.Fatalf("exit %d\n%s\n%s", code, out, errb)
+		}
+		var env struct {
+			Data struct {
+				Prediction json.RawMessage `json:"prediction"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(out), &env); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		preds[i] = string(env.Data.Prediction)
+	}
+	if preds[0] != preds[1] || preds[0] == "" {
+		t.Errorf("two plans of the same input differ:\n%s\n%s", preds[0], preds[1])
+	}
+}
+
+// Bad input is exit 2 with one line naming what is wrong, and nothing is
+// written to the store.
+func TestPlanBadInputWritesNothing(t *testing.T) {
+	model := llamaDir(t)
+	torn := t.TempDir()
+	if err := os.WriteFile(filepath.Join(torn, "model.safetensors"), []byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, '{'}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(torn, "config.json"), []byte(`{}`), 0o644)
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no model dir", []string{"--gpu", "h100-sxm"}, "--model-dir is required"},
+		{"unknown gpu", []string{"--model-dir", model, "--gpu", "h900"}, "h900"},
+		{"no gpu", []string{"--model-dir", model}, "--gpu is required"},
+		{"old vllm", []string{"--model-dir", model, "--gpu", "h100-sxm", "--vllm-version", "0.1.0"}, "--vllm-version"},
+		{"torn header", []string{"--model-dir", torn, "--gpu", "h100-sxm"}, "model.safetensors"},
+		{"bad format", []string{"--model-dir", model, "--gpu", "h100-sxm", "--format", "yaml"}, "--format"},
+		{"missing log", []string{"--model-dir", model, "--gpu", "h100-sxm", "--compare-log", "/nonexistent.log"}, "nonexistent.log"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st := t.TempDir()
+			code, out, errb := runCLI(t, append([]string{"plan", "--store", st}, c.args...)...)
+			lines := strings.Split(strings.TrimSpace(errb), "\n")
+			if code != 2 || !strings.Contains(errb, c.want) || len(lines) != 1 {
+				t.Errorf("exit %d, stderr %q; want 2 and one line naming %q (stdout %q)", code, errb, c.want, out)
+			}
+			if n := len(storeRecords(t, st)); n != 0 {
+				t.Errorf("bad input wrote %d files to the store", n)
+			}
+		})
+	}
+}
