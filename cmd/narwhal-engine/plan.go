@@ -17,6 +17,7 @@ func newPlanCmd() *cobra.Command {
 	var path, out, bindHost string
 	var scBase int
 	var open bool
+	var adv adviceFlags
 	c := &cobra.Command{
 		Use:   "plan --fleet PATH [--out runs/engine-launch-<timestamp>/]",
 		Short: "Render each engine's vllm serve command, environment and attestation skeleton from the fleet",
@@ -30,7 +31,15 @@ A fleet without engine.engine_api_key_env is refused (exit 2): vllm serve
 --host 0.0.0.0 with no key serves anyone who reaches the port. Pass
 --allow-unauthenticated only when the network boundary protects the
 engines; the plan then says so in launch.json ("unauthenticated": true), in
-launch.sh, and on stderr.`,
+launch.sh, and on stderr.
+
+With --model-dir, every engine's command also carries --max-model-len and
+--gpu-memory-utilization computed by the memory calculator (narwhal plan)
+for the model's headers on hardware.accelerator at hardware.tensor_parallel
+and the contract's vLLM version: the largest feasible context unless
+--max-model-len asks for one. A model the calculator says does not fit, or
+cannot predict, is refused (exit 1). The fleet schema has no model
+directory field, so it is a flag.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if path == "" {
@@ -40,7 +49,14 @@ launch.sh, and on stderr.`,
 			if err != nil {
 				return cli.Invalid(err)
 			}
-			plans, err := launch.Plan(cfg, launch.Options{BindHost: bindHost, SideChannelBase: scBase, AllowUnauthenticated: open})
+			advice, note, err := memoryAdvice(cfg, adv)
+			if err != nil {
+				return err
+			}
+			if note != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), note)
+			}
+			plans, err := launch.Plan(cfg, launch.Options{BindHost: bindHost, SideChannelBase: scBase, AllowUnauthenticated: open, Memory: advice})
 			if err != nil {
 				return cli.Invalid(fmt.Errorf("%s: %w", path, err))
 			}
@@ -65,5 +81,9 @@ launch.sh, and on stderr.`,
 	c.Flags().StringVar(&bindHost, "bind-host", "0.0.0.0", "vllm serve --host")
 	c.Flags().IntVar(&scBase, "side-channel-base", 5600, "engine i's NIXL side-channel port is base+i")
 	c.Flags().BoolVar(&open, "allow-unauthenticated", false, "render engines without an API key when the fleet sets no engine.engine_api_key_env (the plan says so loudly)")
+	c.Flags().StringVar(&adv.modelDir, "model-dir", "", "the model's directory (config.json, *.safetensors): size every engine with the memory calculator")
+	c.Flags().Int64Var(&adv.maxModelLen, "max-model-len", 0, "with --model-dir: the context to plan for (0: the largest feasible)")
+	c.Flags().Float64Var(&adv.utilization, "gpu-memory-utilization", 0, "with --model-dir: the fraction of GPU memory vLLM may use (0: the version's default)")
+	c.Flags().Float64Var(&adv.gpuGiB, "gpu-memory-gib", 0, "with --model-dir: GPU memory in GiB when hardware.accelerator is not in the built-in table")
 	return c
 }

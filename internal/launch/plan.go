@@ -27,6 +27,17 @@ type Options struct {
 	// AllowUnauthenticated renders engines without an API key when the
 	// fleet names no credential variable (otherwise Plan refuses).
 	AllowUnauthenticated bool
+	// Memory, when set, is the calculator's advice (narwhal plan) that
+	// every engine's command carries as --max-model-len and
+	// --gpu-memory-utilization.
+	Memory *MemoryAdvice
+}
+
+// MemoryAdvice is what the memory calculator computed for the fleet's
+// model on its hardware: values, never text from a log or a file.
+type MemoryAdvice struct {
+	MaxModelLen          int64
+	GPUMemoryUtilization float64
 }
 
 // Engine is one engine's plan.
@@ -92,6 +103,10 @@ func enginePlan(cfg *fleet.Config, e fleet.Engine, o Options, scPort int) (Engin
 	kv, _ := json.Marshal(kvTransferConfig(cfg.EngineContract))
 	argv := []string{"vllm", "serve", cfg.Model, "--served-model-name", cfg.Model, "--host", o.BindHost,
 		"--port", strconv.Itoa(port), "--tensor-parallel-size", strconv.Itoa(tp), "--kv-transfer-config", string(kv)}
+	if m := o.Memory; m != nil {
+		argv = append(argv, "--max-model-len", strconv.FormatInt(m.MaxModelLen, 10),
+			"--gpu-memory-utilization", strconv.FormatFloat(m.GPUMemoryUtilization, 'f', -1, 64))
+	}
 	if k := cfg.EngineContract; k != nil {
 		if k.ModelDtype != "" {
 			argv = append(argv, "--dtype", k.ModelDtype)
