@@ -11,11 +11,15 @@ import (
 // max_model_len and the fit follow from it.
 func (pl *planner) budget() {
 	p, l := &pl.p, pl.p.Launch
-	if pl.f.Accounting.Formula != "requested_minus_non_kv" {
-		pl.unknown(fmt.Sprintf("accounting formula %q of vLLM %s is not implemented", pl.f.Accounting.Formula, pl.f.Version))
-	}
 	p.RequestedBytes = requested(p.Hardware.TotalMemoryBytes, l.GPUMemoryUtilization, pl.f.Accounting.RequestedRounding)
-	if p.Status == PredictionUnknown || len(p.Ranks) == 0 || pl.layout.PerTokenLayer == 0 {
+	if pl.f.Accounting.Formula != "requested_minus_non_kv" {
+		r := fmt.Sprintf("accounting formula %q of vLLM %s is not implemented", pl.f.Accounting.Formula, pl.f.Version)
+		pl.unknown(r)
+		p.AvailableKVBytes = unknownComponent(r)
+		return
+	}
+	overheadsKnown := p.ActivationPeak.Known() && p.NonTorch.Known() && (!p.CUDAGraphApplied || p.CUDAGraphEstimate.Known())
+	if len(p.Ranks) == 0 || pl.layout.PerTokenLayer == 0 || l.KVCacheMemoryBytes == nil && !overheadsKnown {
 		p.AvailableKVBytes = unknownComponent("available KV memory: depends on unknown components (see unknown_reasons)")
 		return
 	}
