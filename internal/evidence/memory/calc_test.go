@@ -295,3 +295,18 @@ func TestPredictionJSONHasEveryField(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPlan405B plans a Llama-3.1-405B-like checkpoint split over 30
+// shards (headers already read: 1,138 tensors) at TP 8 — the issue asks
+// for well under 50 ms.
+func BenchmarkPlan405B(b *testing.B) {
+	spec := fixture.Build(fixture.Llama31_405B(), 30)
+	h, cfg := headersOf(b, spec)
+	in := PlanInput{Headers: h, Config: cfg, Hardware: mustGPU(b, "H200"), Facts: mustFacts(b, "0.11.0"), Launch: LaunchConfig{TP: 8}, Calibration: mustSeed(b)}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := Plan(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
