@@ -29,4 +29,10 @@ type Headers struct {
 	Tensors  []Tensor                     `json:"tensors"`
 	Files    []string                     `json:"files"`
 	Metadata map[string]map[string]string `json:"metadata"`
+	// IndexTotalSize is model.safetensors.index.json's metadata.total_size
+	// when present: a hint only, never used for accounting.
+	IndexTotalSize *int64 `json:"index_total_size"`
+	// Warnings are findings that do not stop planning (for example a
+	// total_size that disagrees with the headers), one line each.
+	Warnings []string `json:"warnings"`
 }
