@@ -157,6 +157,11 @@ type Prediction struct {
 	CUDAGraphEstimate  Component `json:"cudagraph_estimate"`
 	CUDAGraphApplied   bool      `json:"cudagraph_applied"` // the version subtracts it from the KV budget
 	AvailableKVBytes   Component `json:"available_kv_bytes"`
+	// LoadWorkspace is the transient memory kernel preparation takes while
+	// weights load (Marlin repacking, block-scale relayout). It is freed
+	// before profiling, so it never enters the KV budget; it is reported
+	// so that it is not silently ignored.
+	LoadWorkspace Component `json:"load_workspace"`
 
 	KVBytesPerToken        int64   `json:"kv_bytes_per_token"` // per rank, all layers of that rank
 	BlockSize              int64   `json:"block_size"`

@@ -151,7 +151,7 @@ func (pl *planner) physicalFit(kv int64) {
 // finish makes the record's collections non-nil and its status final.
 func (pl *planner) finish() Prediction {
 	p := pl.p
-	for _, c := range []*Component{&p.WeightBytesPerRank, &p.ActivationPeak, &p.NonTorch, &p.CUDAGraphEstimate, &p.AvailableKVBytes} {
+	for _, c := range []*Component{&p.WeightBytesPerRank, &p.ActivationPeak, &p.NonTorch, &p.CUDAGraphEstimate, &p.AvailableKVBytes, &p.LoadWorkspace} {
 		if c.Status == "" {
 			*c = unknownComponent("not computed: an earlier step is unknown")
 		}
@@ -173,7 +173,9 @@ func (pl *planner) finish() Prediction {
 		p.Fits = false
 	}
 	if p.Launch.CUDAGraphCaptureSizes == nil {
-		p.Launch.CUDAGraphCaptureSizes = []int64{}
+		// Resolved: the version's default list (vLLM trims it to the
+		// batch limits at startup).
+		p.Launch.CUDAGraphCaptureSizes = append([]int64{}, pl.f.Defaults.CaptureSizes...)
 	}
 	return p
 }

@@ -259,6 +259,21 @@ func (pl *planner) weights() {
 		})
 	}
 	pl.p.WeightBytesPerRank = derived(heaviest, pl.src[:1])
+	pl.loadWorkspace()
+}
+
+// loadWorkspace: an unquantized checkpoint loads in place; every
+// quantized method's kernel preparation allocates transient copies whose
+// size the pinned facts do not give, so it is unknown (and noted). It does
+// not make the prediction unknown: vLLM frees it before it profiles.
+func (pl *planner) loadWorkspace() {
+	if pl.a.Quant.Method == "" {
+		pl.p.LoadWorkspace = derived(0, pl.src[:1])
+		return
+	}
+	r := fmt.Sprintf("load workspace: kernel preparation of %s weights (repacking, scale relayout) allocates transient copies during loading that are not modelled", pl.a.Quant.Method)
+	pl.p.LoadWorkspace = unknownComponent(r)
+	pl.note(r + "; it is released before profiling, so the KV figures stand, but loading needs that headroom above the weights")
 }
 
 // sameQuant accepts the runtime spellings of the checkpoint's own method

@@ -376,3 +376,20 @@ func BenchmarkPlan405B(b *testing.B) {
 		}
 	}
 }
+
+// TestLoadWorkspaceNotIgnored: a quantized checkpoint's kernel-preparation
+// transient is reported unknown with a note, never silently zero; an
+// unquantized one loads in place.
+func TestLoadWorkspaceNotIgnored(t *testing.T) {
+	awq := planOf(t, fixture.Must(fixture.AWQ(fixture.Build(fixture.Llama31_8B(), 1), 128)), "H100", LaunchConfig{})
+	if awq.LoadWorkspace.Status != StatusUnknown || awq.LoadWorkspace.Bytes != 0 || !strings.Contains(awq.LoadWorkspace.Reason, "awq") {
+		t.Fatalf("AWQ load workspace %+v", awq.LoadWorkspace)
+	}
+	if !strings.Contains(strings.Join(awq.Notes, "|"), "load workspace") {
+		t.Fatalf("notes %v do not mention the load workspace", awq.Notes)
+	}
+	bf16 := planOf(t, fixture.Build(fixture.Llama31_8B(), 1), "H100", LaunchConfig{})
+	if bf16.LoadWorkspace.Status != StatusDerived || bf16.LoadWorkspace.Bytes != 0 {
+		t.Fatalf("BF16 load workspace %+v", bf16.LoadWorkspace)
+	}
+}
