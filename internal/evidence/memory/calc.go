@@ -16,6 +16,7 @@ package memory
 
 import (
 	"github.com/narwhal-go/narwhal/internal/evidence/artifact"
+	"github.com/narwhal-go/narwhal/internal/evidence/quant"
 )
 
 // ComponentStatus says how a memory component is known.
@@ -111,8 +112,12 @@ type LaunchConfig struct {
 // PlanInput is everything a plan is computed from. Config is config.json
 // as read; Headers are every tensor header of the artifact.
 type PlanInput struct {
-	Headers     artifact.Headers
-	Config      []byte
+	Headers artifact.Headers
+	Config  []byte
+	// Quant is the quantization adapter's spec for the checkpoint
+	// (quant.Detect); its workspaces give the load-time kernel memory.
+	// Nil for a quantized checkpoint leaves that memory unknown.
+	Quant       *quant.QuantizationSpec
 	Hardware    HardwareSpec
 	Facts       EngineFacts
 	Launch      LaunchConfig
