@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/narwhal-go/narwhal/internal/canon"
+	"github.com/narwhal-go/narwhal/internal/evidence"
 	"github.com/narwhal-go/narwhal/internal/evidence/quant"
 )
 
@@ -419,13 +420,18 @@ func (pl *planner) crossNotes() {
 	if !gpus[pl.in.Hardware.Name] {
 		pl.note(fmt.Sprintf("overhead bands are calibrated on %s, not %s: carried across hardware as a prediction", strings.Join(sortedKeys(gpus), ", "), pl.in.Hardware.Name))
 	}
-	same := false
+	lo, _ := evidence.ParseVersion(pl.f.MinVersion)
+	hi, _ := evidence.ParseVersion(pl.f.MaxVersion)
+	in := false
 	for v := range versions {
-		if strings.HasPrefix(normalizeVersion(v), strings.TrimSuffix(pl.f.MinVersion, ".0")) || pl.f.Version == "0.10" && strings.HasPrefix(v, "0.11") {
-			same = true
+		if pv, err := evidence.ParseVersion(normalizeVersion(v)); err == nil && pv.Compare(lo) >= 0 && pv.Compare(hi) < 0 {
+			in = true
 		}
 	}
-	if !same {
+	switch {
+	case len(versions) == 0:
+		pl.note(fmt.Sprintf("the calibration entries do not state their vLLM version; the bands are applied to the %s range as a prediction", pl.f.Version))
+	case !in:
 		pl.note(fmt.Sprintf("overhead bands are calibrated on vLLM %s, not the %s range: carried across versions as a prediction", strings.Join(sortedKeys(versions), ", "), pl.f.Version))
 	}
 }

@@ -410,3 +410,22 @@ func TestMarlinWorkspaceFromQuantSpec(t *testing.T) {
 		t.Fatalf("unknown workspace kind: %+v", q.LoadWorkspace)
 	}
 }
+
+// TestCrossNotes: a plan on the calibration's own GPU and version carries
+// no cross-over note; another GPU says the bands were carried across.
+func TestCrossNotes(t *testing.T) {
+	same := planOf(t, fixture.Build(fixture.Llama31_8B(), 1), "H100", LaunchConfig{})
+	if n := strings.Join(same.Notes, "|"); strings.Contains(n, "carried across") {
+		t.Fatalf("H100 / 0.11 plan notes %q", n)
+	}
+	other := planOf(t, fixture.Build(fixture.Llama31_8B(), 1), "L40S", LaunchConfig{MaxModelLen: 8192})
+	n := strings.Join(other.Notes, "|")
+	if !strings.Contains(n, "carried across hardware") || !strings.Contains(n, "nominal capacity") {
+		t.Fatalf("L40S plan notes %q", n)
+	}
+	// L40S (48 GiB) gets vLLM's small batch defaults: 2048 tokens, 256
+	// sequences, so the sampler driver is 256 × 128256 × 4 bytes.
+	if other.Launch.MaxNumBatchedTokens != 2048 || other.Launch.MaxNumSeqs != 256 {
+		t.Fatalf("L40S defaults %d/%d", other.Launch.MaxNumBatchedTokens, other.Launch.MaxNumSeqs)
+	}
+}
