@@ -155,7 +155,7 @@ type Prediction struct {
 	Launch        LaunchConfig `json:"launch"` // resolved: defaults filled in
 	EngineVersion string       `json:"engine_version"`
 
-	RequestedBytes     int64     `json:"requested_bytes"` // ceil(total × gpu_memory_utilization)
+	RequestedBytes     int64     `json:"requested_bytes"` // total × gpu_memory_utilization, rounded as the version does
 	WeightBytesPerRank Component `json:"weight_bytes_per_rank"`
 	ActivationPeak     Component `json:"activation_peak"` // torch peak increase during the profile run
 	NonTorch           Component `json:"non_torch"`

@@ -78,6 +78,9 @@ func (pl *planner) start() error {
 		ConfigDigest: canon.Digest(in.Config), HeadersDigest: hd,
 	}
 	pl.src = []string{fd, cd}
+	for _, w := range in.Headers.Warnings {
+		pl.note("headers: " + w)
+	}
 	if in.Hardware.MemoryBasis == BasisNominal {
 		pl.note(fmt.Sprintf("GPU memory %s is the vendor's nominal capacity; CUDA reports less, so give --gpu-memory-gib for an exact plan", in.Hardware.Name))
 	}

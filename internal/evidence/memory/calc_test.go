@@ -429,3 +429,17 @@ func TestCrossNotes(t *testing.T) {
 		t.Fatalf("L40S defaults %d/%d", other.Launch.MaxNumBatchedTokens, other.Launch.MaxNumSeqs)
 	}
 }
+
+// TestHeaderWarningsNoted: a reader warning (index total_size disagreeing
+// with the headers) reaches the prediction's notes.
+func TestHeaderWarningsNoted(t *testing.T) {
+	h, cfg := headersOf(t, fixture.Build(fixture.Llama31_8B(), 1))
+	h.Warnings = []string{"model.safetensors.index.json: total_size 1 disagrees with the headers' 16060522496"}
+	p, err := Plan(PlanInput{Headers: h, Config: cfg, Hardware: mustGPU(t, "H100"), Facts: mustFacts(t, "0.11.0"), Calibration: mustSeed(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(p.Notes, "|"), "total_size 1 disagrees") {
+		t.Fatalf("notes %v", p.Notes)
+	}
+}
