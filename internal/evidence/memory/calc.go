@@ -16,6 +16,7 @@ package memory
 
 import (
 	"github.com/narwhal-go/narwhal/internal/evidence/artifact"
+	"github.com/narwhal-go/narwhal/internal/evidence/quant"
 )
 
 // ComponentStatus says how a memory component is known.
@@ -111,8 +112,12 @@ type LaunchConfig struct {
 // PlanInput is everything a plan is computed from. Config is config.json
 // as read; Headers are every tensor header of the artifact.
 type PlanInput struct {
-	Headers     artifact.Headers
-	Config      []byte
+	Headers artifact.Headers
+	Config  []byte
+	// Quant is the quantization adapter's spec for the checkpoint
+	// (quant.Detect); its workspaces give the load-time kernel memory.
+	// Nil for a quantized checkpoint leaves that memory unknown.
+	Quant       *quant.QuantizationSpec
 	Hardware    HardwareSpec
 	Facts       EngineFacts
 	Launch      LaunchConfig
@@ -150,13 +155,18 @@ type Prediction struct {
 	Launch        LaunchConfig `json:"launch"` // resolved: defaults filled in
 	EngineVersion string       `json:"engine_version"`
 
-	RequestedBytes     int64     `json:"requested_bytes"` // ceil(total × gpu_memory_utilization)
+	RequestedBytes     int64     `json:"requested_bytes"` // total × gpu_memory_utilization, rounded as the version does
 	WeightBytesPerRank Component `json:"weight_bytes_per_rank"`
 	ActivationPeak     Component `json:"activation_peak"` // torch peak increase during the profile run
 	NonTorch           Component `json:"non_torch"`
 	CUDAGraphEstimate  Component `json:"cudagraph_estimate"`
 	CUDAGraphApplied   bool      `json:"cudagraph_applied"` // the version subtracts it from the KV budget
 	AvailableKVBytes   Component `json:"available_kv_bytes"`
+	// LoadWorkspace is the transient memory kernel preparation takes while
+	// weights load (Marlin repacking, block-scale relayout). It is freed
+	// before profiling, so it never enters the KV budget; it is reported
+	// so that it is not silently ignored.
+	LoadWorkspace Component `json:"load_workspace"`
 
 	KVBytesPerToken        int64   `json:"kv_bytes_per_token"` // per rank, all layers of that rank
 	BlockSize              int64   `json:"block_size"`

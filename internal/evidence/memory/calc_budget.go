@@ -11,11 +11,15 @@ import (
 // max_model_len and the fit follow from it.
 func (pl *planner) budget() {
 	p, l := &pl.p, pl.p.Launch
-	if pl.f.Accounting.Formula != "requested_minus_non_kv" {
-		pl.unknown(fmt.Sprintf("accounting formula %q of vLLM %s is not implemented", pl.f.Accounting.Formula, pl.f.Version))
-	}
 	p.RequestedBytes = requested(p.Hardware.TotalMemoryBytes, l.GPUMemoryUtilization, pl.f.Accounting.RequestedRounding)
-	if p.Status == PredictionUnknown || len(p.Ranks) == 0 || pl.layout.PerTokenLayer == 0 {
+	if pl.f.Accounting.Formula != "requested_minus_non_kv" {
+		r := fmt.Sprintf("accounting formula %q of vLLM %s is not implemented", pl.f.Accounting.Formula, pl.f.Version)
+		pl.unknown(r)
+		p.AvailableKVBytes = unknownComponent(r)
+		return
+	}
+	overheadsKnown := p.ActivationPeak.Known() && p.NonTorch.Known() && (!p.CUDAGraphApplied || p.CUDAGraphEstimate.Known())
+	if len(p.Ranks) == 0 || pl.layout.PerTokenLayer == 0 || l.KVCacheMemoryBytes == nil && !overheadsKnown {
 		p.AvailableKVBytes = unknownComponent("available KV memory: depends on unknown components (see unknown_reasons)")
 		return
 	}
@@ -147,7 +151,7 @@ func (pl *planner) physicalFit(kv int64) {
 // finish makes the record's collections non-nil and its status final.
 func (pl *planner) finish() Prediction {
 	p := pl.p
-	for _, c := range []*Component{&p.WeightBytesPerRank, &p.ActivationPeak, &p.NonTorch, &p.CUDAGraphEstimate, &p.AvailableKVBytes} {
+	for _, c := range []*Component{&p.WeightBytesPerRank, &p.ActivationPeak, &p.NonTorch, &p.CUDAGraphEstimate, &p.AvailableKVBytes, &p.LoadWorkspace} {
 		if c.Status == "" {
 			*c = unknownComponent("not computed: an earlier step is unknown")
 		}
@@ -169,7 +173,9 @@ func (pl *planner) finish() Prediction {
 		p.Fits = false
 	}
 	if p.Launch.CUDAGraphCaptureSizes == nil {
-		p.Launch.CUDAGraphCaptureSizes = []int64{}
+		// Resolved: the version's default list (vLLM trims it to the
+		// batch limits at startup).
+		p.Launch.CUDAGraphCaptureSizes = append([]int64{}, pl.f.Defaults.CaptureSizes...)
 	}
 	return p
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/narwhal-go/narwhal/internal/canon"
+	"github.com/narwhal-go/narwhal/internal/evidence"
+	"github.com/narwhal-go/narwhal/internal/evidence/quant"
 )
 
 // planner carries one plan's state so the steps stay short.
@@ -76,6 +78,9 @@ func (pl *planner) start() error {
 		ConfigDigest: canon.Digest(in.Config), HeadersDigest: hd,
 	}
 	pl.src = []string{fd, cd}
+	for _, w := range in.Headers.Warnings {
+		pl.note("headers: " + w)
+	}
 	if in.Hardware.MemoryBasis == BasisNominal {
 		pl.note(fmt.Sprintf("GPU memory %s is the vendor's nominal capacity; CUDA reports less, so give --gpu-memory-gib for an exact plan", in.Hardware.Name))
 	}
@@ -241,7 +246,7 @@ func (pl *planner) weights() {
 		pl.p.WeightBytesPerRank = unknownComponent("weights: model dtype unknown")
 		return
 	}
-	stages, reasons := weightsPerStage(pl.a, pl.in.Headers, pl.f, pl.topo, pl.p.ModelDTypeBytes)
+	stages, stats, reasons := weightsPerStage(pl.a, pl.in.Headers, pl.f, pl.topo, pl.p.ModelDTypeBytes)
 	if len(reasons) > 0 {
 		pl.p.WeightBytesPerRank = unknownComponent(strings.Join(reasons, "; "))
 		for _, r := range reasons {
@@ -249,6 +254,7 @@ func (pl *planner) weights() {
 		}
 		return
 	}
+	workspace := pl.kernelMemory(stages, stats)
 	var heaviest int64
 	for i, w := range stages {
 		t := w.Total()
@@ -259,6 +265,65 @@ func (pl *planner) weights() {
 		})
 	}
 	pl.p.WeightBytesPerRank = derived(heaviest, pl.src[:1])
+	pl.p.LoadWorkspace = workspace
+}
+
+// kernelMemory applies the quantization adapter's workspaces: an
+// unquantized checkpoint loads in place; Marlin repacking needs one more
+// copy of the largest packed weight while it loads (layers are processed
+// one at a time) and, with act-order, keeps a g_idx sort permutation per
+// linear. Anything else — no adapter spec, a workspace kind or transient
+// rule the calculator does not know — leaves the load workspace unknown
+// and noted. It never makes the prediction unknown: vLLM frees it before
+// it profiles, so the KV figures stand.
+func (pl *planner) kernelMemory(stages []WeightBreakdown, stats []stageStats) Component {
+	src := pl.src[:1]
+	if pl.a.Quant.Method == "" {
+		return derived(0, src)
+	}
+	fail := func(why string) Component {
+		r := fmt.Sprintf("load workspace: %s", why)
+		pl.note(r + "; it is released before profiling, so the KV figures stand, but loading needs that headroom above the weights")
+		return unknownComponent(r)
+	}
+	q := pl.in.Quant
+	if q == nil {
+		return fail(fmt.Sprintf("no quantization spec for the %s checkpoint, so its kernel preparation (repacking, scale relayout) is not modelled", pl.a.Quant.Method))
+	}
+	var peak int64
+	for _, w := range q.Workspaces {
+		if w.Kind != "marlin_repack" || w.Transient != "largest_packed_weight" {
+			return fail(fmt.Sprintf("workspace %s (transient %s) of %s is not modelled", w.Kind, w.Transient, q.Method))
+		}
+		switch ccAtLeast(pl.in.Hardware.ComputeCapability, "8.0") {
+		case ccNo:
+			continue // no Marlin below compute capability 8.0
+		case ccUnknown:
+			return fail("compute capability unknown, so whether vLLM repacks for Marlin is not known")
+		}
+		for i := range stages {
+			peak = max(peak, stats[i].MaxPacked)
+			for _, kept := range w.PerLinear {
+				if kept != "g_idx_sort_indices I32 [in]" {
+					return fail(fmt.Sprintf("kept tensor %q of %s is not modelled", kept, q.Method))
+				}
+				// One I32 per input feature of each partition: the same
+				// bytes as the partition's I32 g_idx.
+				stages[i].KernelExtraBytes += stats[i].GIdx
+			}
+		}
+	}
+	return derived(peak, append(append([]string{}, src...), workspaceSources(q)...))
+}
+
+func workspaceSources(q *quant.QuantizationSpec) []string {
+	var out []string
+	for _, w := range q.Workspaces {
+		if w.Source != "" {
+			out = append(out, w.Source)
+		}
+	}
+	return out
 }
 
 // sameQuant accepts the runtime spellings of the checkpoint's own method
@@ -358,13 +423,18 @@ func (pl *planner) crossNotes() {
 	if !gpus[pl.in.Hardware.Name] {
 		pl.note(fmt.Sprintf("overhead bands are calibrated on %s, not %s: carried across hardware as a prediction", strings.Join(sortedKeys(gpus), ", "), pl.in.Hardware.Name))
 	}
-	same := false
+	lo, _ := evidence.ParseVersion(pl.f.MinVersion)
+	hi, _ := evidence.ParseVersion(pl.f.MaxVersion)
+	in := false
 	for v := range versions {
-		if strings.HasPrefix(normalizeVersion(v), strings.TrimSuffix(pl.f.MinVersion, ".0")) || pl.f.Version == "0.10" && strings.HasPrefix(v, "0.11") {
-			same = true
+		if pv, err := evidence.ParseVersion(normalizeVersion(v)); err == nil && pv.Compare(lo) >= 0 && pv.Compare(hi) < 0 {
+			in = true
 		}
 	}
-	if !same {
+	switch {
+	case len(versions) == 0:
+		pl.note(fmt.Sprintf("the calibration entries do not state their vLLM version; the bands are applied to the %s range as a prediction", pl.f.Version))
+	case !in:
 		pl.note(fmt.Sprintf("overhead bands are calibrated on vLLM %s, not the %s range: carried across versions as a prediction", strings.Join(sortedKeys(versions), ", "), pl.f.Version))
 	}
 }

@@ -196,6 +196,10 @@ type FactSource struct {
 	Note string `json:"note"`
 }
 
+// DefaultVLLMVersion is the version a plan assumes when none is given:
+// the release line the seed calibration set was logged with.
+const DefaultVLLMVersion = "0.11.0"
+
 // FactsSchema names the facts file format.
 const (
 	FactsSchema        = "narwhal.memory.engine_facts"

@@ -26,12 +26,21 @@ type WeightBreakdown struct {
 	RopeCacheBytes int64 `json:"rope_cache_bytes"`
 	// MLAAbsorbedBytes are the W_UK/W_UV copies MLA backends derive.
 	MLAAbsorbedBytes int64 `json:"mla_absorbed_bytes"`
+	// KernelExtraBytes are tensors the quantization kernel keeps beyond
+	// the checkpoint's (Marlin's g_idx sort permutation with act-order).
+	KernelExtraBytes int64 `json:"kernel_extra_bytes"`
 	Tensors          int   `json:"tensors"`
+}
+
+// stageStats are per-stage facts the load workspace needs.
+type stageStats struct {
+	MaxPacked int64 // largest packed quantized weight partition (qweight, weight_packed)
+	GIdx      int64 // the stage's g_idx bytes
 }
 
 // Total is every byte of the breakdown.
 func (w WeightBreakdown) Total() int64 {
-	return w.TensorBytes + w.VocabPaddingBytes + w.MXFP4PaddingBytes + w.RopeCacheBytes + w.MLAAbsorbedBytes
+	return w.TensorBytes + w.VocabPaddingBytes + w.MXFP4PaddingBytes + w.RopeCacheBytes + w.MLAAbsorbedBytes + w.KernelExtraBytes
 }
 
 // topology is the resolved parallel layout.
@@ -121,10 +130,10 @@ type tensorMatch struct {
 // the rules do not cover, a layout the calculator does not model or a
 // split vLLM would refuse makes the whole component unknown: the reasons
 // come back and the figures must not be used.
-func weightsPerStage(a ArchFacts, h artifact.Headers, f EngineFacts, topo topology, modelBytes int64) ([]WeightBreakdown, []string) {
+func weightsPerStage(a ArchFacts, h artifact.Headers, f EngineFacts, topo topology, modelBytes int64) ([]WeightBreakdown, []stageStats, []string) {
 	var reasons []string
 	if !slices.Contains(f.Weights.SupportedQuant, a.Quant.Method) {
-		return nil, []string{fmt.Sprintf("weights: quantization method %q is not modelled by the pinned facts for vLLM %s", a.Quant.Method, f.Version)}
+		return nil, nil, []string{fmt.Sprintf("weights: quantization method %q is not modelled by the pinned facts for vLLM %s", a.Quant.Method, f.Version)}
 	}
 	var rs *RuleSet
 	for i := range f.RuleSets {
@@ -133,7 +142,7 @@ func weightsPerStage(a ArchFacts, h artifact.Headers, f EngineFacts, topo topolo
 		}
 	}
 	if rs == nil {
-		return nil, []string{fmt.Sprintf("weights: no sharding rules for model family %s in the pinned facts", a.Family)}
+		return nil, nil, []string{fmt.Sprintf("weights: no sharding rules for model family %s in the pinned facts", a.Family)}
 	}
 	wc := weightCalc{arch: a, facts: f, topo: topo, rules: *rs, params: map[string]ParamRule{}, modelBytes: modelBytes}
 	for _, p := range f.Params {
@@ -146,6 +155,7 @@ func weightsPerStage(a ArchFacts, h artifact.Headers, f EngineFacts, topo topolo
 	wc.f32Scales = slices.Contains(f.Weights.ScalesAsFloat32, method) || slices.Contains(f.Weights.ScalesAsFloat32, a.Quant.Method)
 
 	out := make([]WeightBreakdown, topo.PP)
+	stats := make([]stageStats, topo.PP)
 	var unmatched []string
 	nUnmatched := 0
 	for _, t := range h.Tensors {
@@ -177,16 +187,22 @@ func weightsPerStage(a ArchFacts, h artifact.Headers, f EngineFacts, topo topolo
 		}
 		for _, s := range wc.stages(m) {
 			out[s].add(per)
+			switch lastSeg(t.Name) {
+			case "qweight", "weight_packed":
+				stats[s].MaxPacked = max(stats[s].MaxPacked, per.TensorBytes)
+			case "g_idx", "weight_g_idx":
+				stats[s].GIdx += per.TensorBytes
+			}
 		}
 	}
 	if nUnmatched > 0 {
 		reasons = append(reasons, fmt.Sprintf("weights: %d tensors match no sharding rule of family %s (e.g. %s); no even split is assumed", nUnmatched, a.Family, strings.Join(unmatched, ", ")))
 	}
 	if len(reasons) > 0 {
-		return nil, reasons
+		return nil, nil, reasons
 	}
 	wc.addDerived(out)
-	return out, nil
+	return out, stats, nil
 }
 
 func (w *WeightBreakdown) add(p WeightBreakdown) {

@@ -1,0 +1,149 @@
+package memory
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/narwhal-go/narwhal/internal/evidence/artifact/fixture"
+)
+
+func TestSeedCalibrationWellFormed(t *testing.T) {
+	s := mustSeed(t)
+	if len(s.Entries) < 8 {
+		t.Fatalf("seed set has %d entries, want ≥ 8", len(s.Entries))
+	}
+	for _, e := range s.Entries {
+		if !strings.HasPrefix(e.SourceURL, "https://") || e.Model == "" || e.GPU == "" {
+			t.Errorf("%s: source %q model %q gpu %q", e.ID, e.SourceURL, e.Model, e.GPU)
+		}
+		if _, err := LookupGPU(e.GPU); err != nil {
+			t.Errorf("%s: %v", e.ID, err)
+		}
+	}
+	d1, err := CalibrationDigest(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := ParseCalibration(seedJSON)
+	if d2, _ := CalibrationDigest(again); d1 != d2 {
+		t.Fatal("calibration digest is not stable")
+	}
+	if _, err := ParseCalibration([]byte(`{"schema":"narwhal.memory.calibration","schema_version":1,"entries":[{"id":"x","surprise":1}]}`)); err == nil {
+		t.Fatal("an unknown field in a calibration entry was accepted")
+	}
+}
+
+// TestActivationFormulaResiduals: the calibrated formula reproduces every
+// entry of its class inside the band, and the band is the spread of the
+// entries (not a fixed percentage): it narrows to the log resolution when
+// the entries agree.
+func TestActivationFormulaResiduals(t *testing.T) {
+	s := mustSeed(t)
+	fit, err := fitActivation(s, "dense_attention/dense/text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range s.Entries {
+		if activationClass(e.Arch.Mechanism, e.Arch.FFN, e.Arch.Multimodal) != "dense_attention/dense/text" || e.Logged.ActivationPeakGiB == nil {
+			continue
+		}
+		c := fit.component(samplerLogitsBytes(e.Launch.MaxNumSeqs, e.Launch.MaxNumBatchedTokens, e.Arch.VocabSize), nil)
+		logged := gibBytes(*e.Logged.ActivationPeakGiB)
+		t.Logf("%-40s logged %.2f GiB predicted %.2f GiB [%.2f, %.2f] error %+.1f%%", e.ID, *e.Logged.ActivationPeakGiB,
+			float64(c.Bytes)/giB, float64(c.Lower)/giB, float64(c.Upper)/giB, 100*float64(c.Bytes-logged)/float64(logged))
+		if logged < c.Lower || logged > c.Upper {
+			t.Errorf("%s: logged %d outside the band [%d, %d]", e.ID, logged, c.Lower, c.Upper)
+		}
+	}
+	// Two identical entries give a band of exactly the log resolution.
+	one := CalibrationSet{Entries: []CalibrationEntry{s.Entries[5], s.Entries[6]}}
+	f1, err := fitActivation(one, "dense_attention/dense/text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := f1.component(1_000_000_000, nil)
+	if c.Upper-c.Lower > 2*LogResolutionBytes+2 {
+		t.Fatalf("agreeing entries give a band of %d bytes", c.Upper-c.Lower)
+	}
+}
+
+// qwen3 builds the Qwen3 dense presets the seed set logged (published
+// config.json facts: https://huggingface.co/Qwen/Qwen3-0.6B/blob/main/config.json,
+// https://huggingface.co/Qwen/Qwen3-32B/blob/main/config.json).
+func qwen3(hidden, inter int64, layers int, heads int64, tied bool) fixture.Dense {
+	return fixture.Dense{
+		Architecture: "Qwen3ForCausalLM", ModelType: "qwen3", Hidden: hidden, Intermediate: inter, Layers: layers,
+		Heads: heads, KVHeads: 8, HeadDim: 128, Vocab: 151936, MaxPositions: 40960, RopeTheta: 1000000,
+		Tied: tied, QKNorm: true, HeadDimInConfig: true, DType: "BF16", TorchDType: "bfloat16",
+	}
+}
+
+// TestAgainstSeedLogs plans each logged run the fixtures can build, with
+// the run's own entry (and any other run of the same model) left out of
+// the calibration, and compares figure by figure: weights within ±3 %,
+// available KV within ±10 %. The errors are logged.
+func TestAgainstSeedLogs(t *testing.T) {
+	s := mustSeed(t)
+	specs := map[string]fixture.Spec{
+		"meta-llama/Llama-3.1-8B-Instruct":            fixture.Build(fixture.Llama31_8B(), 1),
+		"RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic": fixture.Must(fixture.FP8Channel(fixture.Build(fixture.Llama31_70B(), 1))),
+		"Qwen/Qwen3-0.6B":                             fixture.Build(qwen3(1024, 3072, 28, 16, true), 1),
+		"Qwen/Qwen3-32B":                              fixture.Build(qwen3(5120, 25600, 64, 64, false), 1),
+		"openai/gpt-oss-20b":                          fixture.Build(fixture.GptOss20B(), 1),
+	}
+	// gpt-oss: vLLM's MXFP4 post-load layout holds more than the header
+	// bytes (recorded as uncertain in the engine facts); its weights are
+	// compared at ±6 % and the gap reported.
+	weightTol := map[string]float64{"openai/gpt-oss-20b": 0.06}
+	checked := 0
+	for _, e := range s.Entries {
+		spec, ok := specs[e.Model]
+		if !ok || e.Logged.WeightsGiB == nil {
+			continue
+		}
+		var rest CalibrationSet
+		rest.Schema, rest.SchemaVersion = s.Schema, s.SchemaVersion
+		for _, o := range s.Entries {
+			if o.Model != e.Model {
+				rest.Entries = append(rest.Entries, o)
+			}
+		}
+		h, cfg := headersOf(t, spec)
+		hw := mustGPU(t, e.GPU)
+		hw.TotalMemoryBytes = gibBytes(*e.Logged.TotalMemoryGiB)
+		l := LaunchConfig{TP: e.Launch.TP, MaxModelLen: e.Launch.MaxModelLen, BlockSize: e.Launch.BlockSize, GPUMemoryUtilization: e.Launch.GPUMemoryUtilization}
+		p, err := Plan(PlanInput{Headers: h, Config: cfg, Hardware: hw, Facts: mustFacts(t, "0.11.0"), Launch: l, Calibration: rest})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked++
+		wErr := relErr(p.WeightBytesPerRank.Bytes, gibBytes(*e.Logged.WeightsGiB))
+		tol := 0.03
+		if v, ok := weightTol[e.Model]; ok {
+			tol = v
+		}
+		t.Logf("%-42s weights %.2f GiB logged %.2f error %+.2f%%", e.ID, float64(p.WeightBytesPerRank.Bytes)/giB, *e.Logged.WeightsGiB, 100*wErr)
+		if math.Abs(wErr) > tol {
+			t.Errorf("%s: weights error %.2f%% beyond ±%.0f%%", e.ID, 100*wErr, 100*tol)
+		}
+		if e.Logged.KVCacheGiB == nil {
+			continue
+		}
+		if !p.AvailableKVBytes.Known() {
+			t.Logf("%-42s available KV unknown: %v", e.ID, p.UnknownReasons)
+			continue
+		}
+		kvErr := relErr(p.AvailableKVBytes.Bytes, gibBytes(*e.Logged.KVCacheGiB))
+		t.Logf("%-42s available KV %.2f GiB [%.2f, %.2f] logged %.2f error %+.2f%%", e.ID, float64(p.AvailableKVBytes.Bytes)/giB,
+			float64(p.AvailableKVBytes.Lower)/giB, float64(p.AvailableKVBytes.Upper)/giB, *e.Logged.KVCacheGiB, 100*kvErr)
+		if math.Abs(kvErr) > 0.10 && *e.Logged.KVCacheGiB > 5 {
+			t.Errorf("%s: available KV error %.2f%% beyond ±10%%", e.ID, 100*kvErr)
+		}
+	}
+	if checked < 6 {
+		t.Fatalf("compared %d logged runs, want ≥ 6", checked)
+	}
+}
+
+func relErr(pred, logged int64) float64 { return float64(pred-logged) / float64(logged) }
