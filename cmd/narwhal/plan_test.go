@@ -107,3 +107,54 @@ func TestPlanBadInputWritesNothing(t *testing.T) {
 		})
 	}
 }
+
+// --compare-log prints the prediction beside a vLLM startup log: weights
+// within ±3 %, available KV within ±10 % where the log's inputs are known.
+func TestPlanCompareLog(t *testing.T) {
+	model := llamaDir(t)
+	log := filepath.Join("..", "..", "internal", "evidence", "memory", "testdata", "vllmlog", "v0_6_6_single.log")
+	code, out, errb := runCLI(t, "plan", "--model-dir", model, "--gpu", "a100-80gb", "--max-model-len", "131072",
+		"--store", t.TempDir(), "--compare-log", log, "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errb)
+	}
+	var env struct {
+		Data struct {
+			Comparisons []struct {
+				Figures []struct {
+					Figure   string   `json:"figure"`
+					Compared bool     `json:"compared"`
+					RelError *float64 `json:"rel_error"`
+				} `json:"figures"`
+			} `json:"comparisons"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(out), &env); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(env.Data.Comparisons) != 1 {
+		t.Fatalf("%d comparisons, want one (a single-GPU log)", len(env.Data.Comparisons))
+	}
+	bounds := map[string]float64{"weights": 0.03, "available_kv": 0.10}
+	seen := map[string]bool{}
+	for _, f := range env.Data.Comparisons[0].Figures {
+		bound, ok := bounds[f.Figure]
+		if !ok {
+			continue
+		}
+		seen[f.Figure] = true
+		if !f.Compared || f.RelError == nil || *f.RelError > bound || *f.RelError < -bound {
+			t.Errorf("%s: compared %v, error %v; want within ±%.0f%%", f.Figure, f.Compared, f.RelError, bound*100)
+		} else {
+			t.Logf("%s error %+.2f%%", f.Figure, *f.RelError*100)
+		}
+	}
+	if len(seen) != len(bounds) {
+		t.Errorf("figures compared: %v, want %v", seen, bounds)
+	}
+	code, text, _ := runCLI(t, "plan", "--model-dir", model, "--gpu", "a100-80gb", "--max-model-len", "131072",
+		"--store", t.TempDir(), "--compare-log", log)
+	if code != 0 || !strings.Contains(text, "compared with the log") {
+		t.Errorf("text output lacks the comparison:\n%s", text)
+	}
+}

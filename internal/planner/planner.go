@@ -39,8 +39,8 @@ type Request struct {
 }
 
 // DefaultVLLMVersion is the engine version a plan assumes when none is
-// given: the newest one the pinned facts cover.
-const DefaultVLLMVersion = "0.11.0"
+// given (the calculator's).
+const DefaultVLLMVersion = memory.DefaultVLLMVersion
 
 // InputError is a plan that cannot be made from what was given: a missing
 // or malformed file, an unknown GPU, an unsupported version, a topology
@@ -137,7 +137,12 @@ func inputs(req Request, clock ports.Clock) (memory.PlanInput, Result, error) {
 	if err != nil {
 		return memory.PlanInput{}, res, fmt.Errorf("seed calibration set: %w", err)
 	}
-	return memory.PlanInput{Headers: h, Config: cfg, Hardware: hw, Facts: facts, Launch: req.Launch, Calibration: cal}, res, nil
+	in := memory.PlanInput{Headers: h, Config: cfg, Hardware: hw, Facts: facts, Launch: req.Launch, Calibration: cal}
+	if res.QuantVerdict.Support == quant.Supported {
+		q := res.Quantization
+		in.Quant = &q // its kernel workspaces (Marlin repack) are memory too
+	}
+	return in, res, nil
 }
 
 func detectQuant(dir string, cfg []byte, h artifact.Headers) (quant.QuantizationSpec, quant.Verdict, error) {
