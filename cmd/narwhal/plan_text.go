@@ -16,8 +16,8 @@ import (
 func writePlanText(w io.Writer, res planner.Result, out planner.Outcome, dir string) {
 	p := res.Prediction
 	hw := p.Hardware
-	fmt.Fprintf(w, "narwhal plan: %s (%s, %s) on %d × %s (%s, %s), vLLM %s\n",
-		p.Architecture, p.Mechanism, p.FFN, hw.Count, hw.Name, gib(hw.TotalMemoryBytes), hw.MemoryBasis, p.EngineVersion)
+	fmt.Fprintf(w, "narwhal plan: %s (%s, %s) on %d × %s (%s, %s), vLLM %s (pinned facts %s)\n",
+		p.Architecture, p.Mechanism, p.FFN, hw.Count, hw.Name, gib(hw.TotalMemoryBytes), hw.MemoryBasis, res.FactsVersion, p.EngineVersion)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "  %s\t%s\n", k, v) }
 	row("fits", verdictLine(p, res.StatedMargin))
