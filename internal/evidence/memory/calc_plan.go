@@ -388,6 +388,7 @@ func (pl *planner) overheads() {
 			pl.p.CUDAGraphEstimate = unknownComponent(err.Error())
 		} else {
 			pl.p.CUDAGraphEstimate = fit.component(pl.src)
+			pl.flooredNote(fit)
 		}
 	}
 	if l.KVCacheMemoryBytes == nil {
@@ -403,6 +404,16 @@ func (pl *planner) overheads() {
 	if pl.usesCalibration() {
 		pl.crossNotes()
 	}
+}
+
+// flooredNote states the basis of a CUDA-graph band that starts at 0
+// because some calibration entries logged a negative capture difference.
+func (pl *planner) flooredNote(f levelFit) {
+	if len(f.Floored) == 0 {
+		return
+	}
+	pl.note(fmt.Sprintf("CUDA-graph memory: %d of %d calibration entries (%s) logged a negative capture figure (free memory grew while capturing); memory taken is floored at 0, so the band starts at 0",
+		len(f.Floored), len(f.IDs), strings.Join(sortedUnique(f.Floored), ", ")))
 }
 
 func (pl *planner) usesCalibration() bool {

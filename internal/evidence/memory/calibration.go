@@ -189,14 +189,23 @@ func (f ratioFit) component(driver int64, src []string) Component {
 }
 
 // levelFit is a calibrated level: the median of the entries, band their
-// range widened by the log resolution.
+// range widened by the log resolution. A NonNegative level is memory
+// taken, which cannot be below zero: its lower edge stops at 0 instead of
+// being widened past it. Floored names the entries whose logged figure was
+// negative and entered the fit as 0.
 type levelFit struct {
 	Median, Lo, Hi int64
 	IDs            []string
+	NonNegative    bool
+	Floored        []string
 }
 
 func (f levelFit) component(src []string) Component {
-	return Component{Bytes: f.Median, Lower: f.Lo - LogResolutionBytes, Upper: f.Hi + LogResolutionBytes, Status: StatusPredicted, Source: sortedUnique(append(src, f.IDs...))}
+	lo := f.Lo - LogResolutionBytes
+	if f.NonNegative {
+		lo = max(lo, 0)
+	}
+	return Component{Bytes: f.Median, Lower: lo, Upper: f.Hi + LogResolutionBytes, Status: StatusPredicted, Source: sortedUnique(append(src, f.IDs...))}
 }
 
 func gibBytes(v float64) int64 { return int64(math.Round(v * gib)) }
@@ -244,9 +253,17 @@ func fitNonTorch(set CalibrationSet, tp, pp int) (levelFit, error) {
 // fitCUDAGraph calibrates the memory taken by graph capture (estimate
 // false) or vLLM's profiled estimate (estimate true) for one class at the
 // default capture sizes.
+//
+// vLLM logs the capture as start_free − end_free (gpu_model_runner
+// capture_model): a difference of free device memory, negative when the
+// capture releases more cached allocator memory than its graph pool takes
+// (the seed set's dense entries log −0.88 to +0.10 GiB). The graphs never
+// give memory back, so a negative difference says the capture took no
+// memory net: it enters the fit as 0 (vLLM's own profiler floors its
+// retained-memory difference the same way) and the level is non-negative.
 func fitCUDAGraph(set CalibrationSet, class string, estimate bool) (levelFit, error) {
 	var vs []int64
-	var ids []string
+	var ids, floored []string
 	for _, e := range set.Entries {
 		if activationClass(e.Arch.Mechanism, e.Arch.FFN, e.Arch.Multimodal) != class || e.Launch.EnforceEager || !e.Launch.DefaultCaptureSizes {
 			continue
@@ -258,7 +275,12 @@ func fitCUDAGraph(set CalibrationSet, class string, estimate bool) (levelFit, er
 		if v == nil {
 			continue
 		}
-		vs = append(vs, gibBytes(*v))
+		b := gibBytes(*v)
+		if b < 0 {
+			b = 0
+			floored = append(floored, e.ID)
+		}
+		vs = append(vs, b)
 		ids = append(ids, e.ID)
 	}
 	what := "CUDA-graph capture memory"
@@ -268,7 +290,7 @@ func fitCUDAGraph(set CalibrationSet, class string, estimate bool) (levelFit, er
 	if len(vs) < minCalibrationEntries {
 		return levelFit{}, fmt.Errorf("%s: %d calibration entries for mechanism class %s at the default capture sizes, need %d", what, len(vs), class, minCalibrationEntries)
 	}
-	return levelFit{Median: medianInt(vs), Lo: slices.Min(vs), Hi: slices.Max(vs), IDs: ids}, nil
+	return levelFit{Median: medianInt(vs), Lo: slices.Min(vs), Hi: slices.Max(vs), IDs: ids, NonNegative: true, Floored: floored}, nil
 }
 
 func median(xs []float64) float64 {

@@ -147,3 +147,44 @@ func TestAgainstSeedLogs(t *testing.T) {
 }
 
 func relErr(pred, logged int64) float64 { return float64(pred-logged) / float64(logged) }
+
+// TestCUDAGraphMemoryNeverNegative: vLLM's "Graph capturing finished …
+// took X GiB" is a free-memory difference across the capture, negative
+// when the capture releases more cached memory than the graphs take. A
+// memory figure is never negative: the calibrated CUDA-graph component is
+// floored at 0 (point and both band edges) and the plan says why.
+func TestCUDAGraphMemoryNeverNegative(t *testing.T) {
+	neg := func(id string, v float64) CalibrationEntry {
+		e := CalibrationEntry{ID: id, SourceURL: "https://example.invalid/" + id, Launch: CalibrationLaunch{TP: 1, PP: 1, DefaultCaptureSizes: true}}
+		e.Arch.Mechanism, e.Arch.FFN = MechDense, "dense"
+		e.Logged.CUDAGraphGiB = &v
+		return e
+	}
+	for _, c := range []struct {
+		name string
+		set  CalibrationSet
+		hi   int64 // the upper edge the band must still reach
+	}{
+		{"seed set", mustSeed(t), gibBytes(0.10)},
+		{"all negative", CalibrationSet{Entries: []CalibrationEntry{neg("a", -0.45), neg("b", -0.88)}}, 0},
+		{"mixed", CalibrationSet{Entries: []CalibrationEntry{neg("a", -0.45), neg("b", 0.30), neg("c", -0.10)}}, gibBytes(0.30)},
+	} {
+		fit, err := fitCUDAGraph(c.set, "dense_attention/dense/text", false)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		g := fit.component(nil)
+		t.Logf("%-12s %.2f GiB [%.2f, %.2f]", c.name, float64(g.Bytes)/giB, float64(g.Lower)/giB, float64(g.Upper)/giB)
+		if g.Bytes < 0 || g.Lower < 0 || g.Lower > g.Bytes || g.Bytes > g.Upper || g.Upper < c.hi {
+			t.Errorf("%s: CUDA-graph component %+v: negative or not a band reaching %d", c.name, g, c.hi)
+		}
+	}
+	p := planOf(t, fixture.Build(fixture.Llama31_8B(), 1), "h100-sxm", LaunchConfig{})
+	g := p.CUDAGraphEstimate
+	if g.Bytes < 0 || g.Lower < 0 {
+		t.Fatalf("Llama-3.1-8B on H100: CUDA graphs %+v", g)
+	}
+	if n := strings.Join(p.Notes, "|"); !strings.Contains(n, "floored at 0") {
+		t.Fatalf("the plan does not say why the CUDA-graph band starts at 0: notes %q", n)
+	}
+}
