@@ -6,20 +6,35 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/narwhal-go/narwhal/internal/evidence"
 	"github.com/narwhal-go/narwhal/internal/evidence/artifact/fixture"
 )
 
 func TestSeedCalibrationWellFormed(t *testing.T) {
 	s := mustSeed(t)
-	if len(s.Entries) < 8 {
-		t.Fatalf("seed set has %d entries, want ≥ 8", len(s.Entries))
+	if len(s.Entries) < 25 {
+		t.Fatalf("seed set has %d entries, want ≥ 25", len(s.Entries))
 	}
+	launchFields := map[string]bool{"max_model_len": true, "max_num_batched_tokens": true, "max_num_seqs": true, "gpu_memory_utilization": true, "block_size": true}
 	for _, e := range s.Entries {
-		if !strings.HasPrefix(e.SourceURL, "https://") || e.Model == "" || e.GPU == "" {
-			t.Errorf("%s: source %q model %q gpu %q", e.ID, e.SourceURL, e.Model, e.GPU)
+		if !strings.HasPrefix(e.SourceURL, "https://") || !strings.HasPrefix(e.ConfigURL, "https://") || e.Model == "" || e.GPU == "" {
+			t.Errorf("%s: source %q config %q model %q gpu %q", e.ID, e.SourceURL, e.ConfigURL, e.Model, e.GPU)
 		}
 		if _, err := LookupGPU(e.GPU); err != nil {
 			t.Errorf("%s: %v", e.ID, err)
+		}
+		if e.VLLMVersion != "" {
+			if _, err := evidence.ParseVersion(normalizeVersion(e.VLLMVersion)); err != nil {
+				t.Errorf("%s: %v", e.ID, err)
+			}
+		}
+		for _, f := range e.Launch.DefaultsAssumed {
+			if !launchFields[f] {
+				t.Errorf("%s: defaults_assumed names %q, not an assumable launch field", e.ID, f)
+			}
+		}
+		if e.Logged.CUDAGraphGiB == nil && e.Logged.CUDAGraphEstimateGiB == nil && e.Logged.ActivationPeakGiB == nil && e.Logged.NonTorchGiB == nil && e.Notes == "" {
+			t.Errorf("%s calibrates nothing and its notes do not say why it is kept", e.ID)
 		}
 	}
 	d1, err := CalibrationDigest(s)
@@ -210,20 +225,22 @@ func TestCUDAGraphMemoryNeverNegative(t *testing.T) {
 		return e
 	}
 	for _, c := range []struct {
-		name string
-		set  CalibrationSet
-		hi   int64 // the upper edge the band must still reach
+		name  string
+		set   CalibrationSet
+		scope calScope
+		hi    int64 // the upper edge the band must still reach
 	}{
-		{"seed set", mustSeed(t), gibBytes(0.10)},
-		{"all negative", CalibrationSet{Entries: []CalibrationEntry{neg("a", -0.45), neg("b", -0.88)}}, 0},
-		{"mixed", CalibrationSet{Entries: []CalibrationEntry{neg("a", -0.45), neg("b", 0.30), neg("c", -0.10)}}, gibBytes(0.30)},
+		{"seed set, 0.11 line", mustSeed(t), scopeOf(mustFacts(t, "0.11.0")), gibBytes(0.10)},
+		{"seed set, every line", mustSeed(t), calScope{}, gibBytes(1.79)},
+		{"all negative", CalibrationSet{Entries: []CalibrationEntry{neg("a", -0.45), neg("b", -0.88)}}, calScope{}, 0},
+		{"mixed", CalibrationSet{Entries: []CalibrationEntry{neg("a", -0.45), neg("b", 0.30), neg("c", -0.10)}}, calScope{}, gibBytes(0.30)},
 	} {
-		fit, err := fitCUDAGraph(c.set, calScope{}, "dense_attention/dense/text", false)
+		fit, err := fitCUDAGraph(c.set, c.scope, "dense_attention/dense/text", false)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 		g := fit.component(nil)
-		t.Logf("%-12s %.2f GiB [%.2f, %.2f]", c.name, float64(g.Bytes)/giB, float64(g.Lower)/giB, float64(g.Upper)/giB)
+		t.Logf("%-22s %.2f GiB [%.2f, %.2f]", c.name, float64(g.Bytes)/giB, float64(g.Lower)/giB, float64(g.Upper)/giB)
 		if g.Bytes < 0 || g.Lower < 0 || g.Lower > g.Bytes || g.Bytes > g.Upper || g.Upper < c.hi {
 			t.Errorf("%s: CUDA-graph component %+v: negative or not a band reaching %d", c.name, g, c.hi)
 		}
