@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/narwhal-go/narwhal/internal/canon"
-	"github.com/narwhal-go/narwhal/internal/evidence"
 	"github.com/narwhal-go/narwhal/internal/evidence/quant"
 )
 
@@ -365,14 +364,14 @@ func (pl *planner) overheads() {
 	set := pl.in.Calibration
 	if l.PP > 1 {
 		pl.p.ActivationPeak = unknownComponent("activation peak: no calibration entries with pp > 1 (the sampler peak sits on the last stage only)")
-	} else if fit, err := fitActivation(set, pl.class); err != nil {
+	} else if fit, err := fitActivation(set, scopeOf(pl.f), pl.class); err != nil {
 		pl.p.ActivationPeak = unknownComponent(err.Error())
 	} else {
 		pl.p.ActivationPeak = fit.component(samplerLogitsBytes(l.MaxNumSeqs, l.MaxNumBatchedTokens, pl.a.VocabSize), pl.src)
 	}
 	if l.DP > 1 {
 		pl.p.NonTorch = unknownComponent("non-torch memory: no calibration entries with dp > 1")
-	} else if fit, err := fitNonTorch(set, l.TP, l.PP); err != nil {
+	} else if fit, err := fitNonTorch(set, scopeOf(pl.f), l.TP, l.PP); err != nil {
 		pl.p.NonTorch = unknownComponent(err.Error())
 	} else {
 		pl.p.NonTorch = fit.component(pl.src)
@@ -384,10 +383,11 @@ func (pl *planner) overheads() {
 	case l.CUDAGraphCaptureSizes != nil && !slices.Equal(l.CUDAGraphCaptureSizes, pl.f.Defaults.CaptureSizes):
 		pl.p.CUDAGraphEstimate = unknownComponent("CUDA-graph memory: the calibration covers the default capture sizes only")
 	default:
-		if fit, err := fitCUDAGraph(set, pl.class, pl.p.CUDAGraphApplied); err != nil {
+		if fit, err := fitCUDAGraph(set, scopeOf(pl.f), pl.class, pl.p.CUDAGraphApplied); err != nil {
 			pl.p.CUDAGraphEstimate = unknownComponent(err.Error())
 		} else {
 			pl.p.CUDAGraphEstimate = fit.component(pl.src)
+			pl.flooredNote(fit)
 		}
 	}
 	if l.KVCacheMemoryBytes == nil {
@@ -405,38 +405,74 @@ func (pl *planner) overheads() {
 	}
 }
 
+// flooredNote states the basis of a CUDA-graph band that starts at 0
+// because some calibration entries logged a negative capture difference.
+func (pl *planner) flooredNote(f levelFit) {
+	if len(f.Floored) == 0 {
+		return
+	}
+	pl.note(fmt.Sprintf("CUDA-graph memory: %d of %d calibration entries (%s) logged a negative capture figure (free memory grew while capturing); memory taken is floored at 0, so the band starts at 0",
+		len(f.Floored), len(f.IDs), strings.Join(sortedUnique(f.Floored), ", ")))
+}
+
 func (pl *planner) usesCalibration() bool {
 	return pl.p.ActivationPeak.Status == StatusPredicted || pl.p.NonTorch.Status == StatusPredicted || pl.p.CUDAGraphEstimate.Status == StatusPredicted
 }
 
-// crossNotes says when the calibration entries differ from the plan's
-// hardware or version: the figures are then predictions carried across,
-// never measurements of this execution.
+// crossNotes says when the calibration entries a plan's bands were
+// fitted on differ from the plan's hardware or version: the figures are
+// then predictions carried across, never measurements of this execution.
+// Only the entries the fits used are considered (their ids are in the
+// predicted components' sources), not the whole set.
 func (pl *planner) crossNotes() {
+	used := pl.calibrationUsed()
 	gpus, versions := map[string]bool{}, map[string]bool{}
-	for _, e := range pl.in.Calibration.Entries {
+	unstated := false
+	for _, e := range used {
 		gpus[e.GPU] = true
-		if e.VLLMVersion != "" {
+		if e.VLLMVersion == "" {
+			unstated = true
+		} else {
 			versions[e.VLLMVersion] = true
 		}
 	}
-	if !gpus[pl.in.Hardware.Name] {
+	if len(used) > 0 && !gpus[pl.in.Hardware.Name] {
 		pl.note(fmt.Sprintf("overhead bands are calibrated on %s, not %s: carried across hardware as a prediction", strings.Join(sortedKeys(gpus), ", "), pl.in.Hardware.Name))
 	}
-	lo, _ := evidence.ParseVersion(pl.f.MinVersion)
-	hi, _ := evidence.ParseVersion(pl.f.MaxVersion)
-	in := false
-	for v := range versions {
-		if pv, err := evidence.ParseVersion(normalizeVersion(v)); err == nil && pv.Compare(lo) >= 0 && pv.Compare(hi) < 0 {
-			in = true
+	scope := scopeOf(pl.f)
+	var outside []string
+	for _, v := range sortedKeys(versions) {
+		if scope.distance(v) > 0 {
+			outside = append(outside, v)
 		}
 	}
 	switch {
-	case len(versions) == 0:
+	case len(outside) > 0:
+		pl.note(fmt.Sprintf("overhead bands use calibration entries logged with vLLM %s, outside the %s range: carried across versions as a prediction", strings.Join(outside, ", "), pl.f.Version))
+	case unstated && len(versions) == 0:
 		pl.note(fmt.Sprintf("the calibration entries do not state their vLLM version; the bands are applied to the %s range as a prediction", pl.f.Version))
-	case !in:
-		pl.note(fmt.Sprintf("overhead bands are calibrated on vLLM %s, not the %s range: carried across versions as a prediction", strings.Join(sortedKeys(versions), ", "), pl.f.Version))
 	}
+}
+
+// calibrationUsed is the calibration entries cited by the predicted
+// overhead components, in set order.
+func (pl *planner) calibrationUsed() []CalibrationEntry {
+	cited := map[string]bool{}
+	for _, c := range []Component{pl.p.ActivationPeak, pl.p.NonTorch, pl.p.CUDAGraphEstimate} {
+		if c.Status != StatusPredicted {
+			continue
+		}
+		for _, id := range c.Source {
+			cited[id] = true
+		}
+	}
+	var out []CalibrationEntry
+	for _, e := range pl.in.Calibration.Entries {
+		if cited[e.ID] {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func sortedKeys(m map[string]bool) []string {

@@ -154,9 +154,9 @@ func TestUnknownPathsNoConstantFallback(t *testing.T) {
 		{"kv dtype nvfp4", llama, "", LaunchConfig{KVCacheDType: "nvfp4"}, nil, "kv_cache_dtype"},
 		{"pp activation", llama, "", LaunchConfig{PP: 2}, nil, "pp > 1"},
 		{"dp non-torch", llama, "", LaunchConfig{DP: 2}, nil, "dp > 1"},
-		{"tp 4 non-torch", fixture.Build(fixture.Llama31_70B(), 1), "", LaunchConfig{TP: 4}, nil, "tp=4"},
-		{"no calibration for the class", fixture.Build(fixture.Gemma2_9B(), 1), "", LaunchConfig{}, nil, "hybrid_sliding/dense/text"},
-		{"v0.21 cudagraph estimate", llama, "0.21.0", LaunchConfig{}, nil, "CUDA-graph memory estimate"},
+		{"tp 8 non-torch", fixture.Build(fixture.Llama31_70B(), 1), "", LaunchConfig{TP: 8}, nil, "tp=8"},
+		{"one calibration entry for the class", fixture.Build(fixture.DeepSeekV2Lite(), 1), "", LaunchConfig{}, nil, "1 calibration entries for mechanism class mla/moe/text"},
+		{"v0.21 cudagraph estimate", llama, "0.21.0", LaunchConfig{}, seedWithout(t, func(e CalibrationEntry) bool { return e.Logged.CUDAGraphEstimateGiB != nil }), "CUDA-graph memory estimate"},
 		{"custom capture sizes with the estimate applied", llama, "0.21.0", LaunchConfig{CUDAGraphCaptureSizes: []int64{1, 2, 4}}, nil, "default capture sizes"},
 		{"empty calibration", llama, "", LaunchConfig{}, &CalibrationSet{Schema: CalibrationSchema, SchemaVersion: 1}, "0 calibration entries"},
 	}
@@ -197,8 +197,10 @@ func TestEnforceEagerMakesGraphsKnown(t *testing.T) {
 	if p.Status != PredictionKnown || p.CUDAGraphEstimate.Status != StatusDerived || p.CUDAGraphEstimate.Bytes != 0 || p.CUDAGraphApplied {
 		t.Fatalf("eager v0.21: status %s %v graphs %+v applied %v", p.Status, p.UnknownReasons, p.CUDAGraphEstimate, p.CUDAGraphApplied)
 	}
-	if len(p.Notes) == 0 || !strings.Contains(strings.Join(p.Notes, "|"), "carried across versions") {
-		t.Fatalf("a 0.11 calibration used for 0.21 must say so: %v", p.Notes)
+	// The entries the bands were fitted on are not from the 0.21 range:
+	// either they state another version or none, and the plan says so.
+	if n := strings.Join(p.Notes, "|"); !strings.Contains(n, "carried across versions") && !strings.Contains(n, "do not state their vLLM version") {
+		t.Fatalf("a calibration from outside 0.21 used for 0.21 must say so: %v", p.Notes)
 	}
 }
 

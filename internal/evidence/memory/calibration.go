@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/narwhal-go/narwhal/internal/canon"
+	"github.com/narwhal-go/narwhal/internal/evidence"
 )
 
 // CalibrationSet is a set of measured startup figures (the seed set:
@@ -189,30 +190,124 @@ func (f ratioFit) component(driver int64, src []string) Component {
 }
 
 // levelFit is a calibrated level: the median of the entries, band their
-// range widened by the log resolution.
+// range widened by the log resolution. A NonNegative level is memory
+// taken, which cannot be below zero: its lower edge stops at 0 instead of
+// being widened past it. Floored names the entries whose logged figure was
+// negative and entered the fit as 0.
 type levelFit struct {
 	Median, Lo, Hi int64
 	IDs            []string
+	NonNegative    bool
+	Floored        []string
 }
 
 func (f levelFit) component(src []string) Component {
-	return Component{Bytes: f.Median, Lower: f.Lo - LogResolutionBytes, Upper: f.Hi + LogResolutionBytes, Status: StatusPredicted, Source: sortedUnique(append(src, f.IDs...))}
+	lo := f.Lo - LogResolutionBytes
+	if f.NonNegative {
+		lo = max(lo, 0)
+	}
+	return Component{Bytes: f.Median, Lower: lo, Upper: f.Hi + LogResolutionBytes, Status: StatusPredicted, Source: sortedUnique(append(src, f.IDs...))}
 }
 
 func gibBytes(v float64) int64 { return int64(math.Round(v * gib)) }
 
+// calScope is what a plan's fits select calibration entries by: the
+// version range [min, max) of the plan's engine facts. vLLM's profile
+// figures move between releases (the sampler peak of a dense 8B model on
+// an H100 is 4.76 GiB in the seed's 0.11 runs and 1.89 GiB in 0.19 runs at
+// the same batch limits; TP 2 non-torch 0.55 against 2.07 GiB), so entries
+// from the plan's own range are preferred. The zero scope admits every
+// entry as in range.
+type calScope struct {
+	min, max evidence.Version
+	ok       bool
+}
+
+// scopeOf is the calibration scope of a plan under f.
+func scopeOf(f EngineFacts) calScope {
+	lo, err1 := evidence.ParseVersion(f.MinVersion)
+	hi, err2 := evidence.ParseVersion(f.MaxVersion)
+	if err1 != nil || err2 != nil {
+		return calScope{}
+	}
+	return calScope{min: lo, max: hi, ok: true}
+}
+
+// farVersion is the distance of an entry whose version does not parse:
+// it is used only when nothing nearer exists.
+const farVersion = 1 << 20
+
+// distance is how far an entry's vLLM version lies from the scope, in
+// minor releases: 0 inside the range, for an entry that states no version
+// (the seed set's convention: such entries describe the release line the
+// set is named for and apply as a prediction everywhere) and for the zero
+// scope.
+func (s calScope) distance(version string) int {
+	if !s.ok || version == "" {
+		return 0
+	}
+	v, err := evidence.ParseVersion(normalizeVersion(version))
+	if err != nil {
+		return farVersion
+	}
+	switch {
+	case v.Compare(s.min) < 0:
+		return max(minorsBetween(v, s.min), 1)
+	case v.Compare(s.max) >= 0:
+		return minorsBetween(s.max, v) + 1
+	}
+	return 0
+}
+
+func minorsBetween(a, b evidence.Version) int {
+	return (b.Major-a.Major)*1000 + b.Minor - a.Minor
+}
+
+// pick chooses the entries a fit uses among the candidates (entries of
+// the right key that log the figure): those in the plan's range when
+// there are at least minCalibrationEntries of them; otherwise the nearest
+// logged versions are added, a whole distance at a time, until there are
+// enough or none are left. The band then spans the versions used, and the
+// plan's notes name them (crossNotes).
+func (s calScope) pick(cands []CalibrationEntry) []CalibrationEntry {
+	type cand struct {
+		e    CalibrationEntry
+		dist int
+	}
+	cs := make([]cand, len(cands))
+	for i, e := range cands {
+		cs[i] = cand{e, s.distance(e.VLLMVersion)}
+	}
+	slices.SortStableFunc(cs, func(a, b cand) int { return a.dist - b.dist })
+	var out []CalibrationEntry
+	for i := 0; i < len(cs); {
+		if len(out) >= minCalibrationEntries && cs[i].dist > 0 {
+			break
+		}
+		d := cs[i].dist
+		for ; i < len(cs) && cs[i].dist == d; i++ {
+			out = append(out, cs[i].e)
+		}
+	}
+	return out
+}
+
 // fitActivation calibrates the activation formula for one class.
-func fitActivation(set CalibrationSet, class string) (ratioFit, error) {
-	var rs []float64
-	var ids []string
+func fitActivation(set CalibrationSet, scope calScope, class string) (ratioFit, error) {
+	var cands []CalibrationEntry
 	for _, e := range set.Entries {
 		if activationClass(e.Arch.Mechanism, e.Arch.FFN, e.Arch.Multimodal) != class || e.Logged.ActivationPeakGiB == nil || e.Launch.PP != 1 {
 			continue
 		}
-		d := samplerLogitsBytes(e.Launch.MaxNumSeqs, e.Launch.MaxNumBatchedTokens, e.Arch.VocabSize)
-		if d <= 0 {
+		if samplerLogitsBytes(e.Launch.MaxNumSeqs, e.Launch.MaxNumBatchedTokens, e.Arch.VocabSize) <= 0 {
 			continue
 		}
+		cands = append(cands, e)
+	}
+	var rs []float64
+	var ids []string
+	for _, e := range scope.pick(cands) {
+		d := samplerLogitsBytes(e.Launch.MaxNumSeqs, e.Launch.MaxNumBatchedTokens, e.Arch.VocabSize)
 		rs = append(rs, float64(gibBytes(*e.Logged.ActivationPeakGiB))/float64(d))
 		ids = append(ids, e.ID)
 	}
@@ -225,13 +320,16 @@ func fitActivation(set CalibrationSet, class string) (ratioFit, error) {
 // fitNonTorch calibrates the non-torch level for one tensor-parallel
 // size: non-torch growth is CUDA context, NCCL and custom all-reduce
 // buffers, set by the communication topology rather than the model.
-func fitNonTorch(set CalibrationSet, tp, pp int) (levelFit, error) {
+func fitNonTorch(set CalibrationSet, scope calScope, tp, pp int) (levelFit, error) {
+	var cands []CalibrationEntry
+	for _, e := range set.Entries {
+		if e.Launch.TP == tp && e.Launch.PP == pp && e.Logged.NonTorchGiB != nil {
+			cands = append(cands, e)
+		}
+	}
 	var vs []int64
 	var ids []string
-	for _, e := range set.Entries {
-		if e.Launch.TP != tp || e.Launch.PP != pp || e.Logged.NonTorchGiB == nil {
-			continue
-		}
+	for _, e := range scope.pick(cands) {
 		vs = append(vs, gibBytes(*e.Logged.NonTorchGiB))
 		ids = append(ids, e.ID)
 	}
@@ -244,21 +342,37 @@ func fitNonTorch(set CalibrationSet, tp, pp int) (levelFit, error) {
 // fitCUDAGraph calibrates the memory taken by graph capture (estimate
 // false) or vLLM's profiled estimate (estimate true) for one class at the
 // default capture sizes.
-func fitCUDAGraph(set CalibrationSet, class string, estimate bool) (levelFit, error) {
-	var vs []int64
-	var ids []string
-	for _, e := range set.Entries {
-		if activationClass(e.Arch.Mechanism, e.Arch.FFN, e.Arch.Multimodal) != class || e.Launch.EnforceEager || !e.Launch.DefaultCaptureSizes {
-			continue
-		}
-		v := e.Logged.CUDAGraphGiB
+//
+// vLLM logs the capture as start_free − end_free (gpu_model_runner
+// capture_model): a difference of free device memory, negative when the
+// capture releases more cached allocator memory than its graph pool takes
+// (the seed set's dense entries log −0.88 to +0.10 GiB). The graphs never
+// give memory back, so a negative difference says the capture took no
+// memory net: it enters the fit as 0 (vLLM's own profiler floors its
+// retained-memory difference the same way) and the level is non-negative.
+func fitCUDAGraph(set CalibrationSet, scope calScope, class string, estimate bool) (levelFit, error) {
+	figure := func(e CalibrationEntry) *float64 {
 		if estimate {
-			v = e.Logged.CUDAGraphEstimateGiB
+			return e.Logged.CUDAGraphEstimateGiB
 		}
-		if v == nil {
+		return e.Logged.CUDAGraphGiB
+	}
+	var cands []CalibrationEntry
+	for _, e := range set.Entries {
+		if activationClass(e.Arch.Mechanism, e.Arch.FFN, e.Arch.Multimodal) != class || e.Launch.EnforceEager || !e.Launch.DefaultCaptureSizes || figure(e) == nil {
 			continue
 		}
-		vs = append(vs, gibBytes(*v))
+		cands = append(cands, e)
+	}
+	var vs []int64
+	var ids, floored []string
+	for _, e := range scope.pick(cands) {
+		b := gibBytes(*figure(e))
+		if b < 0 {
+			b = 0
+			floored = append(floored, e.ID)
+		}
+		vs = append(vs, b)
 		ids = append(ids, e.ID)
 	}
 	what := "CUDA-graph capture memory"
@@ -268,7 +382,7 @@ func fitCUDAGraph(set CalibrationSet, class string, estimate bool) (levelFit, er
 	if len(vs) < minCalibrationEntries {
 		return levelFit{}, fmt.Errorf("%s: %d calibration entries for mechanism class %s at the default capture sizes, need %d", what, len(vs), class, minCalibrationEntries)
 	}
-	return levelFit{Median: medianInt(vs), Lo: slices.Min(vs), Hi: slices.Max(vs), IDs: ids}, nil
+	return levelFit{Median: medianInt(vs), Lo: slices.Min(vs), Hi: slices.Max(vs), IDs: ids, NonNegative: true, Floored: floored}, nil
 }
 
 func median(xs []float64) float64 {

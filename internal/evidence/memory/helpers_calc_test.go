@@ -54,6 +54,21 @@ func mustSeed(t testing.TB) CalibrationSet {
 	return s
 }
 
+// seedWithout is the seed set less the entries drop selects: a
+// calibration that lacks a figure, for the unknown paths.
+func seedWithout(t testing.TB, drop func(CalibrationEntry) bool) *CalibrationSet {
+	t.Helper()
+	s := mustSeed(t)
+	out := s
+	out.Entries = nil
+	for _, e := range s.Entries {
+		if !drop(e) {
+			out.Entries = append(out.Entries, e)
+		}
+	}
+	return &out
+}
+
 func mustGPU(t testing.TB, name string) HardwareSpec {
 	t.Helper()
 	g, err := LookupGPU(name)
