@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strconv"
 
 	"github.com/narwhal-go/narwhal/internal/evidence/memory"
 )
@@ -165,10 +166,32 @@ type EngineVersion struct {
 	Major int        `json:"major"`
 	Minor int        `json:"minor"`
 	Patch int        `json:"patch"`
-	Pre   PreRelease `json:"pre"` // "" for a final release
+	Micro int        `json:"micro"` // a fourth release component (0.10.1.1), 0 when absent
+	Pre   PreRelease `json:"pre"`   // "" for a final release
 	PreN  int        `json:"pre_n"`
 	Post  int        `json:"post"` // -1 when absent
 	Dev   int        `json:"dev"`  // -1 when absent
+}
+
+var versionRE = regexp.MustCompile(`^v?([0-9]{1,4})\.([0-9]{1,4})(?:\.([0-9]{1,4}))?(?:\.([0-9]{1,4}))?(?:(a|b|rc)([0-9]{1,4}))?(?:\.post([0-9]{1,6}))?(?:\.dev([0-9]{1,9}))?(?:\+[0-9a-zA-Z.]{1,64})?$`)
+
+// ParseEngineVersion reads a vLLM version as PEP 440 spells it
+// ("0.10.1.1", "0.11.0rc2", "0.9.2.dev364+gb432b7a28"); the local label is
+// dropped.
+func ParseEngineVersion(s string) (EngineVersion, bool) {
+	m := versionRE.FindStringSubmatch(s)
+	if m == nil {
+		return EngineVersion{}, false
+	}
+	num := func(x string, absent int) int {
+		if x == "" {
+			return absent
+		}
+		n, _ := strconv.Atoi(x) // the pattern admits digits only
+		return n
+	}
+	return EngineVersion{Major: num(m[1], 0), Minor: num(m[2], 0), Patch: num(m[3], 0), Micro: num(m[4], 0),
+		Pre: PreRelease(m[5]), PreN: num(m[6], 0), Post: num(m[7], -1), Dev: num(m[8], -1)}, true
 }
 
 // PreRelease is a PEP 440 pre-release tag.
@@ -193,6 +216,9 @@ func (p *PreRelease) UnmarshalJSON(b []byte) error {
 // String prints the version in PEP 440 form.
 func (v EngineVersion) String() string {
 	s := fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch)
+	if v.Micro > 0 {
+		s += fmt.Sprintf(".%d", v.Micro)
+	}
 	if v.Pre != PreNone {
 		s += fmt.Sprintf("%s%d", v.Pre, v.PreN)
 	}
