@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 
 	"github.com/narwhal-go/narwhal/internal/diagnose/plan"
 	"github.com/narwhal-go/narwhal/internal/evidence/memory"
@@ -143,17 +142,6 @@ func (c *ruleCtx) resolveHardware() {
 	} else if v, ok := parseCC(c.hw.ComputeCapability); ok {
 		c.cc = &v
 	}
-}
-
-func parseCC(s string) (ComputeCapability, bool) {
-	maj, min, ok := strings.Cut(s, ".")
-	if !ok {
-		return ComputeCapability{}, false
-	}
-	a, err1 := strconv.Atoi(maj)
-	b, err2 := strconv.Atoi(min)
-	cc := ComputeCapability{Major: a, Minor: b}
-	return cc, err1 == nil && err2 == nil && cc.Valid()
 }
 
 // resolveEngine loads the pinned facts of the engine version: the

@@ -252,3 +252,25 @@ func TestPlanFileRoundTrip(t *testing.T) {
 		t.Fatal("a newer schema version was accepted")
 	}
 }
+
+func TestChangeJSONRoundTrip(t *testing.T) {
+	base := fullPlan(t)
+	other := base.Clone()
+	other.MaxModelLen, other.DType, other.EnforceEager, other.CUDAGraphCaptureSizes, other.GPUMemoryUtilization = 4096, DTypeBFloat16, false, nil, 0.85
+	d := Diff(base, other)
+	b, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back []Change
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Apply(base, back)
+	if err != nil || len(Diff(got, other)) != 0 {
+		t.Fatalf("round trip: %v %v", err, Diff(got, other))
+	}
+	if err := json.Unmarshal([]byte(`[{"path":"dtype","from":null,"to":"bf16; rm"}]`), &back); err == nil {
+		t.Fatal("a stored change outside the closed set decoded")
+	}
+}
