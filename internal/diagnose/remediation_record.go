@@ -233,9 +233,7 @@ func DecodeApplication(r evidence.Record) (Application, error) {
 		return Application{}, err
 	}
 	var a Application
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&a); err != nil {
+	if err := strictUnmarshal(b, &a); err != nil {
 		return Application{}, fmt.Errorf("application: %w", err)
 	}
 	switch {
@@ -357,4 +355,17 @@ func requestOutcome(req Requirements, cs []ConstraintCheck) RequestOutcome {
 		}
 	}
 	return out
+}
+
+// strictUnmarshal decodes one JSON document refusing unknown fields.
+func strictUnmarshal(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return fmt.Errorf("trailing data after the JSON document")
+	}
+	return nil
 }

@@ -25,8 +25,11 @@ type ruleCtx struct {
 	hw   memory.HardwareSpec // TotalMemoryBytes 0 when unknown
 	cc   *ComputeCapability
 	ef   memory.EngineFacts
-	calc *calculator
-	out  []Correction
+	// efAssumed: the engine's version has no pinned facts (or is not
+	// logged) and narwhal's default version's facts stand in.
+	efAssumed bool
+	calc      *calculator
+	out       []Correction
 }
 
 func newRuleCtx(d Diagnosis, in Input, rem *Remedy) *ruleCtx {
@@ -162,6 +165,16 @@ func (c *ruleCtx) resolveEngine() {
 		c.note(fmt.Sprintf("the log does not state the vLLM version; the defaults of vLLM %s are assumed", memory.DefaultVLLMVersion))
 	}
 	c.ef, _, _ = memory.LoadFacts(memory.DefaultVLLMVersion)
+	c.efAssumed = true
+}
+
+// engineName names the engine the facts stand for: the log's version, or
+// the pinned facts' version range.
+func (c *ruleCtx) engineName() string {
+	if v := c.f.EngineVersion; v != nil && !c.efAssumed {
+		return "vLLM " + v.String()
+	}
+	return fmt.Sprintf("vLLM %s–%s", c.ef.MinVersion, c.ef.MaxVersion)
 }
 
 func (c *ruleCtx) note(s string) { c.rem.Notes = append(c.rem.Notes, s) }
@@ -180,7 +193,7 @@ func (c *ruleCtx) utilization() (float64, string) {
 	if u := c.base.GPUMemoryUtilization; u > 0 {
 		return u, "the plan's"
 	}
-	return c.ef.Defaults.GPUMemoryUtilization, fmt.Sprintf("vLLM %s's default", c.ef.Version)
+	return c.ef.Defaults.GPUMemoryUtilization, c.engineName() + "'s default"
 }
 
 // blockSize is the KV block size: the calculator's resolved one, else the

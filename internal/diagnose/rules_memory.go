@@ -106,7 +106,7 @@ func (c *ruleCtx) raiseUtilization(deficit int64, why string, extra []TradeOff) 
 	trade := append([]TradeOff{{TradeHeadroom, fmt.Sprintf("vLLM takes %s more of the %s device (%s → %s); co-located processes must fit in the remaining %s",
 		fmtGiB(int64((nu-u)*float64(t))), fmtGiB(t), fmtRatio(u), fmtRatio(nu), fmtGiB(int64((1-nu)*float64(t))))}}, extra...)
 	if !c.ef.Accounting.SubtractsCUDAGraphEstimate && !p.EnforceEager {
-		trade = append(trade, TradeOff{TradeHeadroom, fmt.Sprintf("vLLM %s captures CUDA graphs outside the budget: they must fit in the remaining %s", c.ef.Version, fmtGiB(int64((1-nu)*float64(t))))})
+		trade = append(trade, TradeOff{TradeHeadroom, fmt.Sprintf("%s captures CUDA graphs outside the budget: they must fit in the remaining %s", c.engineName(), fmtGiB(int64((1-nu)*float64(t))))})
 	}
 	if nu > 0.95 {
 		trade = append(trade, TradeOff{TradeHeadroom, "above 0.95 little is left for the CUDA context and allocator fragmentation"})
@@ -216,7 +216,7 @@ func (c *ruleCtx) eagerForBudget(avail, need int64) {
 		return
 	}
 	if !c.ef.Accounting.SubtractsCUDAGraphEstimate {
-		c.note(fmt.Sprintf("vLLM %s does not subtract CUDA-graph memory from the KV budget, so --enforce-eager would not enlarge it", c.ef.Version))
+		c.note(c.engineName() + " does not subtract CUDA-graph memory from the KV budget, so --enforce-eager would not enlarge it")
 		return
 	}
 	g := c.graphEstimate()
@@ -394,7 +394,7 @@ func (c *ruleCtx) sizesSource() string {
 	if c.base.CUDAGraphCaptureSizes != nil {
 		return "plan's"
 	}
-	return "vLLM " + c.ef.Version + " default"
+	return c.engineName() + " default"
 }
 
 // lowerUtilizationForGraphs lowers gpu_memory_utilization by what the

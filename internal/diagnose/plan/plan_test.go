@@ -118,6 +118,7 @@ func TestInvalidEnumOrRangeNotRendered(t *testing.T) {
 		"port":         func(p *Plan) { p.Port = 70000 },
 		"negative len": func(p *Plan) { p.MaxModelLen = -1 },
 		"sizes":        func(p *Plan) { p.CUDAGraphCaptureSizes = []int64{4, 2} },
+		"zero size":    func(p *Plan) { p.CUDAGraphCaptureSizes = []int64{0} },
 		"model source": func(p *Plan) { p.Model.source = ModelSource(9) },
 	} {
 		p := fullPlan(t)
@@ -244,6 +245,12 @@ func TestPlanFileRoundTrip(t *testing.T) {
 	}
 	if len(Diff(p, f.Plan)) != 0 || f.ModelDir != "/models/m" || f.Plan.Model.Source() != ModelFromFleetDoc {
 		t.Fatalf("round trip: %v %+v", Diff(p, f.Plan), f)
+	}
+	// An unset capture list is written as [] and reads back as unset.
+	p.CUDAGraphCaptureSizes = nil
+	b, _ = Marshal(p, "")
+	if f, err = Parse(b); err != nil || len(Diff(p, f.Plan)) != 0 {
+		t.Fatalf("unset capture sizes: %v %v", err, Diff(p, f.Plan))
 	}
 	if _, err := Parse([]byte(`{"schema":"narwhal.diagnose.plan","schema_version":1,"plan":{"max_model_len":1,"typo":2}}`)); err == nil {
 		t.Fatal("an unknown plan field was accepted")

@@ -177,7 +177,7 @@ func (p Plan) Get(f Field) Value {
 		}
 		return Value{Kind: KindBool, Bool: true}
 	case FieldCUDAGraphCaptureSizes:
-		if p.CUDAGraphCaptureSizes == nil {
+		if len(p.CUDAGraphCaptureSizes) == 0 {
 			return Value{}
 		}
 		return Value{Kind: KindInts, Ints: slices.Clone(p.CUDAGraphCaptureSizes)}
@@ -297,7 +297,10 @@ func (p *Plan) set(f Field, v Value) error {
 	case FieldEnforceEager:
 		p.EnforceEager = v.Bool
 	case FieldCUDAGraphCaptureSizes:
-		p.CUDAGraphCaptureSizes = slices.Clone(v.Ints)
+		p.CUDAGraphCaptureSizes = nil
+		if len(v.Ints) > 0 {
+			p.CUDAGraphCaptureSizes = slices.Clone(v.Ints)
+		}
 	case FieldDType:
 		d, ok := ParseDType(v.Enum)
 		if !ok {
