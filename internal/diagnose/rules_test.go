@@ -167,6 +167,21 @@ func TestKVTooSmallComputesFromReportedMemory(t *testing.T) {
 	}
 }
 
+// The operator's plan asks for 65536 tokens while the log failed at
+// 131072: the bytes per token come from the log's own figures, the need
+// from the plan — which the reported memory already holds.
+func TestKVTooSmallPlanDiffersFromLog(t *testing.T) {
+	f := kvFacts()
+	base := plan.Plan{MaxModelLen: 65536}
+	r := rtRemedy(t, FamilyOOMKVCache, f, Input{Plan: &base})
+	if len(r.Corrections) != 0 {
+		t.Fatalf("nothing to correct for the plan's 65536: %v", rtChanges(r))
+	}
+	if n := strings.Join(r.Notes, "|"); !strings.Contains(n, "131072") || !strings.Contains(n, "already covers") {
+		t.Fatalf("notes %v", r.Notes)
+	}
+}
+
 // V0's wording states tokens, not bytes: the KV holds exactly the logged
 // token capacity; the utilization needs the bytes per token, so it is a
 // need without a model directory.
