@@ -149,7 +149,8 @@ func ruleKVTooSmall(c *ruleCtx) {
 				{TradeKVCapacity, "one request at the new max_model_len fills the cache: concurrency at full length is about 1x"}}, nil, false)
 	}
 	if need, avail, why, ok := c.kvNeed(m); ok {
-		if c.raiseUtilization(need-avail, why, nil) || need > avail {
+		c.raiseUtilization(need-avail, why, nil)
+		if need > avail {
 			c.fp8KV(need, avail, why)
 		}
 	} else {
