@@ -49,6 +49,9 @@ func (c *ruleCtx) reportedHold() (kvHold, bool) {
 		avail := *f.KVAvailableBytes - gibRounding
 		h = kvHold{floorTo(avail/per, blk), fmt.Sprintf("(available %s − rounding) / %s = %d, down to a multiple of block size %d",
 			fmtGiB(*f.KVAvailableBytes), why, avail/per, blk)}
+	case f.EstimatedMaxModelLen != nil && *f.EstimatedMaxModelLen > 0:
+		e := floorTo(*f.EstimatedMaxModelLen, c.blockSize())
+		return kvHold{e, fmt.Sprintf("vLLM's own estimate from the available memory, %d, down to a multiple of block size %d", *f.EstimatedMaxModelLen, c.blockSize())}, e > 0
 	default:
 		return kvHold{}, false
 	}

@@ -380,3 +380,12 @@ func TestRemedyDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// Only vLLM's own estimate of the longest length the memory holds is
+// logged: it is the hold, rounded down to a block.
+func TestKVTooSmallEstimateOnly(t *testing.T) {
+	r := rtRemedy(t, FamilyOOMKVCache, Facts{MaxModelLen: rtI(32768), EstimatedMaxModelLen: rtI(20001)}, Input{})
+	if got := rtChanges(r); !slices.Equal(got, []string{"max_model_len=20000"}) {
+		t.Fatalf("corrections %v", got)
+	}
+}
