@@ -99,17 +99,18 @@ func (b *Boot) defaults(c *Config) error {
 	if b.V0 && versionAtLeast(c.Identity.VLLMVersion, 0, 11) {
 		return fmt.Errorf("simengine: Boot.V0 with vLLM %s: the V0 engine was removed in 0.11 (pass --vllm-version 0.8.5 with --log-era v0)", c.Identity.VLLMVersion)
 	}
-	return b.validate()
+	return b.Validate()
 }
 
-func (b Boot) validate() error {
-	if !(b.GPUMemoryUtilization > 0 && b.GPUMemoryUtilization <= 1) {
+// Validate checks the values a caller sets; zero values take defaults.
+func (b Boot) Validate() error {
+	if b.GPUMemoryUtilization != 0 && !(b.GPUMemoryUtilization > 0 && b.GPUMemoryUtilization <= 1) {
 		return fmt.Errorf("simengine: Boot.GPUMemoryUtilization must be in (0, 1], got %v (--gpu-memory-utilization)", b.GPUMemoryUtilization)
 	}
-	if _, _, ok := parseCC(b.ComputeCapability); !ok {
+	if _, _, ok := parseCC(b.ComputeCapability); !ok && b.ComputeCapability != "" {
 		return fmt.Errorf("simengine: Boot.ComputeCapability %q is not major.minor, e.g. 8.9 (--compute-capability)", b.ComputeCapability)
 	}
-	if _, ok := torchDType(b.DType); !ok {
+	if _, ok := torchDType(b.DType); !ok && b.DType != "" {
 		return fmt.Errorf("simengine: Boot.DType %q: use auto, bfloat16, float16, half, float32 or float (--dtype)", b.DType)
 	}
 	return nil
