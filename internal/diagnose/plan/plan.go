@@ -31,7 +31,7 @@ type Plan struct {
 	MaxModelLen           int64        `json:"max_model_len"`
 	GPUMemoryUtilization  float64      `json:"gpu_memory_utilization"`
 	EnforceEager          bool         `json:"enforce_eager"`
-	CUDAGraphCaptureSizes []int64      `json:"cudagraph_capture_sizes"` // nil = the version's default list
+	CUDAGraphCaptureSizes []int64      `json:"cudagraph_capture_sizes"` // empty = the version's default list
 	MaxCUDAGraphCapture   int64        `json:"max_cudagraph_capture_size"`
 	DType                 DType        `json:"dtype"`
 	TensorParallelSize    int          `json:"tensor_parallel_size"`
@@ -94,12 +94,11 @@ func (p Plan) Validate() error {
 	return p.Model.validate()
 }
 
+// validCaptureSizes: an empty list is unset (canonical JSON writes a nil
+// list as []), so the version's default list applies.
 func validCaptureSizes(s []int64) error {
-	if s == nil {
-		return nil
-	}
-	if len(s) == 0 || len(s) > MaxCaptureEntries {
-		return fmt.Errorf("plan: cudagraph_capture_sizes has %d entries: want 1..%d (or null for the default list)", len(s), MaxCaptureEntries)
+	if len(s) > MaxCaptureEntries {
+		return fmt.Errorf("plan: cudagraph_capture_sizes has %d entries: want at most %d (or [] for the default list)", len(s), MaxCaptureEntries)
 	}
 	for i, v := range s {
 		if v < 1 || v > MaxCaptureLimit || i > 0 && v <= s[i-1] {
@@ -111,8 +110,10 @@ func validCaptureSizes(s []int64) error {
 
 // Clone returns a deep copy (the capture list is not shared).
 func (p Plan) Clone() Plan {
-	if p.CUDAGraphCaptureSizes != nil {
-		p.CUDAGraphCaptureSizes = slices.Clone(p.CUDAGraphCaptureSizes)
+	q := p.CUDAGraphCaptureSizes
+	p.CUDAGraphCaptureSizes = nil
+	if len(q) > 0 {
+		p.CUDAGraphCaptureSizes = slices.Clone(q)
 	}
 	return p
 }
@@ -124,7 +125,9 @@ func (p Plan) Launch() memory.LaunchConfig {
 		TP: p.TensorParallelSize, PP: p.PipelineParallelSize, MaxModelLen: p.MaxModelLen,
 		MaxNumSeqs: p.MaxNumSeqs, MaxNumBatchedTokens: p.MaxNumBatchedTokens,
 		GPUMemoryUtilization: p.GPUMemoryUtilization, EnforceEager: p.EnforceEager,
-		CUDAGraphCaptureSizes: slices.Clone(p.CUDAGraphCaptureSizes),
+	}
+	if len(p.CUDAGraphCaptureSizes) > 0 {
+		l.CUDAGraphCaptureSizes = slices.Clone(p.CUDAGraphCaptureSizes)
 	}
 	if p.KVCacheDType != KVCacheUnset {
 		l.KVCacheDType = p.KVCacheDType.String()

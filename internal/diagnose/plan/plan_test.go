@@ -118,6 +118,7 @@ func TestInvalidEnumOrRangeNotRendered(t *testing.T) {
 		"port":         func(p *Plan) { p.Port = 70000 },
 		"negative len": func(p *Plan) { p.MaxModelLen = -1 },
 		"sizes":        func(p *Plan) { p.CUDAGraphCaptureSizes = []int64{4, 2} },
+		"zero size":    func(p *Plan) { p.CUDAGraphCaptureSizes = []int64{0} },
 		"model source": func(p *Plan) { p.Model.source = ModelSource(9) },
 	} {
 		p := fullPlan(t)
@@ -245,10 +246,38 @@ func TestPlanFileRoundTrip(t *testing.T) {
 	if len(Diff(p, f.Plan)) != 0 || f.ModelDir != "/models/m" || f.Plan.Model.Source() != ModelFromFleetDoc {
 		t.Fatalf("round trip: %v %+v", Diff(p, f.Plan), f)
 	}
+	// An unset capture list is written as [] and reads back as unset.
+	p.CUDAGraphCaptureSizes = nil
+	b, _ = Marshal(p, "")
+	if f, err = Parse(b); err != nil || len(Diff(p, f.Plan)) != 0 {
+		t.Fatalf("unset capture sizes: %v %v", err, Diff(p, f.Plan))
+	}
 	if _, err := Parse([]byte(`{"schema":"narwhal.diagnose.plan","schema_version":1,"plan":{"max_model_len":1,"typo":2}}`)); err == nil {
 		t.Fatal("an unknown plan field was accepted")
 	}
 	if _, err := Parse([]byte(`{"schema":"narwhal.diagnose.plan","schema_version":2,"plan":{}}`)); err == nil {
 		t.Fatal("a newer schema version was accepted")
+	}
+}
+
+func TestChangeJSONRoundTrip(t *testing.T) {
+	base := fullPlan(t)
+	other := base.Clone()
+	other.MaxModelLen, other.DType, other.EnforceEager, other.CUDAGraphCaptureSizes, other.GPUMemoryUtilization = 4096, DTypeBFloat16, false, nil, 0.85
+	d := Diff(base, other)
+	b, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back []Change
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Apply(base, back)
+	if err != nil || len(Diff(got, other)) != 0 {
+		t.Fatalf("round trip: %v %v", err, Diff(got, other))
+	}
+	if err := json.Unmarshal([]byte(`[{"path":"dtype","from":null,"to":"bf16; rm"}]`), &back); err == nil {
+		t.Fatal("a stored change outside the closed set decoded")
 	}
 }

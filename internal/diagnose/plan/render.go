@@ -177,7 +177,7 @@ func (p Plan) Get(f Field) Value {
 		}
 		return Value{Kind: KindBool, Bool: true}
 	case FieldCUDAGraphCaptureSizes:
-		if p.CUDAGraphCaptureSizes == nil {
+		if len(p.CUDAGraphCaptureSizes) == 0 {
 			return Value{}
 		}
 		return Value{Kind: KindInts, Ints: slices.Clone(p.CUDAGraphCaptureSizes)}
@@ -297,7 +297,10 @@ func (p *Plan) set(f Field, v Value) error {
 	case FieldEnforceEager:
 		p.EnforceEager = v.Bool
 	case FieldCUDAGraphCaptureSizes:
-		p.CUDAGraphCaptureSizes = slices.Clone(v.Ints)
+		p.CUDAGraphCaptureSizes = nil
+		if len(v.Ints) > 0 {
+			p.CUDAGraphCaptureSizes = slices.Clone(v.Ints)
+		}
 	case FieldDType:
 		d, ok := ParseDType(v.Enum)
 		if !ok {
@@ -375,4 +378,74 @@ func (p Plan) Command() (string, error) {
 		return "", err
 	}
 	return launch.Join(argv), nil
+}
+
+// kindOf is the value kind a field holds when set.
+func kindOf(f Field) ValueKind {
+	switch f {
+	case FieldModel:
+		return KindModel
+	case FieldGPUMemoryUtilization:
+		return KindFloat
+	case FieldEnforceEager:
+		return KindBool
+	case FieldDType, FieldQuantization, FieldKVCacheDType:
+		return KindEnum
+	case FieldCUDAGraphCaptureSizes:
+		return KindInts
+	}
+	return KindInt
+}
+
+// decodeValue reads a stored value of field f, checking an enum name
+// against the field's closed set.
+func decodeValue(f Field, b []byte) (Value, error) {
+	if string(b) == "null" {
+		return Value{}, nil
+	}
+	v := Value{Kind: kindOf(f)}
+	var err error
+	switch v.Kind {
+	case KindModel:
+		err = v.Model.UnmarshalJSON(b)
+	case KindFloat:
+		err = json.Unmarshal(b, &v.Float)
+	case KindBool:
+		err = json.Unmarshal(b, &v.Bool)
+	case KindInts:
+		err = json.Unmarshal(b, &v.Ints)
+	case KindInt:
+		err = json.Unmarshal(b, &v.Int)
+	case KindEnum:
+		if err = json.Unmarshal(b, &v.Enum); err == nil {
+			var p Plan
+			err = p.set(f, v)
+		}
+	}
+	if err != nil {
+		return Value{}, fmt.Errorf("plan change %s: %w", f.Path(), err)
+	}
+	return v, nil
+}
+
+// UnmarshalJSON reads a stored change; values are typed by the field.
+func (c *Change) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Path Field           `json:"path"`
+		From json.RawMessage `json:"from"`
+		To   json.RawMessage `json:"to"`
+	}
+	if err := strictUnmarshal(b, &raw); err != nil {
+		return err
+	}
+	from, err := decodeValue(raw.Path, raw.From)
+	if err != nil {
+		return err
+	}
+	to, err := decodeValue(raw.Path, raw.To)
+	if err != nil {
+		return err
+	}
+	*c = Change{Field: raw.Path, From: from, To: to}
+	return nil
 }
