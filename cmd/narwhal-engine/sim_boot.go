@@ -16,7 +16,7 @@ import (
 // vLLM start-up (simengine.Boot). --gpu or --gpu-memory-gib turns it on;
 // the other flags then set what vLLM would be launched with.
 type bootFlags struct {
-	gpu, cc, dtype, era, startupLog                   string
+	gpu, cc, dtype, quant, era, startupLog            string
 	gpuGiB, weightsGiB, util, graphGiB, actGiB, ntGiB float64
 	kvBPT                                             int64
 	heads, tp                                         int
@@ -25,7 +25,7 @@ type bootFlags struct {
 
 // bootHardwareFlags need the device's memory to mean anything.
 var bootHardwareFlags = []string{"compute-capability", "model-weights-gib", "kv-bytes-per-token", "gpu-memory-utilization",
-	"enforce-eager", "cudagraph-memory-gib", "activation-memory-gib", "non-torch-memory-gib", "dtype", "num-attention-heads",
+	"enforce-eager", "cudagraph-memory-gib", "activation-memory-gib", "non-torch-memory-gib", "dtype", "quantization", "num-attention-heads",
 	"tensor-parallel-size", "log-era"}
 
 func (f *bootFlags) register(fs *pflag.FlagSet) {
@@ -40,6 +40,7 @@ func (f *bootFlags) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&f.actGiB, "activation-memory-gib", 1.25, "torch peak memory increase while vLLM profiles (GiB per rank)")
 	fs.Float64Var(&f.ntGiB, "non-torch-memory-gib", 0.5, "non-torch memory: CUDA context, NCCL (GiB per rank)")
 	fs.StringVar(&f.dtype, "dtype", "auto", "vLLM's --dtype: auto (the model's bfloat16), bfloat16, float16, half, float32")
+	fs.StringVar(&f.quant, "quantization", "", "vLLM's --quantization: fp8 (online FP8 of the 16-bit checkpoint, about half the weights; needs compute capability 7.5)")
 	fs.IntVar(&f.heads, "num-attention-heads", 32, "the model's attention heads (tensor parallelism must divide them)")
 	fs.IntVar(&f.tp, "tensor-parallel-size", 1, "vLLM's --tensor-parallel-size")
 	fs.StringVar(&f.era, "log-era", "v1", "startup-log wording: v1, or v0 (the V0 engine; needs --vllm-version below 0.11)")
@@ -86,7 +87,7 @@ func (f *bootFlags) boot(fs *pflag.FlagSet) (simengine.Boot, error) {
 	}
 	b.WeightsBytes, b.KVBytesPerToken, b.GPUMemoryUtilization, b.EnforceEager = gibToBytes(f.weightsGiB), f.kvBPT, f.util, f.eager
 	b.CUDAGraphBytes, b.ActivationBytes, b.NonTorchBytes = gibToBytes(f.graphGiB), gibToBytes(f.actGiB), gibToBytes(f.ntGiB)
-	b.DType, b.NumAttentionHeads, b.TensorParallelSize = f.dtype, f.heads, f.tp
+	b.DType, b.Quantization, b.NumAttentionHeads, b.TensorParallelSize = f.dtype, f.quant, f.heads, f.tp
 	return b, b.Validate()
 }
 

@@ -37,6 +37,7 @@ type Boot struct {
 	ActivationBytes      int64   // torch peak increase while profiling; default 1.25 GiB
 	NonTorchBytes        int64   // CUDA context, NCCL, allocator slack; default 0.5 GiB
 	DType                string  // auto (the model's bfloat16), bfloat16, float16, half, float32, float
+	Quantization         string  // "" or "fp8": vLLM's online FP8 of the 16-bit checkpoint (about half the weight bytes)
 	NumAttentionHeads    int     // default 32
 	TensorParallelSize   int     // default 1
 	V0                   bool    // write the V0 engine's wording instead of V1's
@@ -50,6 +51,7 @@ func (b Boot) Enabled() bool { return b.GPUTotalBytes > 0 }
 const (
 	BootPortInUse       = "port_in_use"
 	BootTPHeads         = "tp_not_dividing_heads"
+	BootQuantCapability = "quantization_unsupported_on_device"
 	BootBF16            = "bfloat16_unsupported"
 	BootWeightsOOM      = "oom_weight_load"
 	BootNoKVMemory      = "no_kv_cache_memory"
@@ -58,6 +60,11 @@ const (
 )
 
 const gibBytes = int64(1) << 30
+
+// fp8MinCapability is Fp8Config.get_min_capability() in recent vLLM (75:
+// Turing and newer run FP8 weights through Marlin; older releases said 80
+// or 89).
+const fp8MinCapability = 75
 
 func (b *Boot) defaults(c *Config) error {
 	if b.GPUName == "" {
@@ -109,6 +116,9 @@ func (b Boot) Validate() error {
 	}
 	if _, _, ok := parseCC(b.ComputeCapability); !ok && b.ComputeCapability != "" {
 		return fmt.Errorf("simengine: Boot.ComputeCapability %q is not major.minor, e.g. 8.9 (--compute-capability)", b.ComputeCapability)
+	}
+	if b.Quantization != "" && b.Quantization != "fp8" {
+		return fmt.Errorf("simengine: Boot.Quantization %q: the simulation models fp8 (online) only (--quantization)", b.Quantization)
 	}
 	if _, ok := torchDType(b.DType); !ok && b.DType != "" {
 		return fmt.Errorf("simengine: Boot.DType %q: use auto, bfloat16, float16, half, float32 or float (--dtype)", b.DType)
@@ -170,6 +180,9 @@ func planBoot(c Config) bootPlan {
 		width = 2 // the checkpoint is 16-bit; float32 doubles weights and KV
 	}
 	p.weights = b.WeightsBytes * width / int64(p.tp)
+	if b.Quantization == "fp8" {
+		p.weights /= 2 * width // online fp8 stores 8-bit weights whatever the compute dtype
+	}
 	kvShards := int64(min(p.tp, max(1, c.Identity.NumKVHeads)))
 	p.bpt = b.KVBytesPerToken * width / kvShards
 	p.requested = int64(math.Ceil(float64(b.GPUTotalBytes) * b.GPUMemoryUtilization))
@@ -198,12 +211,14 @@ func planBoot(c Config) bootPlan {
 // KV cache and captures the graphs. portErr is the bind's result.
 func (p bootPlan) failure(c Config, portErr error) string {
 	b := c.Boot
-	major, _, _ := parseCC(b.ComputeCapability)
+	major, minor, _ := parseCC(b.ComputeCapability)
 	switch {
 	case portErr != nil:
 		return BootPortInUse
 	case b.NumAttentionHeads%p.tp != 0:
 		return BootTPHeads
+	case b.Quantization == "fp8" && major*10+minor < fp8MinCapability:
+		return BootQuantCapability
 	case p.dtype == "bfloat16" && major < 8:
 		return BootBF16
 	case p.weights+b.NonTorchBytes > b.GPUTotalBytes:
@@ -291,6 +306,8 @@ func bootReason(c Config, p bootPlan, fail string, bindErr error) string {
 		return fmt.Sprintf("port %d is in use: %v (pick another --port)", c.Port, bindErr)
 	case BootTPHeads:
 		return fmt.Sprintf("%d attention heads do not divide over --tensor-parallel-size %d", b.NumAttentionHeads, p.tp)
+	case BootQuantCapability:
+		return fmt.Sprintf("--quantization fp8 needs compute capability 7.5, the device has %s (drop --quantization or use another GPU)", b.ComputeCapability)
 	case BootBF16:
 		return fmt.Sprintf("bfloat16 needs compute capability 8.0, the device has %s (pass --dtype half)", b.ComputeCapability)
 	case BootWeightsOOM:

@@ -121,6 +121,26 @@ func tpFrames(v0 bool) []frame {
 	})
 }
 
+// quantFrames reach VllmConfig's quantization check (config time, in
+// the API server).
+func quantFrames(v0 bool) []frame {
+	if v0 {
+		return cat(engineClientFrames(true), []frame{
+			fr("vllm/entrypoints/openai/api_server.py", 166, "build_async_engine_client_from_engine_args", "vllm_config = engine_args.create_engine_config(usage_context=usage_context)"),
+			fr("vllm/engine/arg_utils.py", 1404, "create_engine_config", "config = VllmConfig("),
+			fr("<string>", 19, "__init__", ""),
+			fr("vllm/config.py", 3771, "__post_init__", "self.quant_config = VllmConfig._get_quantization_config("),
+			fr("vllm/config.py", 3690, "_get_quantization_config", "raise ValueError("),
+		})
+	}
+	return cat(engineClientFrames(false), []frame{
+		fr("vllm/entrypoints/openai/api_server.py", 206, "build_async_engine_client_from_engine_args", "vllm_config = engine_args.create_engine_config(usage_context=usage_context)"),
+		fr("vllm/engine/arg_utils.py", 1421, "create_engine_config", "config = VllmConfig("),
+		fr("vllm/config/vllm.py", 495, "__post_init__", "self.quant_config = VllmConfig._get_quantization_config("),
+		fr("vllm/config/vllm.py", 836, "_get_quantization_config", "raise ValueError("),
+	})
+}
+
 // wrapperFrames end in the API server's "engine failed" RuntimeError.
 func wrapperFrames(v0 bool) []frame {
 	if v0 {

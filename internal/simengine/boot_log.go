@@ -129,6 +129,11 @@ func (l *bootLog) write(fail string) {
 		l.traceback(l.api, tpFrames(l.v0), fmt.Sprintf("ValueError: Total number of attention heads (%d) must be divisible by tensor parallel size (%d).", l.c.Boot.NumAttentionHeads, l.p.tp))
 		return
 	}
+	if fail == BootQuantCapability {
+		major, minor, _ := parseCC(l.c.Boot.ComputeCapability)
+		l.traceback(l.api, quantFrames(l.v0), fmt.Sprintf("ValueError: The quantization method fp8 is not supported for the current GPU. Minimum capability: %d. Current capability: %d.", fp8MinCapability, major*10+minor))
+		return
+	}
 	l.engineHeader()
 	if fail == BootBF16 {
 		l.workerFailure("init_device", initDeviceFrames(l.v0), l.bf16Error())
@@ -192,6 +197,9 @@ func (l *bootLog) apiHeader() {
 	if b.EnforceEager {
 		add("enforce_eager", "True")
 	}
+	if b.Quantization != "" {
+		add("quantization", pyRepr(b.Quantization))
+	}
 	add("kv_transfer_config", fmt.Sprintf("{'kv_connector': 'NixlConnector', 'kv_role': 'kv_both', 'engine_id': %s}", pyRepr(l.c.EngineID)))
 	l.info(l.api, "utils.py", 233, "non-default args: {%s}", strings.Join(args, ", "))
 }
@@ -210,8 +218,8 @@ func (l *bootLog) engineHeader() {
 	if l.v0 {
 		era, file, ln = "V0", "llm_engine.py", 243
 	}
-	l.info(l.core, file, ln, "Initializing a %s LLM engine (v%s) with config: model=%s, speculative_config=None, tokenizer=%s, skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, trust_remote_code=False, dtype=torch.%s, max_seq_len=%d, download_dir=None, load_format=auto, tensor_parallel_size=%d, pipeline_parallel_size=1, disable_custom_all_reduce=False, quantization=None, enforce_eager=%s, kv_cache_dtype=%s, device_config=cuda, seed=0, served_model_name=%s",
-		era, l.c.Identity.VLLMVersion, pyRepr(l.c.Model), pyRepr(l.c.Model), l.p.dtype, l.c.MaxModelLen, l.p.tp, pyBool(l.c.Boot.EnforceEager), l.c.Identity.CacheDType, l.c.Model)
+	l.info(l.core, file, ln, "Initializing a %s LLM engine (v%s) with config: model=%s, speculative_config=None, tokenizer=%s, skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, trust_remote_code=False, dtype=torch.%s, max_seq_len=%d, download_dir=None, load_format=auto, tensor_parallel_size=%d, pipeline_parallel_size=1, disable_custom_all_reduce=False, quantization=%s, enforce_eager=%s, kv_cache_dtype=%s, device_config=cuda, seed=0, served_model_name=%s",
+		era, l.c.Identity.VLLMVersion, pyRepr(l.c.Model), pyRepr(l.c.Model), l.p.dtype, l.c.MaxModelLen, l.p.tp, quantRepr(l.c.Boot.Quantization), pyBool(l.c.Boot.EnforceEager), l.c.Identity.CacheDType, l.c.Model)
 	for i, w := range l.workers {
 		if l.v0 {
 			if l.p.tp > 1 {
@@ -467,6 +475,13 @@ func pyFloat(f float64) string {
 		s += ".0"
 	}
 	return s
+}
+
+func quantRepr(q string) string {
+	if q == "" {
+		return "None"
+	}
+	return q
 }
 
 func pyBool(b bool) string {

@@ -154,6 +154,17 @@ func TestBootFailures(t *testing.T) {
 			`vllm/compilation/cuda_graph.py", line 178, in __call__`,
 			"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
 		}, func(c *Config) { c.Boot.EnforceEager = true }},
+		{"quantization the device cannot run", func(c *Config) {
+			c.MaxModelLen = 4096
+			c.Boot.GPUName, c.Boot.GPUTotalBytes, c.Boot.ComputeCapability, c.Boot.DType, c.Boot.Quantization = "Tesla V100-SXM2-32GB", 32<<30, "7.0", "half", "fp8"
+		}, BootQuantCapability, []string{
+			`vllm/config/vllm.py", line 836, in _get_quantization_config`,
+			"(APIServer pid=4242) ValueError: The quantization method fp8 is not supported for the current GPU. Minimum capability: 75. Current capability: 70.",
+		}, func(c *Config) { c.Boot.Quantization = "" }},
+		{"online fp8 fits weights the 16-bit checkpoint does not", func(c *Config) {
+			c.MaxModelLen = 4096
+			c.Boot.GPUTotalBytes, c.Boot.WeightsBytes = h100Bytes, gibOf(131.4) // a 70B model on one H100
+		}, BootWeightsOOM, []string{"torch.OutOfMemoryError: CUDA out of memory."}, func(c *Config) { c.Boot.Quantization = "fp8" }},
 		{"port in use", func(c *Config) { c.MaxModelLen = 4096; c.Port = busyPort }, BootPortInUse, []string{
 			`vllm/entrypoints/openai/api_server.py", line 1821, in create_server_socket`,
 			"(APIServer pid=4242) OSError: [Errno 98] Address already in use",
@@ -304,6 +315,7 @@ func TestBootConfigErrors(t *testing.T) {
 		{func(c *Config) { c.Boot.GPUMemoryUtilization = 1.5 }, "--gpu-memory-utilization"},
 		{func(c *Config) { c.Boot.ComputeCapability = "sm90" }, "--compute-capability"},
 		{func(c *Config) { c.Boot.DType = "fp8" }, "--dtype"},
+		{func(c *Config) { c.Boot.Quantization = "awq" }, "--quantization"},
 		{func(c *Config) { c.Boot.V0 = true }, "V0 engine was removed"},
 	}
 	for _, tc := range cases {
