@@ -220,7 +220,11 @@ func parseCC(s string) (ComputeCapability, bool) {
 func (st *scanState) line(raw []byte, n int) {
 	ln := splitLine(raw, n)
 	ps := st.proc(ln.proc)
-	if exc, ok := trackTraceback(ps, &ln); ok {
+	exc, tb := trackTraceback(ps, &ln)
+	if tb == tbInterior {
+		return
+	}
+	if tb == tbEnd {
 		if len(st.exceptions) < maxExceptions {
 			st.exceptions = append(st.exceptions, exc)
 			ps.lastExc = len(st.exceptions) - 1

@@ -83,18 +83,29 @@ func (st *scanState) resolveOOM() {
 }
 
 // best returns the hit that names the failure: the family first in the
-// taxonomy order, then the earliest line. A weak hit (a process that died
-// unexpectedly) counts only when the log shows no root-cause exception and
-// no native crash.
+// taxonomy order; within a family a strong hit before a weak one, a hit on
+// an exception before a bare log line, then the earliest line. A weak hit
+// (a process that died unexpectedly) counts only when the log shows no
+// root-cause exception and no native crash.
 func (st *scanState) best() *hit {
 	var best *hit
 	weakOK := !st.crash && st.firstNonWrapper() == nil
+	key := func(h *hit) []int {
+		weak, bare := 0, 0
+		if h.m.flags&mWeak != 0 {
+			weak = 1
+		}
+		if h.exc < 0 {
+			bare = 1
+		}
+		return []int{h.family.rank(), weak, bare, h.line}
+	}
 	for i := range st.hits {
 		h := &st.hits[i]
 		if h.m.flags&mWeak != 0 && !weakOK {
 			continue
 		}
-		if best == nil || h.family.rank() < best.family.rank() || (h.family == best.family && h.line < best.line) {
+		if best == nil || slices.Compare(key(h), key(best)) < 0 {
 			best = h
 		}
 	}

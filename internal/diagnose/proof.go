@@ -351,6 +351,20 @@ type RulePromotion struct {
 
 func engineMinor(v EngineVersion) string { return fmt.Sprintf("%d.%d", v.Major, v.Minor) }
 
+// EngineMinor is the "major.minor" a rule's promotion is scoped to.
+func EngineMinor(v EngineVersion) string { return engineMinor(v) }
+
+// RuleStatusOf is the status of the rule that answers d, for the engine
+// minor the log names: hypothesis when the family has no rule or the log
+// names no version (a promotion is never carried to an unknown engine).
+func RuleStatusOf(src RecordSource, d Diagnosis) (RuleStatus, error) {
+	r, ok := RuleFor(d.Family)
+	if !ok || d.Facts.EngineVersion == nil {
+		return RuleHypothesis, nil
+	}
+	return RuleStatusFor(src, r, engineMinor(*d.Facts.EngineVersion))
+}
+
 func promotion(app Application, boot CorrectedBoot, bootDigest string, clock ports.Clock) (evidence.Record, string, error) {
 	next := app.Rule
 	next.Version++

@@ -310,6 +310,10 @@ func TestPromotionScopedToEngineMinor(t *testing.T) {
 			t.Errorf("rule status at %s: %s %v, want %s", minor, s, err, want)
 		}
 	}
+	d, _ := Diagnose(strings.NewReader(rtFailLog), Options{})
+	if s, err := RuleStatusOf(w.st, d); err != nil || s != RuleMechanismVerified {
+		t.Fatalf("status of the 0.11 diagnosis' rule: %s %v", s, err)
+	}
 	other, _ := RuleFor(FamilyOOMCUDAGraph)
 	if s, _ := RuleStatusFor(w.st, other, "0.11"); s != RuleHypothesis {
 		t.Fatal("a proof of one rule promoted another")

@@ -183,3 +183,29 @@ func TestRendererIgnoresLogText(t *testing.T) {
 		}
 	}
 }
+
+func TestRemedyText(t *testing.T) {
+	w := newWorld(t)
+	apps, _ := w.diagnose(t, rtFailLog, 65536)
+	cfg := rtFleet()
+	d, _ := Diagnose(strings.NewReader(rtFailLog), Options{GPU: "h100-sxm"})
+	base, _ := plan.FromFleet(cfg, "e0")
+	rem, err := Remediate(d, Input{Plan: &base, GPU: rtGPU(t, "h100-sxm"), Requirements: FleetRequirements(cfg, 65536)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	txt := RemedyText(rem, apps)
+	for _, want := range []string{
+		"rule: kv_fit v1 (hypothesis)",
+		"correction 1 application app-1: Unverified suggestion\n  gpu_memory_utilization: unset -> 0.95\n  command: vllm serve org/model-7b --port 8100 --dtype bfloat16 --kv-cache-dtype auto --max-model-len 131072 --gpu-memory-utilization 0.95\n",
+		"correction 2 application app-2: Unverified suggestion\n  max_model_len: 131072 -> 101088\n",
+		"violates engine_contract.kv_cache_dtype:",
+	} {
+		if !strings.Contains(txt, want) {
+			t.Fatalf("text lacks %q:\n%s", want, txt)
+		}
+	}
+	if strings.ContainsFunc(strings.ReplaceAll(txt, "\n", ""), func(r rune) bool { return r < 0x20 }) {
+		t.Fatal("control characters in the text")
+	}
+}

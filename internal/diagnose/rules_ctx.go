@@ -187,9 +187,13 @@ func (c *ruleCtx) action(k ActionKind, text string) {
 	c.rem.Actions = append(c.rem.Actions, Action{Kind: k, Text: text})
 }
 
-// utilization is the plan's gpu_memory_utilization or the version's
-// default (what vLLM used when the plan did not set it).
+// utilization is the gpu_memory_utilization the log's engine ran with —
+// logged, else the plan's, else the version's default — the anchor of
+// every correction computed from the log's memory figures.
 func (c *ruleCtx) utilization() (float64, string) {
+	if u := c.f.GPUMemoryUtilization; u != nil && *u > 0 && *u <= 1 {
+		return *u, "the logged"
+	}
 	if u := c.base.GPUMemoryUtilization; u > 0 {
 		return u, "the plan's"
 	}

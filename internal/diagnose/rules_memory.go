@@ -17,32 +17,46 @@ type kvHold struct {
 	basis  string
 }
 
+// bytesPerToken is the KV bytes one token costs on the worst rank and the
+// block size: the calculator's (exact) when there is a model directory,
+// else the log's own needed bytes over the max_model_len it failed at
+// (their upper rounding edge).
+func (c *ruleCtx) bytesPerToken() (per, blk int64, why string, ok bool) {
+	if per, blk, ok := c.calc.kvBytesPerToken(); ok {
+		return per, blk, fmt.Sprintf("%d B per token (calculator)", per), true
+	}
+	f := c.f
+	if f.KVNeededBytes == nil || f.MaxModelLen == nil || *f.MaxModelLen <= 0 || *f.KVNeededBytes <= 0 {
+		return 0, 0, "", false
+	}
+	per = ceilDiv(*f.KVNeededBytes+gibRounding, *f.MaxModelLen)
+	return per, c.blockSize(), fmt.Sprintf("(needed %s + rounding) / %d tokens = %d B per token", fmtGiB(*f.KVNeededBytes), *f.MaxModelLen, per), true
+}
+
 // reportedHold computes the largest context the log's KV memory holds:
-// the V0 token capacity when logged; else the available bytes over the
-// bytes per token — the calculator's when there is a model directory,
-// else the log's own needed bytes over max_model_len — rounded down to a
-// whole block. vLLM's own estimate caps it when logged.
-func (c *ruleCtx) reportedHold(m int64) (kvHold, bool) {
+// the V0 token capacity when logged; else the available bytes (at their
+// lower rounding edge) over the bytes per token, rounded down to a whole
+// block. vLLM's own estimate caps it when logged, and so does the model's
+// limit.
+func (c *ruleCtx) reportedHold() (kvHold, bool) {
 	var h kvHold
 	f := c.f
-	block := c.blockSize()
-	switch per, blk, ok := c.calc.kvBytesPerToken(); {
+	per, blk, why, perOK := c.bytesPerToken()
+	switch {
 	case f.KVCapacityTokens != nil && *f.KVCapacityTokens > 0:
 		h = kvHold{*f.KVCapacityTokens, fmt.Sprintf("the log's KV cache holds %d tokens", *f.KVCapacityTokens)}
-	case f.KVAvailableBytes != nil && ok:
+	case f.KVAvailableBytes != nil && perOK:
 		avail := *f.KVAvailableBytes - gibRounding
-		h = kvHold{floorTo(avail/per, blk), fmt.Sprintf("(available %s − rounding) / %d B per token (calculator) = %d, down to a multiple of block size %d",
-			fmtGiB(*f.KVAvailableBytes), per, avail/per, blk)}
-	case f.KVAvailableBytes != nil && f.KVNeededBytes != nil && m > 0:
-		per := ceilDiv(*f.KVNeededBytes+gibRounding, m)
-		avail := *f.KVAvailableBytes - gibRounding
-		h = kvHold{floorTo(avail/per, block), fmt.Sprintf("(available %s − rounding) / (needed %s + rounding over %d tokens = %d B per token) = %d, down to a multiple of block size %d",
-			fmtGiB(*f.KVAvailableBytes), fmtGiB(*f.KVNeededBytes), m, per, avail/per, block)}
+		h = kvHold{floorTo(avail/per, blk), fmt.Sprintf("(available %s − rounding) / %s = %d, down to a multiple of block size %d",
+			fmtGiB(*f.KVAvailableBytes), why, avail/per, blk)}
+	case f.EstimatedMaxModelLen != nil && *f.EstimatedMaxModelLen > 0:
+		e := floorTo(*f.EstimatedMaxModelLen, c.blockSize())
+		return kvHold{e, fmt.Sprintf("vLLM's own estimate from the available memory, %d, down to a multiple of block size %d", *f.EstimatedMaxModelLen, c.blockSize())}, e > 0
 	default:
 		return kvHold{}, false
 	}
 	if e := f.EstimatedMaxModelLen; e != nil && *e > 0 && *e < h.tokens {
-		h = kvHold{floorTo(*e, block), fmt.Sprintf("%s; vLLM's own estimate %d is lower and is used", h.basis, *e)}
+		h = kvHold{floorTo(*e, c.blockSize()), fmt.Sprintf("%s; vLLM's own estimate %d is lower and is used", h.basis, *e)}
 	}
 	if d := c.derivedMaxLen(); d > 0 && h.tokens > d {
 		h.tokens, h.basis = d, h.basis+fmt.Sprintf("; capped at the model's limit %d", d)
@@ -62,26 +76,26 @@ func (c *ruleCtx) derivedMaxLen() int64 {
 	return 0
 }
 
-// kvNeed is the KV memory one request at max_model_len needs and the
-// memory the log reports available: the log's figures when it states
-// both (the needed one at its upper rounding edge, the available one at
-// its lower), else the calculator's bytes per token over whole blocks.
+// kvNeed is the KV memory one request at max_model_len m needs and the
+// memory the log reports available: the log's own figures when it failed
+// at m (needed at its upper rounding edge, available at its lower), else
+// bytes per token over whole blocks.
 func (c *ruleCtx) kvNeed(m int64) (need, avail int64, why string, ok bool) {
 	f := c.f
-	if f.KVNeededBytes != nil && f.KVAvailableBytes != nil {
+	if f.KVNeededBytes != nil && f.KVAvailableBytes != nil && f.MaxModelLen != nil && *f.MaxModelLen == m {
 		return *f.KVNeededBytes + gibRounding, *f.KVAvailableBytes - gibRounding,
 			fmt.Sprintf("needed %s − available %s + rounding", fmtGiB(*f.KVNeededBytes), fmtGiB(*f.KVAvailableBytes)), true
 	}
-	per, blk, perOK := c.calc.kvBytesPerToken()
+	per, blk, perWhy, perOK := c.bytesPerToken()
 	if !perOK || m <= 0 {
 		return 0, 0, "", false
 	}
 	need = ceilDiv(m, blk) * blk * per
 	switch {
 	case f.KVAvailableBytes != nil:
-		return need, *f.KVAvailableBytes - gibRounding, fmt.Sprintf("%d tokens × %d B (calculator) − available %s + rounding", m, per, fmtGiB(*f.KVAvailableBytes)), true
+		return need, *f.KVAvailableBytes - gibRounding, fmt.Sprintf("%d tokens × %s − available %s + rounding", m, perWhy, fmtGiB(*f.KVAvailableBytes)), true
 	case f.KVCapacityTokens != nil:
-		return need, *f.KVCapacityTokens * per, fmt.Sprintf("(%d − %d cached tokens) × %d B per token (calculator)", m, *f.KVCapacityTokens, per), true
+		return need, *f.KVCapacityTokens * per, fmt.Sprintf("(%d − %d cached tokens) × %s", m, *f.KVCapacityTokens, perWhy), true
 	}
 	return 0, 0, "", false
 }
@@ -90,6 +104,10 @@ func (c *ruleCtx) kvNeed(m int64) (need, avail int64, why string, ok bool) {
 // bytes to the KV budget (vLLM's budget grows one for one with the
 // requested memory, since the non-KV memory does not change).
 func (c *ruleCtx) raiseUtilization(deficit int64, why string, extra []TradeOff) bool {
+	if deficit <= 0 {
+		c.note(fmt.Sprintf("the reported KV memory already covers the need (%s): gpu_memory_utilization is not raised", why))
+		return false
+	}
 	t := c.hw.TotalMemoryBytes
 	if t <= 0 {
 		c.need(NeedGPU, "gpu_total_memory", "raising gpu_memory_utilization is computed over the device's total memory: give --gpu")
@@ -122,7 +140,7 @@ func ruleKVTooSmall(c *ruleCtx) {
 		c.need(NeedFact, "max_model_len", "the log does not state max_model_len and no --plan gives it")
 		return
 	}
-	if h, ok := c.reportedHold(m); !ok {
+	if h, ok := c.reportedHold(); !ok {
 		c.need(NeedFact, "kv_available_bytes", "the largest max_model_len the KV cache holds needs the available KV memory and its bytes per token (the log's needed KV, or the calculator with a model directory)")
 	} else if h.tokens >= m {
 		c.note(fmt.Sprintf("the log's figures say the KV cache holds %d ≥ %d tokens; they do not explain the failure, so max_model_len is not lowered", h.tokens, m))
@@ -135,7 +153,9 @@ func ruleKVTooSmall(c *ruleCtx) {
 	}
 	if need, avail, why, ok := c.kvNeed(m); ok {
 		c.raiseUtilization(need-avail, why, nil)
-		c.fp8KV(need, avail, why)
+		if need > avail {
+			c.fp8KV(need, avail, why)
+		}
 	} else {
 		c.need(NeedFact, "kv_needed_bytes", "the utilization that holds max_model_len needs the needed and available KV memory (or the calculator with a model directory)")
 	}

@@ -167,6 +167,21 @@ func TestKVTooSmallComputesFromReportedMemory(t *testing.T) {
 	}
 }
 
+// The operator's plan asks for 65536 tokens while the log failed at
+// 131072: the bytes per token come from the log's own figures, the need
+// from the plan — which the reported memory already holds.
+func TestKVTooSmallPlanDiffersFromLog(t *testing.T) {
+	f := kvFacts()
+	base := plan.Plan{MaxModelLen: 65536}
+	r := rtRemedy(t, FamilyOOMKVCache, f, Input{Plan: &base})
+	if len(r.Corrections) != 0 {
+		t.Fatalf("nothing to correct for the plan's 65536: %v", rtChanges(r))
+	}
+	if n := strings.Join(r.Notes, "|"); !strings.Contains(n, "131072") || !strings.Contains(n, "already covers") {
+		t.Fatalf("notes %v", r.Notes)
+	}
+}
+
 // V0's wording states tokens, not bytes: the KV holds exactly the logged
 // token capacity; the utilization needs the bytes per token, so it is a
 // need without a model directory.
@@ -363,5 +378,14 @@ func TestRemedyDeterministic(t *testing.T) {
 		if b := fmt.Sprintf("%+v", rtRemedy(t, FamilyOOMKVCache, f, Input{})); a != b {
 			t.Fatal("the same diagnosis gave two remedies")
 		}
+	}
+}
+
+// Only vLLM's own estimate of the longest length the memory holds is
+// logged: it is the hold, rounded down to a block.
+func TestKVTooSmallEstimateOnly(t *testing.T) {
+	r := rtRemedy(t, FamilyOOMKVCache, Facts{MaxModelLen: rtI(32768), EstimatedMaxModelLen: rtI(20001)}, Input{})
+	if got := rtChanges(r); !slices.Equal(got, []string{"max_model_len=20000"}) {
+		t.Fatalf("corrections %v", got)
 	}
 }

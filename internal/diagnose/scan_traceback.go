@@ -76,31 +76,42 @@ type procState struct {
 
 const tracebackHead = "Traceback (most recent call last):"
 
+// tbResult is what one line means to the traceback tracker.
+type tbResult uint8
+
+const (
+	tbNone     tbResult = iota // not part of a traceback
+	tbInterior                 // a frame, a source line, a caret line: code, not a message
+	tbEnd                      // the exception line that ends a traceback (or a bare one)
+)
+
 // trackTraceback feeds one line to its process's tracker. It returns the
-// exception the line ends, if it ends one.
-func trackTraceback(ps *procState, ln *line) (exception, bool) {
+// exception the line ends, if it ends one. Interior lines quote source
+// code ("raise ValueError(f\"NCCL error: …\")"), which matchers must not
+// read as a message.
+func trackTraceback(ps *procState, ln *line) (exception, tbResult) {
 	msg := ln.msg
-	if strings.HasPrefix(msg, tracebackHead) {
+	if strings.HasPrefix(msg, tracebackHead) || strings.HasSuffix(msg, tracebackHead) {
 		ps.tb = &tbBuilder{}
-		return exception{}, false
+		return exception{}, tbNone
 	}
 	if ps.tb != nil {
 		switch {
 		case strings.HasPrefix(msg, "  File \""):
 			ps.tb.frame(msg)
-			return exception{}, false
+			return exception{}, tbInterior
 		case msg == "" || msg[0] == ' ' || msg[0] == '\t' || strings.HasPrefix(msg, "^"):
-			return exception{}, false // source lines, carets, blank separators
+			return exception{}, tbInterior // source lines, carets, blank separators
 		}
 		tb := ps.tb
 		ps.tb = nil
 		class, rest := splitException(msg, false)
-		return exception{line: ln.n, proc: ln.proc, class: class, msg: rest, modules: tb.modules, sigs: tb.sigs, phase: ps.phase, file: ln.file, frames: true}, true
+		return exception{line: ln.n, proc: ln.proc, class: class, msg: rest, modules: tb.modules, sigs: tb.sigs, phase: ps.phase, file: ln.file, frames: true}, tbEnd
 	}
 	if class, rest := splitException(msg, true); class != "" {
-		return exception{line: ln.n, proc: ln.proc, class: class, msg: rest, phase: ps.phase, file: ln.file}, true
+		return exception{line: ln.n, proc: ln.proc, class: class, msg: rest, phase: ps.phase, file: ln.file}, tbEnd
 	}
-	return exception{}, false
+	return exception{}, tbNone
 }
 
 // frame reads `  File "/…/vllm/v1/worker/gpu_worker.py", line 136, in load_model`.

@@ -201,6 +201,7 @@ var matchers = []matcher{
 		opt(`\bquantization='([A-Za-z0-9_-]{1,40})'`, cp(1, fQuant, ckText)),
 		opt(`\bport=([0-9]{1,5})\b`, cp(1, fPort, ckInt)),
 	}},
+	{wording: wordFacts, needles: []string{"01 Client Error", "03 Client Error"}, res: []rx{opt(`\b(401|403) Client Error`, cp(1, fHTTP, ckInt))}},
 	{wording: wordFacts, needles: []string{"Resolved architecture: "}, res: []rx{opt(`Resolved architecture: ([A-Za-z0-9_]{1,96})`, cp(1, fArch, ckText))}},
 	{wording: wordFacts, needles: []string{"Model loading took "}, res: []rx{opt(`Model loading took `+reDec+` GiB`, cp(1, fWeights, ckGiB)), opt(`Model loading took `+reDec+` GB`, cp(1, fWeights, ckGBisGiB))}, phase: phaseLoaded},
 	{wording: wordFacts, needles: []string{"Loading model weights took "}, res: []rx{opt(`Loading model weights took `+reDec+` GB`, cp(1, fWeights, ckGBisGiB))}, phase: phaseLoaded},
