@@ -184,6 +184,7 @@ type diagnoseRun struct {
 	failureDigest string
 	apps          []diagnose.Application
 	appDigests    []string
+	ruleStatus    diagnose.RuleStatus // the rule's status for the log's engine minor, from the store
 	warnings      []string
 }
 
@@ -211,7 +212,11 @@ func runDiagnose(cmd *cobra.Command, f diagnoseFlags, logArg string) error {
 	if run.remedy, err = diagnose.Remediate(run.diag, diagnose.Input{Plan: in.plan, GPU: in.hw, Model: model, Requirements: in.req}); err != nil {
 		return cli.Invalid(err)
 	}
-	if err := run.write(store.Open(f.storeDir), in.req, clock); err != nil {
+	st := store.Open(f.storeDir)
+	if run.ruleStatus, err = diagnose.RuleStatusOf(st, run.diag); err != nil {
+		return cli.Failed(fmt.Errorf("store: %w", err))
+	}
+	if err := run.write(st, in.req, clock); err != nil {
 		return cli.Failed(err)
 	}
 	if f.format == "json" {

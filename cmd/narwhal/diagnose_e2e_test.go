@@ -181,6 +181,13 @@ func TestDiagnoseEndToEndFixed(t *testing.T) {
 		t.Fatalf("store holds %d records, want 5", len(ds))
 	}
 
+	// the rule is now verified for vLLM 0.21, yet a new diagnosis of the
+	// same failure is still an unverified suggestion until its own proof
+	code, out, _ := run(t, "diagnose", broken, "--fleet", dgFleet(t, dir), "--gpu", "l4", "--store", st)
+	if code != cli.ExitOK || !strings.Contains(out, "rule status  mechanism_verified for vLLM 0.21") || !strings.Contains(out, ": Unverified suggestion\n") {
+		t.Fatalf("re-diagnosis exit %d:\n%s", code, out)
+	}
+
 	// the broken log is no proof: the original failure recurs
 	bad := dgProve(t, st, first.Application.ApplicationID, broken)
 	if bad.code != cli.ExitFailed || bad.app.MechanismOutcome != diagnose.MechanismFailed || bad.result != string(diagnose.ResultUnverified) {

@@ -24,18 +24,15 @@ func writeDiagnoseText(w io.Writer, run diagnoseRun, dir string) {
 	fmt.Fprintf(w, "family       %s (%s)\n", d.Family, d.Status)
 	fmt.Fprintf(w, "fingerprint  %s\n", fingerprintText(d.Fingerprint))
 	fmt.Fprintf(w, "             %s\n", d.FingerprintDigest)
-	if run.remedy.Rule.ID != "" {
-		r := run.remedy.Rule
-		fmt.Fprintf(w, "rule         %s v%d (%s)\n", r.ID, r.Version, r.Status)
-	}
 	writeFacts(w, d.Facts)
 	for _, rj := range d.Rejected {
 		fmt.Fprintf(w, "  rejected   %s (line %d): %s\n", rj.Field, rj.Line, rj.Reason)
 	}
-	for i, a := range run.apps {
-		writeApplication(w, i, len(run.apps), a, run.appDigests[i])
+	if v := d.Facts.EngineVersion; v != nil && run.ruleStatus != "" {
+		fmt.Fprintf(w, "rule status  %s for vLLM %s (promotions in %s)\n", run.ruleStatus, diagnose.EngineMinor(*v), dir)
 	}
-	writeRemedyExtras(w, run.remedy)
+	fmt.Fprintln(w)
+	io.WriteString(w, diagnose.RemedyText(run.remedy, run.apps))
 	for _, s := range run.warnings {
 		fmt.Fprintf(w, "warning      %s\n", s)
 	}
@@ -105,49 +102,6 @@ func factValue(key string, raw json.RawMessage) string {
 		}
 	}
 	return strings.Trim(string(raw), `"`)
-}
-
-func writeApplication(w io.Writer, i, n int, a diagnose.Application, digest string) {
-	fmt.Fprintf(w, "\ncorrection %d of %d   application %s\n", i+1, n, a.ApplicationID)
-	fmt.Fprintln(w, "  plan diff")
-	for _, c := range a.PlanDiff {
-		fmt.Fprintf(w, "    - %s: %s\n", c.Field.Path(), c.From)
-		fmt.Fprintf(w, "    + %s: %s\n", c.Field.Path(), c.To)
-	}
-	if cmd, err := a.CorrectedPlan.Command(); err == nil {
-		fmt.Fprintf(w, "  command      %s\n", cmd)
-	} else {
-		fmt.Fprintf(w, "  command      (not rendered: %v)\n", err)
-	}
-	for _, s := range a.Basis {
-		fmt.Fprintf(w, "  computed     %s\n", s)
-	}
-	for _, t := range a.TradeOffs {
-		fmt.Fprintf(w, "  trade-off    %s: %s\n", t.Kind, t.Text)
-	}
-	for _, v := range a.ViolatedConstraints {
-		fmt.Fprintf(w, "  violates     %s: %s\n", v.Requirement, v.Text)
-	}
-	for _, r := range a.Risks {
-		fmt.Fprintf(w, "  at risk      %s (a serving trial decides)\n", r)
-	}
-	fmt.Fprintf(w, "  result       %s (mechanism %s, request %s)\n", a.Result(), a.MechanismOutcome, a.RequestOutcome)
-	fmt.Fprintf(w, "  record       %s\n", digest)
-}
-
-func writeRemedyExtras(w io.Writer, rem diagnose.Remedy) {
-	if len(rem.Corrections) == 0 && (len(rem.Actions) > 0 || len(rem.Needs) > 0) {
-		fmt.Fprintln(w, "\nno corrected plan")
-	}
-	for _, a := range rem.Actions {
-		fmt.Fprintf(w, "action       %s: %s\n", a.Kind, a.Text)
-	}
-	for _, n := range rem.Needs {
-		fmt.Fprintf(w, "needs        %s %s: %s\n", n.Kind, n.What, n.Why)
-	}
-	for _, s := range rem.Notes {
-		fmt.Fprintf(w, "note         %s\n", s)
-	}
 }
 
 // diagnoseApplicationJSON is one application as the JSON output shows it,
