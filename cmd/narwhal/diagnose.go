@@ -65,7 +65,7 @@ an unknown GPU); nothing is written on bad input.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runDiagnose(cmd, f, args[0]) },
 	}
 	fl := c.Flags()
-	fl.StringVar(&f.planPath, "plan", "", "the broken launch plan: a narwhal.diagnose.plan file, or launch.json from narwhal fleet launch")
+	fl.StringVar(&f.planPath, "plan", "", "the broken launch plan: a narwhal.diagnose.plan file, or a launch.json that narwhal-engine plan wrote")
 	fl.StringVar(&f.gpu, "gpu", "", "GPU name from the built-in table (l4, h100-sxm, a100-80gb, t4, …): bounds the log's figures and sizes corrections")
 	fl.Float64Var(&f.gpuGiB, "gpu-memory-gib", 0, "total memory per GPU in GiB (overrides --gpu's, or names a card the table lacks)")
 	fl.StringVar(&f.modelDir, "model-dir", "", "the model directory (config.json, *.safetensors headers): lets corrections run the memory calculator")
