@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -23,6 +24,9 @@ type simFlags struct {
 	attest                                                                           bool
 	lease                                                                            time.Duration
 	faults                                                                           simengine.Faults
+	boot                                                                             bootFlags
+	bootSpec                                                                         simengine.Boot // from boot, once the flags are parsed
+	startupW                                                                         io.Writer      // the vLLM startup log
 }
 
 func (f *simFlags) register(c *cobra.Command, single bool) {
@@ -40,7 +44,8 @@ func (f *simFlags) register(c *cobra.Command, single bool) {
 	fs.IntVar(&f.faults.DropAfterTokens, "fault-drop-after-tokens", 0, "cut every stream after N tokens")
 	fs.BoolVar(&f.faults.Unhealthy, "fault-unhealthy", false, "/health answers 503")
 	fs.BoolVar(&f.faults.CorruptKV, "fault-corrupt-kv", false, "corrupt KV served to consumers")
-	fs.StringVar(&f.failStartup, "fail-startup", "", "fail like vLLM: kv-cache-too-small or cuda-oom")
+	fs.StringVar(&f.failStartup, "fail-startup", "", "fail like vLLM: kv-cache-too-small or cuda-oom (a fixed log; --gpu computes the start-up instead)")
+	f.boot.register(fs)
 	if single {
 		fs.IntVar(&f.port, "port", 8000, "HTTP port (0 picks a free one)")
 		fs.StringVar(&f.profileIID, "profile-iid", "", "row of --profile to use (default: the first)")
@@ -78,8 +83,29 @@ func (f *simFlags) config(store *profile.Store, i int) (simengine.Config, error)
 	return simengine.Config{Host: f.host, Port: f.port, Model: f.model, MaxModelLen: f.maxModelLen, Profile: row,
 		KVCapacityTokens: f.kvCap, EngineID: f.engineID, Identity: id, APIKey: f.apiKey, SideChannelPort: f.scPort,
 		AdminPort: f.adminPort, LeaseDuration: f.lease, Faults: f.faults, FailStartup: f.failStartup,
-		Seed: uint64(i), StartupLog: os.Stderr,
+		Seed: uint64(i), StartupLog: f.startupW, Boot: f.bootSpec,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))}, nil
+}
+
+// prepare reads the flags that need the parsed flag set: the simulated
+// boot and the startup-log file (closed by the returned func).
+func (f *simFlags) prepare(c *cobra.Command) (func(), error) {
+	b, err := f.boot.boot(c.Flags())
+	if err != nil {
+		return nil, err
+	}
+	if b.Enabled() && c.Flags().Changed("kv-capacity-tokens") {
+		return nil, errors.New("--kv-capacity-tokens and --gpu both set: the simulated start-up computes the KV cache size (drop --kv-capacity-tokens)")
+	}
+	if b.Enabled() && f.failStartup != "" {
+		return nil, errors.New("--fail-startup and --gpu both set: the simulated start-up decides whether it fails (drop --fail-startup)")
+	}
+	w, closeLog, err := f.boot.logWriter()
+	if err != nil {
+		return nil, err
+	}
+	f.bootSpec, f.startupW = b, w
+	return closeLog, nil
 }
 
 func (f *simFlags) store() (*profile.Store, error) {
@@ -96,6 +122,11 @@ func newSimCmd() *cobra.Command {
 		Short: "Serve one simulated vLLM engine (NixlConnector, kv_both) until SIGINT/SIGTERM",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			closeLog, err := f.prepare(c)
+			if err != nil {
+				return cli.Invalid(err)
+			}
+			defer closeLog()
 			st, err := f.store()
 			if err != nil {
 				return cli.Invalid(err)
@@ -135,6 +166,11 @@ func newSimFleetCmd() *cobra.Command {
 		Short: "Serve N simulated vLLM engines on free loopback ports and print their URLs",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			closeLog, err := f.prepare(c)
+			if err != nil {
+				return cli.Invalid(err)
+			}
+			defer closeLog()
 			st, err := f.store()
 			if err != nil {
 				return cli.Invalid(err)

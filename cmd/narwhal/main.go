@@ -13,6 +13,6 @@ func main() { cli.Main(newRoot()) }
 
 func newRoot() *cobra.Command {
 	root := cli.NewRoot("narwhal", "Operate a disaggregated prefill/decode vLLM fleet")
-	root.AddCommand(newConfigCmd(), newEvidenceCmd(), newDevCmd(), newDemoCmd(), newFleetCmd(), newPlanCmd())
+	root.AddCommand(newConfigCmd(), newEvidenceCmd(), newDevCmd(), newDemoCmd(), newFleetCmd(), newPlanCmd(), newDiagnoseCmd())
 	return root
 }

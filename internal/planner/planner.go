@@ -95,6 +95,14 @@ func Plan(req Request, clock ports.Clock) (Result, error) {
 	return res, nil
 }
 
+// CalculatorInput reads the model directory, GPU and engine facts of req
+// into the memory calculator's input, as Plan does, without predicting:
+// narwhal diagnose runs the calculator on variants of a broken plan.
+func CalculatorInput(req Request, clock ports.Clock) (memory.PlanInput, error) {
+	in, _, err := inputs(req, clock)
+	return in, err
+}
+
 // inputs reads what the calculator needs and what the record names.
 func inputs(req Request, clock ports.Clock) (memory.PlanInput, Result, error) {
 	var res Result

@@ -46,6 +46,7 @@ type Config struct {
 	WeightsGiB       float64 // for the startup log; default 14.99
 	Faults           Faults  // faults active from the start
 	FailStartup      string  // "", "kv-cache-too-small" or "cuda-oom"
+	Boot             Boot    // a computed start-up on simulated hardware (boot.go); zero: the fixed log
 	Seed             uint64  // seeds the 500-rate fault and request id suffixes
 
 	Clock      ports.Clock
@@ -67,6 +68,12 @@ func DefaultProfile(iid string) profile.Row {
 func (c *Config) defaults() error {
 	if c.Model == "" {
 		return errors.New("simengine: Model is required (pass --model)")
+	}
+	if c.Boot.Enabled() && c.KVCapacityTokens > 0 {
+		return errors.New("simengine: KVCapacityTokens and Boot both set: the simulated boot computes the KV cache size (drop --kv-capacity-tokens)")
+	}
+	if c.Boot.Enabled() && c.FailStartup != "" {
+		return errors.New("simengine: FailStartup and Boot both set: the simulated boot decides whether it fails (drop --fail-startup)")
 	}
 	if c.Host == "" {
 		c.Host = "127.0.0.1"
@@ -109,6 +116,13 @@ func (c *Config) defaults() error {
 	}
 	if c.StartupLog == nil {
 		c.StartupLog = io.Discard
+	}
+	if c.Boot.Enabled() {
+		if err := c.Boot.defaults(c); err != nil {
+			return err
+		}
+		dt, _ := torchDType(c.Boot.DType)
+		c.Identity.DType = "torch." + dt // the dtype is a NIXL compatibility factor
 	}
 	if c.Profile.IID == "" {
 		return errors.New("simengine: Profile is required (load a narwhal.profiles store or use DefaultProfile)")
@@ -161,7 +175,13 @@ func Start(cfg Config) (*Engine, error) {
 	if cfg.EngineID == "" {
 		cfg.EngineID = cfg.IDs.NewID()
 	}
-	if err := startupLog(cfg); err != nil {
+	var hl net.Listener
+	if cfg.Boot.Enabled() {
+		var err error
+		if hl, err = bootStart(&cfg); err != nil {
+			return nil, err
+		}
+	} else if err := startupLog(cfg); err != nil {
 		return nil, err
 	}
 	model, err := enginemodel.New(enginemodel.Config{Timing: cfg.Profile, KVCapacityTokens: cfg.KVCapacityTokens,
@@ -179,7 +199,7 @@ func Start(cfg Config) (*Engine, error) {
 	}
 	e.stallOnce = seconds(cfg.Faults.StallSeconds)
 	e.ctx, e.cancel = context.WithCancel(context.Background())
-	if err := e.listen(); err != nil {
+	if err := e.listen(hl); err != nil {
 		e.Close()
 		return nil, err
 	}
@@ -189,11 +209,16 @@ func Start(cfg Config) (*Engine, error) {
 	return e, nil
 }
 
-func (e *Engine) listen() error {
-	hl, err := net.Listen("tcp", net.JoinHostPort(e.cfg.Host, strconv.Itoa(e.cfg.Port)))
-	if err != nil {
-		return fmt.Errorf("simengine: listen on %s:%d: %w (pick another --port)", e.cfg.Host, e.cfg.Port, err)
+// listen serves on hl (already bound by a simulated boot) or binds the
+// HTTP port, then the side channel and the admin endpoint.
+func (e *Engine) listen(hl net.Listener) error {
+	if hl == nil {
+		var err error
+		if hl, err = net.Listen("tcp", net.JoinHostPort(e.cfg.Host, strconv.Itoa(e.cfg.Port))); err != nil {
+			return fmt.Errorf("simengine: listen on %s:%d: %w (pick another --port)", e.cfg.Host, e.cfg.Port, err)
+		}
 	}
+	var err error
 	e.httpAddr = hl.Addr().String()
 	e.scLn, err = net.Listen("tcp", net.JoinHostPort(e.cfg.Host, strconv.Itoa(e.cfg.SideChannelPort)))
 	if err != nil {

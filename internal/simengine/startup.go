@@ -3,6 +3,7 @@ package simengine
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -11,7 +12,10 @@ import (
 
 // StartupError is an engine that refused to start, the way vLLM does after
 // logging the root cause.
-type StartupError struct{ Reason string }
+type StartupError struct {
+	Reason  string
+	Failure string // a Boot* outcome when the start-up was simulated (Config.Boot), else ""
+}
 
 func (e *StartupError) Error() string { return "simengine: engine startup failed: " + e.Reason }
 
@@ -71,7 +75,7 @@ func (v *vlog) err(proc, file string, ln int, format string, a ...any) {
 
 // gibStr is vLLM's format_gib: round to two decimals, Python float repr.
 func gibStr(g float64) string {
-	r := float64(int64(g*100+0.5)) / 100
+	r := math.Round(g*100) / 100
 	s := strconv.FormatFloat(r, 'f', -1, 64)
 	if !strings.Contains(s, ".") {
 		s += ".0"

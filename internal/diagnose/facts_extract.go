@@ -1,0 +1,195 @@
+package diagnose
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/narwhal-go/narwhal/internal/evidence/memory"
+)
+
+// capKind says how a regexp group becomes a typed candidate.
+type capKind uint8
+
+const (
+	ckGiB      capKind = iota // a decimal in GiB
+	ckGBisGiB                 // a decimal printed "GB" but divided by 2^30 (V0 loaders)
+	ckMem                     // a decimal and, in the next group, its unit
+	ckCount                   // tokens or blocks, thousands separators allowed
+	ckInt                     // a plain (possibly negative) integer
+	ckIntish                  // an integer that may be printed as a float ("32768.0")
+	ckRatio                   // a decimal ratio
+	ckCCInt                   // a capability as vLLM's int: 75 → 7.5
+	ckCCDot                   // a capability as "7.5"
+	ckText                    // enum or identifier text, validated by sanitize
+	ckArchList                // "['A', 'B']" → the first name
+	ckVersion                 // a vLLM version
+	ckConst                   // no group: sets the capture's constant text
+	ckConstInt                // no group: sets the capture's constant integer
+)
+
+type capture struct {
+	group int
+	field fieldID
+	kind  capKind
+	text  string // ckConst
+	i     int64  // ckConstInt
+}
+
+// rx is one pattern of a matcher and the captures it yields.
+type rx struct {
+	re       *regexp.Regexp
+	caps     []capture
+	optional bool // the matcher fires without it; it only adds facts
+}
+
+// extractError is why a capture could not become a candidate.
+type extractError struct {
+	field  fieldID
+	reason RejectReason
+}
+
+// extract applies one pattern to msg, writing candidates into out. It
+// reports whether the pattern matched.
+func (p *rx) extract(msg string, n int, out *vals, rej *[]Rejection) bool {
+	m := p.re.FindStringSubmatch(msg)
+	if m == nil {
+		return false
+	}
+	for _, c := range p.caps {
+		v, err := c.value(m)
+		if err != nil {
+			if err.reason != "" {
+				*rej = append(*rej, Rejection{Field: fieldNames[c.field], Reason: err.reason, Line: n})
+			}
+			continue
+		}
+		v.set, v.line = true, n
+		out[c.field] = v
+	}
+	return true
+}
+
+func (c capture) value(m []string) (val, *extractError) {
+	var s, unit string
+	if c.kind != ckConst && c.kind != ckConstInt {
+		s = m[c.group]
+		if c.kind == ckMem {
+			unit = m[c.group+1]
+		}
+	}
+	bad := &extractError{field: c.field, reason: RejectMalformed}
+	switch c.kind {
+	case ckGiB, ckGBisGiB, ckMem:
+		u := int64(1 << 30)
+		if c.kind == ckMem {
+			var ok bool
+			if u, ok = unitBytes(unit); !ok {
+				return val{}, bad
+			}
+		}
+		b, err := memory.LogDecimalBytes(s, u)
+		if err != nil {
+			return val{}, &extractError{field: c.field, reason: RejectOutOfRange}
+		}
+		return val{i: b}, nil
+	case ckCount:
+		n, err := memory.LogCount(s)
+		if err != nil {
+			return val{}, bad
+		}
+		return val{i: n}, nil
+	case ckInt:
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return val{}, bad
+		}
+		return val{i: n}, nil
+	case ckIntish:
+		s = strings.TrimSuffix(s, ".0")
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return val{}, bad
+		}
+		return val{i: n}, nil
+	case ckRatio:
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || len(s) > 12 {
+			return val{}, bad
+		}
+		return val{f: f}, nil
+	case ckCCInt:
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 || n > 1000 {
+			return val{}, bad
+		}
+		return val{cc: ComputeCapability{Major: n / 10, Minor: n % 10}}, nil
+	case ckCCDot:
+		maj, min, ok := strings.Cut(s, ".")
+		a, err1 := strconv.Atoi(maj)
+		b, err2 := strconv.Atoi(min)
+		if !ok || err1 != nil || err2 != nil {
+			return val{}, bad
+		}
+		return val{cc: ComputeCapability{Major: a, Minor: b}}, nil
+	case ckText:
+		return textValue(c.field, s)
+	case ckArchList:
+		first, _, _ := strings.Cut(s, ",")
+		first = strings.Trim(strings.TrimSpace(first), `'"`)
+		return textValue(c.field, first)
+	case ckVersion:
+		v, ok := ParseEngineVersion(s)
+		if !ok {
+			return val{}, bad
+		}
+		return val{ver: v}, nil
+	case ckConst:
+		return val{text: c.text}, nil
+	case ckConstInt:
+		return val{i: c.i}, nil
+	}
+	return val{}, bad
+}
+
+// unitBytes extends memory's unit table with the bare byte units torch
+// prints ("0 bytes free", "448.00 KiB").
+func unitBytes(unit string) (int64, bool) {
+	switch unit {
+	case "B", "bytes", "byte":
+		return 1, true
+	}
+	return memory.LogUnitBytes(unit, false)
+}
+
+// textValue checks enum and identifier text as soon as it is read, so a
+// refused value is reported even when a later line states the field again.
+// "None" and "auto" mean the setting is absent: no candidate, no rejection.
+func textValue(f fieldID, s string) (val, *extractError) {
+	refuse := func(r RejectReason) (val, *extractError) { return val{}, &extractError{field: f, reason: r} }
+	switch f {
+	case fDType:
+		if s == "auto" {
+			return refuse("")
+		}
+		if _, ok := ParseDType(s); !ok {
+			return refuse(RejectNotInEnum)
+		}
+	case fQuant:
+		if s == "None" || s == "none" {
+			return refuse("")
+		}
+		if _, ok := ParseQuantMethod(s); !ok {
+			return refuse(RejectNotInEnum)
+		}
+	case fArch:
+		if _, ok := ParseArchitecture(s); !ok {
+			return refuse(RejectBadIdentifier)
+		}
+	case fGPU:
+		if _, ok := LookupGPUKey(s); !ok {
+			return refuse(RejectUnknownGPU)
+		}
+	}
+	return val{text: s}, nil
+}

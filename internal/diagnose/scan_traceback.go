@@ -1,0 +1,210 @@
+package diagnose
+
+import "strings"
+
+// Python traceback tracking. Each process has its own tracker, so the
+// tracebacks of interleaved ranks ("(VllmWorker TP0 pid=1)" and
+// "(VllmWorker TP1 pid=2)" lines mixed) are assembled separately. vLLM
+// logs a traceback either raw (stderr) or through its logger, which repeats
+// the prefix and header on every line; after splitLine both look alike.
+
+// phase is where a process was in its start-up when a line was printed,
+// from vLLM's own progress lines.
+type phase uint8
+
+const (
+	phaseNone      phase = iota
+	phaseLoading         // loading weights
+	phaseLoaded          // weights loaded (profiling, KV cache set-up)
+	phaseCapturing       // capturing CUDA graphs
+	phaseCaptured        // graphs captured
+)
+
+// sig are call-stack signals read from any frame (engine or not).
+type sig uint8
+
+const (
+	sigLoad    sig = 1 << iota // load_model, load_weights, create_weights…
+	sigCapture                 // capture_model, torch.cuda.graphs…
+)
+
+var loadFuncs = map[string]bool{
+	"load_model": true, "load_weights": true, "get_model": true, "create_weights": true,
+	"initialize_model": true, "_initialize_model": true, "load_weights_and_postprocess": true,
+	"_init_model": true,
+}
+
+var captureFuncs = map[string]bool{
+	"capture_model": true, "_capture_cudagraphs": true, "capture_end": true, "capture_begin": true,
+	"_capture_cudagraph": true, "capture": true,
+}
+
+// exception is one exception the log shows. class and msg are log text
+// and stay in the package; only validated forms leave it.
+type exception struct {
+	line    int
+	proc    procKey
+	class   string // as printed; "" when the line names none
+	msg     string // the first line of the message
+	modules []string
+	sigs    sig
+	phase   phase
+	file    string // the header's file stem of the exception line
+	frames  bool   // came from a traceback (not a bare "ValueError: …" line)
+}
+
+// innermost returns the innermost engine module of the traceback, or "".
+func (e *exception) innermost() string {
+	if len(e.modules) == 0 {
+		return ""
+	}
+	return e.modules[len(e.modules)-1]
+}
+
+// tbBuilder is a traceback being read.
+type tbBuilder struct {
+	modules []string
+	sigs    sig
+}
+
+// procState is one process's scan state.
+type procState struct {
+	tb      *tbBuilder
+	phase   phase
+	lastExc int // index of the process's latest exception, -1 if none
+}
+
+const tracebackHead = "Traceback (most recent call last):"
+
+// tbResult is what one line means to the traceback tracker.
+type tbResult uint8
+
+const (
+	tbNone     tbResult = iota // not part of a traceback
+	tbInterior                 // a frame, a source line, a caret line: code, not a message
+	tbEnd                      // the exception line that ends a traceback (or a bare one)
+)
+
+// trackTraceback feeds one line to its process's tracker. It returns the
+// exception the line ends, if it ends one. Interior lines quote source
+// code ("raise ValueError(f\"NCCL error: …\")"), which matchers must not
+// read as a message.
+func trackTraceback(ps *procState, ln *line) (exception, tbResult) {
+	msg := ln.msg
+	if strings.HasPrefix(msg, tracebackHead) || strings.HasSuffix(msg, tracebackHead) {
+		ps.tb = &tbBuilder{}
+		return exception{}, tbNone
+	}
+	if ps.tb != nil {
+		switch {
+		case strings.HasPrefix(msg, "  File \""):
+			ps.tb.frame(msg)
+			return exception{}, tbInterior
+		case msg == "" || msg[0] == ' ' || msg[0] == '\t' || strings.HasPrefix(msg, "^"):
+			return exception{}, tbInterior // source lines, carets, blank separators
+		}
+		tb := ps.tb
+		ps.tb = nil
+		class, rest := splitException(msg, false)
+		return exception{line: ln.n, proc: ln.proc, class: class, msg: rest, modules: tb.modules, sigs: tb.sigs, phase: ps.phase, file: ln.file, frames: true}, tbEnd
+	}
+	if class, rest := splitException(msg, true); class != "" {
+		return exception{line: ln.n, proc: ln.proc, class: class, msg: rest, phase: ps.phase, file: ln.file}, tbEnd
+	}
+	return exception{}, tbNone
+}
+
+// frame reads `  File "/…/vllm/v1/worker/gpu_worker.py", line 136, in load_model`.
+func (tb *tbBuilder) frame(msg string) {
+	rest := msg[len(`  File "`):]
+	q := strings.IndexByte(rest, '"')
+	if q < 0 {
+		return
+	}
+	path := rest[:q]
+	fn := ""
+	if i := strings.LastIndex(rest[q:], ", in "); i >= 0 {
+		fn = strings.TrimSpace(rest[q+i+len(", in "):])
+	}
+	if loadFuncs[fn] {
+		tb.sigs |= sigLoad
+	}
+	if captureFuncs[fn] || strings.HasSuffix(path, "/torch/cuda/graphs.py") {
+		tb.sigs |= sigCapture
+	}
+	if m := engineModule(path); m != "" {
+		if len(tb.modules) == maxFrames {
+			copy(tb.modules, tb.modules[1:]) // keep the innermost frames
+			tb.modules = tb.modules[:maxFrames-1]
+		}
+		tb.modules = append(tb.modules, m)
+	}
+}
+
+// engineModule turns a file path inside the vllm package into its dotted
+// module: ".../site-packages/vllm/v1/core/kv_cache_utils.py" →
+// "vllm.v1.core.kv_cache_utils". Paths outside the package give "".
+func engineModule(path string) string {
+	path = strings.ReplaceAll(path, `\`, "/")
+	i := strings.LastIndex(path, "/vllm/")
+	var rel string
+	switch {
+	case i >= 0:
+		rel = path[i+1:]
+	case strings.HasPrefix(path, "vllm/"):
+		rel = path
+	default:
+		return ""
+	}
+	if !strings.HasSuffix(rel, ".py") {
+		return ""
+	}
+	mod := strings.ReplaceAll(strings.TrimSuffix(rel, ".py"), "/", ".")
+	mod = strings.TrimSuffix(mod, ".__init__")
+	if _, ok := ParseModule(mod); !ok {
+		return ""
+	}
+	return mod
+}
+
+// splitException reads "torch.OutOfMemoryError: CUDA out of memory…" into
+// class and message. bare says the line is not a traceback's last line:
+// then only names that look like exception classes count.
+func splitException(msg string, bare bool) (string, string) {
+	name, rest, found := strings.Cut(msg, ": ")
+	if !found {
+		if bare {
+			return "", ""
+		}
+		name, rest = strings.TrimSuffix(msg, ":"), ""
+	}
+	if len(name) == 0 || len(name) > identMax || !looksLikeClass(name) {
+		return "", ""
+	}
+	if bare && !exceptionSuffix(name) {
+		return "", ""
+	}
+	return name, rest
+}
+
+func looksLikeClass(s string) bool {
+	if !(s[0] == '_' || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z')) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(isAlnum(c) || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return !strings.HasSuffix(s, ".") && !strings.Contains(s, "..")
+}
+
+func exceptionSuffix(s string) bool {
+	for _, suf := range [...]string{"Error", "Exception", "Exit", "Interrupt", "Fault"} {
+		if strings.HasSuffix(s, suf) {
+			return true
+		}
+	}
+	return false
+}
