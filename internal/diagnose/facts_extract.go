@@ -59,7 +59,9 @@ func (p *rx) extract(msg string, n int, out *vals, rej *[]Rejection) bool {
 	for _, c := range p.caps {
 		v, err := c.value(m)
 		if err != nil {
-			*rej = append(*rej, Rejection{Field: fieldNames[c.field], Reason: err.reason, Line: n})
+			if err.reason != "" {
+				*rej = append(*rej, Rejection{Field: fieldNames[c.field], Reason: err.reason, Line: n})
+			}
 			continue
 		}
 		v.set, v.line = true, n
@@ -131,11 +133,11 @@ func (c capture) value(m []string) (val, *extractError) {
 		}
 		return val{cc: ComputeCapability{Major: a, Minor: b}}, nil
 	case ckText:
-		return val{text: s}, nil
+		return textValue(c.field, s)
 	case ckArchList:
 		first, _, _ := strings.Cut(s, ",")
 		first = strings.Trim(strings.TrimSpace(first), `'"`)
-		return val{text: first}, nil
+		return textValue(c.field, first)
 	case ckVersion:
 		v, ok := ParseEngineVersion(s)
 		if !ok {
@@ -158,4 +160,36 @@ func unitBytes(unit string) (int64, bool) {
 		return 1, true
 	}
 	return memory.LogUnitBytes(unit, false)
+}
+
+// textValue checks enum and identifier text as soon as it is read, so a
+// refused value is reported even when a later line states the field again.
+// "None" and "auto" mean the setting is absent: no candidate, no rejection.
+func textValue(f fieldID, s string) (val, *extractError) {
+	refuse := func(r RejectReason) (val, *extractError) { return val{}, &extractError{field: f, reason: r} }
+	switch f {
+	case fDType:
+		if s == "auto" {
+			return refuse("")
+		}
+		if _, ok := ParseDType(s); !ok {
+			return refuse(RejectNotInEnum)
+		}
+	case fQuant:
+		if s == "None" || s == "none" {
+			return refuse("")
+		}
+		if _, ok := ParseQuantMethod(s); !ok {
+			return refuse(RejectNotInEnum)
+		}
+	case fArch:
+		if _, ok := ParseArchitecture(s); !ok {
+			return refuse(RejectBadIdentifier)
+		}
+	case fGPU:
+		if _, ok := LookupGPUKey(s); !ok {
+			return refuse(RejectUnknownGPU)
+		}
+	}
+	return val{text: s}, nil
 }

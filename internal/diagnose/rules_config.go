@@ -178,7 +178,11 @@ func nearestTP(h, kv, t0 int64, dir int64) int64 {
 func (c *ruleCtx) tpCandidate(t, t0, h, kv int64, unchecked []Need, trade TradeOff) {
 	p := c.base.Clone()
 	p.TensorParallelSize = int(t)
-	basis := []string{fmt.Sprintf("tensor_parallel_size = %d: the nearest size to %d dividing %d attention heads and %d KV heads", t, t0, h, kv)}
+	kvText := fmt.Sprintf("%d KV heads", kv)
+	if kv <= 0 {
+		kvText = "KV heads not known"
+	}
+	basis := []string{fmt.Sprintf("tensor_parallel_size = %d: the nearest size to %d dividing %d attention heads (%s)", t, t0, h, kvText)}
 	if c.calc == nil {
 		unchecked = append(unchecked, Need{NeedModelDir, "fit", fmt.Sprintf("whether TP %d fits the GPU is predicted by the calculator (give the model directory)", t)})
 	} else if pr, ok := c.calc.known(p); !ok || !pr.Fits {

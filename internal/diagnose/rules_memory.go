@@ -30,7 +30,7 @@ func (c *ruleCtx) bytesPerToken() (per, blk int64, why string, ok bool) {
 		return 0, 0, "", false
 	}
 	per = ceilDiv(*f.KVNeededBytes+gibRounding, *f.MaxModelLen)
-	return per, c.blockSize(), fmt.Sprintf("(needed %s + rounding) / %d tokens = %d B per token", fmtGiB(*f.KVNeededBytes), *f.MaxModelLen, per), true
+	return per, c.blockSize(), fmt.Sprintf("%d B per token (needed %s + rounding over %d tokens)", per, fmtGiB(*f.KVNeededBytes), *f.MaxModelLen), true
 }
 
 // reportedHold computes the largest context the log's KV memory holds:

@@ -39,6 +39,19 @@ const (
 	reMem = `([0-9]+(?:\.[0-9]+)?) ?(GiB|MiB|KiB|GB|MB|bytes|B)`
 )
 
+// cfgKV captures a "key=value" of vLLM's config and args lines up to its
+// delimiter; dtype values drop their "torch." prefix.
+func cfgKV(key string) string {
+	if key == "dtype" {
+		return `\bdtype=(?:torch\.)?([^,\s)]{1,64})`
+	}
+	return `\b` + key + `=([^,\s)]{1,64})`
+}
+
+// dictKV and dictStr capture a value of the "non-default args: {…}" dict.
+func dictKV(key string) string  { return `'` + key + `': ([^,}\s]{1,64})` }
+func dictStr(key string) string { return `'` + key + `': '([^']{0,64})'` }
+
 func re(expr string, caps ...capture) rx { return rx{re: regexp.MustCompile(expr), caps: caps} }
 func opt(expr string, caps ...capture) rx {
 	return rx{re: regexp.MustCompile(expr), caps: caps, optional: true}
@@ -124,7 +137,7 @@ var matchers = []matcher{
 		res: []rx{re(`Model architectures \[([^\]]{1,200})\] are not supported for now`, cp(1, fArch, ckArchList))}},
 	{wording: WordTransformersArch, family: FamilyUnsupportedArch, needles: []string{"but Transformers does not recognize this architecture"}},
 	{wording: WordQuantMethodCC, family: FamilyQuantCapability, needles: []string{"is not supported for the current GPU. Minimum capability"},
-		res: []rx{re(`The quantization method ([A-Za-z0-9_-]{1,40}) is not supported for the current GPU\. Minimum capability: ([0-9]+)\. Current capability: ([0-9]+)`,
+		res: []rx{re(`The quantization method (\S{1,64}) is not supported for the current GPU\. Minimum capability: ([0-9]+)\. Current capability: ([0-9]+)`,
 			cp(1, fQuant, ckText), cp(2, fReqCC, ckCCInt), cp(3, fCC, ckCCInt))}},
 	{wording: WordQuantSchemeCC, family: FamilyQuantCapability, needles: []string{"Quantization scheme is not supported for the current GPU"},
 		res: []rx{re(`Min capability: ([0-9]+)\. Current capability: ([0-9]+)`, cp(1, fReqCC, ckCCInt), cp(2, fCC, ckCCInt))}},
@@ -173,36 +186,38 @@ var matchers = []matcher{
 	{wording: WordDiedUnexpectedly, family: FamilyOOMKilled, needles: []string{"died unexpectedly"}, flags: mWeak},
 	{wording: wordNativeCrash, needles: []string{"Segmentation fault", "Fatal Python error", "core dumped", "SIGSEGV", "SIGABRT"}, flags: mCrash},
 
-	// Start-up facts (any family may use them).
+	// Start-up facts (any family may use them). A value is captured up to
+	// its delimiter and then validated whole: "fp8;rm -rf /" is rejected,
+	// never trimmed down to "fp8".
 	{wording: wordFacts, needles: []string{"LLM engine (v"}, res: []rx{
-		opt(`Initializing an? (?:(V[01]) )?LLM engine \(v([0-9][0-9A-Za-z.+]{0,40})\)`, cp(1, fEra, ckText), cp(2, fVersion, ckVersion)),
-		opt(`\bdtype=torch\.([a-z0-9]{1,16})\b`, cp(1, fDType, ckText)),
-		opt(`\bmax_seq_len=([0-9]{1,12})\b`, cp(1, fMaxLen, ckInt)),
-		opt(`\btensor_parallel_size=([0-9]{1,5})\b`, cp(1, fTP, ckInt)),
-		opt(`\bpipeline_parallel_size=([0-9]{1,5})\b`, cp(1, fPP, ckInt)),
-		opt(`\bquantization=([A-Za-z0-9_-]{1,40})\b`, cp(1, fQuant, ckText)),
+		opt(`Initializing an? (?:(V[01]) )?LLM engine \(v([^)\s]{1,64})\)`, cp(1, fEra, ckText), cp(2, fVersion, ckVersion)),
+		opt(cfgKV("dtype"), cp(1, fDType, ckText)),
+		opt(cfgKV("max_seq_len"), cp(1, fMaxLen, ckInt)),
+		opt(cfgKV("tensor_parallel_size"), cp(1, fTP, ckInt)),
+		opt(cfgKV("pipeline_parallel_size"), cp(1, fPP, ckInt)),
+		opt(cfgKV("quantization"), cp(1, fQuant, ckText)),
 	}},
-	{wording: wordFacts, needles: []string{"vLLM API server version "}, res: []rx{opt(`vLLM API server version v?([0-9][0-9A-Za-z.+]{0,40})`, cp(1, fVersion, ckVersion))}},
+	{wording: wordFacts, needles: []string{"vLLM API server version "}, res: []rx{opt(`vLLM API server version v?(\S{1,64})`, cp(1, fVersion, ckVersion))}},
 	{wording: wordFacts, needles: []string{"non-default args: {"}, res: []rx{
-		opt(`'max_model_len': ([0-9]{1,12})\b`, cp(1, fMaxLen, ckInt)),
-		opt(`'tensor_parallel_size': ([0-9]{1,5})\b`, cp(1, fTP, ckInt)),
-		opt(`'pipeline_parallel_size': ([0-9]{1,5})\b`, cp(1, fPP, ckInt)),
-		opt(`'gpu_memory_utilization': ([0-9]+(?:\.[0-9]+)?)`, cp(1, fUtil, ckRatio)),
-		opt(`'dtype': '([a-z0-9]{1,16})'`, cp(1, fDType, ckText)),
-		opt(`'quantization': '([A-Za-z0-9_-]{1,40})'`, cp(1, fQuant, ckText)),
-		opt(`'port': ([0-9]{1,5})\b`, cp(1, fPort, ckInt)),
+		opt(dictKV("max_model_len"), cp(1, fMaxLen, ckInt)),
+		opt(dictKV("tensor_parallel_size"), cp(1, fTP, ckInt)),
+		opt(dictKV("pipeline_parallel_size"), cp(1, fPP, ckInt)),
+		opt(dictKV("gpu_memory_utilization"), cp(1, fUtil, ckRatio)),
+		opt(dictStr("dtype"), cp(1, fDType, ckText)),
+		opt(dictStr("quantization"), cp(1, fQuant, ckText)),
+		opt(dictKV("port"), cp(1, fPort, ckInt)),
 	}},
 	{wording: wordFacts, needles: []string{"args: Namespace("}, res: []rx{
-		opt(`\bmax_model_len=([0-9]{1,12})\b`, cp(1, fMaxLen, ckInt)),
-		opt(`\btensor_parallel_size=([0-9]{1,5})\b`, cp(1, fTP, ckInt)),
-		opt(`\bpipeline_parallel_size=([0-9]{1,5})\b`, cp(1, fPP, ckInt)),
-		opt(`\bgpu_memory_utilization=([0-9]+(?:\.[0-9]+)?)`, cp(1, fUtil, ckRatio)),
-		opt(`\bdtype='([a-z0-9]{1,16})'`, cp(1, fDType, ckText)),
-		opt(`\bquantization='([A-Za-z0-9_-]{1,40})'`, cp(1, fQuant, ckText)),
-		opt(`\bport=([0-9]{1,5})\b`, cp(1, fPort, ckInt)),
+		opt(cfgKV("max_model_len"), cp(1, fMaxLen, ckInt)),
+		opt(cfgKV("tensor_parallel_size"), cp(1, fTP, ckInt)),
+		opt(cfgKV("pipeline_parallel_size"), cp(1, fPP, ckInt)),
+		opt(cfgKV("gpu_memory_utilization"), cp(1, fUtil, ckRatio)),
+		opt(`\bdtype='([^']{0,64})'`, cp(1, fDType, ckText)),
+		opt(`\bquantization='([^']{0,64})'`, cp(1, fQuant, ckText)),
+		opt(cfgKV("port"), cp(1, fPort, ckInt)),
 	}},
 	{wording: wordFacts, needles: []string{"01 Client Error", "03 Client Error"}, res: []rx{opt(`\b(401|403) Client Error`, cp(1, fHTTP, ckInt))}},
-	{wording: wordFacts, needles: []string{"Resolved architecture: "}, res: []rx{opt(`Resolved architecture: ([A-Za-z0-9_]{1,96})`, cp(1, fArch, ckText))}},
+	{wording: wordFacts, needles: []string{"Resolved architecture: "}, res: []rx{opt(`Resolved architecture: (\S{1,128})`, cp(1, fArch, ckText))}},
 	{wording: wordFacts, needles: []string{"Model loading took "}, res: []rx{opt(`Model loading took `+reDec+` GiB`, cp(1, fWeights, ckGiB)), opt(`Model loading took `+reDec+` GB`, cp(1, fWeights, ckGBisGiB))}, phase: phaseLoaded},
 	{wording: wordFacts, needles: []string{"Loading model weights took "}, res: []rx{opt(`Loading model weights took `+reDec+` GB`, cp(1, fWeights, ckGBisGiB))}, phase: phaseLoaded},
 	{wording: wordFacts, needles: []string{"Available KV cache memory: "}, res: []rx{opt(`Available KV cache memory: `+reDec+` GiB`, cp(1, fKVAvailable, ckGiB))}},
