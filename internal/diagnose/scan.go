@@ -126,8 +126,10 @@ func splitLine(raw []byte, n int) line {
 	}
 	ln.level, ln.file, s = stripHeader(s)
 	s = strings.TrimSuffix(s, " ")
-	if i := strings.LastIndex(s, " [repeated "); i >= 0 && strings.HasSuffix(s, " across cluster]") {
-		s = s[:i]
+	if strings.HasSuffix(s, " across cluster]") {
+		if i := strings.LastIndex(s, " [repeated "); i >= 0 {
+			s = s[:i]
+		}
 	}
 	ln.msg = s
 	return ln
@@ -146,23 +148,25 @@ func stripRuntimeTimestamp(s string) string {
 	return s[sp+1:]
 }
 
-// stripComposePrefix removes docker compose's "service-1  | " prefix.
+// stripComposePrefix removes docker compose's "service-1  | " prefix: a
+// name of [A-Za-z0-9_.-], spaces, "| ". It stops at the first character
+// that cannot belong to one, so an ordinary line costs a byte or two.
 func stripComposePrefix(s string) string {
-	bar := strings.Index(s[:min(len(s), 80)], " | ")
-	if bar <= 0 {
+	i := 0
+	for i < len(s) && i < 64 && (isAlnum(s[i]) || s[i] == '-' || s[i] == '_' || s[i] == '.') {
+		i++
+	}
+	if i == 0 || i >= len(s) || s[i] != ' ' {
 		return s
 	}
-	name := strings.TrimRight(s[:bar], " ")
-	if name == "" || strings.ContainsAny(name, " ()[]") {
+	j := i
+	for j < len(s) && s[j] == ' ' {
+		j++
+	}
+	if !strings.HasPrefix(s[j:], "| ") {
 		return s
 	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(isAlnum(c) || c == '-' || c == '_' || c == '.') {
-			return s
-		}
-	}
-	return s[bar+3:]
+	return s[j+2:]
 }
 
 // torchRankPrefix reads torch.distributed's "[rank0]: " prefix.

@@ -172,3 +172,17 @@ func jsonEqual(t *testing.T, a, b json.RawMessage) bool {
 	}
 	return reflect.DeepEqual(x, y)
 }
+
+func diagnoseFile(t *testing.T, path string, opt Options) Diagnosis {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	d, err := Diagnose(f, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}

@@ -322,8 +322,8 @@ func (l *bootLog) workerFailure(method string, stage []frame, exc string) {
 		l.engineFailure(fs, exc)
 		return
 	}
-	for _, w := range l.workers {
-		l.exception(w, "multiproc_executor.py", 589, "WorkerProc failed to start.", cat(workerMainFrames(method), stage), exc)
+	for i, w := range l.workers {
+		l.exception(w, "multiproc_executor.py", 589, "WorkerProc failed to start.", cat(workerMainFrames(method), stage), onGPU(exc, i))
 	}
 	l.engineFailure(cat(coreFrames(false, false), v1WorkerWaitFrames),
 		"Exception: WorkerProc initialization failed due to an exception in a background process. See stack trace for root cause.")
@@ -344,10 +344,10 @@ func (l *bootLog) graphFailure() {
 		l.engineFailure(cat(v1GraphCoreFrames(false), graphFrames(false)), exc)
 		return
 	}
-	for _, w := range l.workers {
+	for i, w := range l.workers {
 		l.exception(w, "multiproc_executor.py", 657, "WorkerProc hit an exception.", cat([]frame{
 			fr("vllm/v1/executor/multiproc_executor.py", 652, "worker_busy_loop", "output = func(*args, **kwargs)"),
-		}, graphFrames(false)), exc)
+		}, graphFrames(false)), onGPU(exc, i))
 	}
 	l.engineFailure(v1GraphCoreFrames(true), "RuntimeError: Worker failed with error '"+l.graphOOMText()+"', please check the stack trace above for the root cause")
 }
@@ -422,6 +422,12 @@ func (l *bootLog) graphOOMText() string {
 func cudaOOM(tried, total, free, allocated, reserved int64) string {
 	return fmt.Sprintf("CUDA out of memory. Tried to allocate %s. GPU 0 has a total capacity of %s of which %s is free. Including non-PyTorch memory, this process has %s memory in use. Of the allocated memory %s is allocated by PyTorch, and %s is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)",
 		torchSize(tried), torchSize(total), torchSize(free), torchSize(total-free), torchSize(allocated), torchSize(reserved))
+}
+
+// onGPU names rank i's device in an allocator message (each worker owns
+// one GPU; the text is written for GPU 0).
+func onGPU(exc string, i int) string {
+	return strings.Replace(exc, "GPU 0 has a total capacity", fmt.Sprintf("GPU %d has a total capacity", i), 1)
 }
 
 func roundUp(x, m int64) int64 { return (x + m - 1) / m * m }

@@ -213,6 +213,17 @@ func TestBootTensorParallelWorkers(t *testing.T) {
 	if len(sl.Observations) != 2 || *sl.Observations[1].TPRank != 1 || *sl.Observations[1].ModelWeightBytes != gibOf(13) {
 		t.Fatalf("observations %+v", sl.Observations)
 	}
+
+	// every rank runs out of memory on its own device
+	log.Reset()
+	_, se = bootRun(t, bootCfg(&log, func(c *Config) { c.MaxModelLen = 8192; c.Boot.TensorParallelSize = 2; c.Boot.WeightsBytes = gibOf(60) }))
+	if se == nil || se.Failure != BootWeightsOOM {
+		t.Fatalf("failure %+v", se)
+	}
+	wantLines(t, log.String(),
+		"(Worker_TP0 pid=4244) ERROR 09-10 12:00:00 [multiproc_executor.py:589] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 320.00 MiB. GPU 0 has",
+		"(Worker_TP1 pid=4245) ERROR 09-10 12:00:00 [multiproc_executor.py:589] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 320.00 MiB. GPU 1 has",
+		"(EngineCore_DP0 pid=4243) ERROR 09-10 12:00:00 [core.py:708] Exception: WorkerProc initialization failed due to an exception in a background process. See stack trace for root cause.")
 }
 
 func ptr[T any](v T) *T { return &v }
