@@ -119,7 +119,9 @@ type scanState struct {
 	general    vals
 	rejected   []Rejection
 	crash      bool
-	firstError struct {
+	// shutdownLine is the first line of an operator-initiated shutdown.
+	shutdownLine int
+	firstError   struct {
 		line int
 		file string
 	}
@@ -259,6 +261,12 @@ func (st *scanState) apply(m *matcher, mi int, ln *line, ps *procState) {
 	}
 	if m.flags&mCrash != 0 {
 		st.crash = true
+		return
+	}
+	if m.flags&mShutdown != 0 {
+		if st.shutdownLine == 0 {
+			st.shutdownLine = ln.n
+		}
 		return
 	}
 	if m.family == "" {

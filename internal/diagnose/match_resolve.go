@@ -86,7 +86,7 @@ func (st *scanState) resolveOOM() {
 // taxonomy order; within a family a strong hit before a weak one, a hit on
 // an exception before a bare log line, then the earliest line. A weak hit
 // (a process that died unexpectedly) counts only when the log shows no
-// root-cause exception and no native crash.
+// root-cause exception, no native crash and no shutdown begun before it.
 func (st *scanState) best() *hit {
 	var best *hit
 	weakOK := !st.crash && st.firstNonWrapper() == nil
@@ -102,7 +102,7 @@ func (st *scanState) best() *hit {
 	}
 	for i := range st.hits {
 		h := &st.hits[i]
-		if h.m.flags&mWeak != 0 && !weakOK {
+		if h.m.flags&mWeak != 0 && (!weakOK || (st.shutdownLine > 0 && st.shutdownLine < h.line)) {
 			continue
 		}
 		if best == nil || slices.Compare(key(h), key(best)) < 0 {

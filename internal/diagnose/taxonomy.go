@@ -63,7 +63,6 @@ func (f *Family) UnmarshalJSON(b []byte) error { return unmarshalEnum(b, f, Fami
 // across engine generations. An observed class or module outside the
 // accepted set is kept as observed: a new call site is a new fingerprint.
 type familySpec struct {
-	family  Family
 	class   string   // canonical class; "" when the failure has no exception
 	classes []string // accepted observed classes
 	module  string   // canonical call-site module; "" when none

@@ -18,6 +18,10 @@ const (
 	// mCrash: a native crash (segfault, abort); it blocks the weak
 	// OOM-killer inference.
 	mCrash
+	// mShutdown: an operator-initiated shutdown. vLLM also logs "died
+	// unexpectedly" on a clean shutdown (vllm-project/vllm#27557), so a
+	// weak hit after one proves nothing.
+	mShutdown
 )
 
 // familyOOM is the internal family of a CUDA out-of-memory error before
@@ -94,6 +98,7 @@ const (
 	WordExit137            Wording = "exit_code_sigkill"
 	WordDiedUnexpectedly   Wording = "process_died_unexpectedly"
 	wordNativeCrash        Wording = "native_crash"
+	wordShutdown           Wording = "shutdown"
 	wordFacts              Wording = "facts"
 	wordPhase              Wording = "phase"
 	wordEngineDiedCoreProc Wording = "failed_core_proc_exit"
@@ -184,6 +189,7 @@ var matchers = []matcher{
 	{wording: wordEngineDiedCoreProc, family: FamilyOOMKilled, needles: []string{"Failed core proc(s):"},
 		res: []rx{re(`Failed core proc\(s\): \{'[A-Za-z0-9_]{1,40}': (-9|137)\}`, cp(1, fExit, ckInt), cint(fSignal, 9))}},
 	{wording: WordDiedUnexpectedly, family: FamilyOOMKilled, needles: []string{"died unexpectedly"}, flags: mWeak},
+	{wording: wordShutdown, needles: []string{"KeyboardInterrupt", "Shutting down", "received SIGTERM", "received SIGINT", "Received signal", "shutdown requested"}, flags: mShutdown},
 	{wording: wordNativeCrash, needles: []string{"Segmentation fault", "Fatal Python error", "core dumped", "SIGSEGV", "SIGABRT"}, flags: mCrash},
 
 	// Start-up facts (any family may use them). A value is captured up to
