@@ -315,3 +315,33 @@ func TestDiagnoseEndToEndFamilies(t *testing.T) {
 		})
 	}
 }
+
+// V0 engines state their KV allocation only as "# cuda blocks: N": a
+// healthy V0 boot of the corrected plan proves the fix like a V1 one.
+func TestDiagnoseEndToEndV0(t *testing.T) {
+	dir := t.TempDir()
+	st := filepath.Join(dir, "evidence")
+	v0 := func(maxLen int) simengine.Config {
+		c := dgBoot(nil, maxLen)
+		c.Boot.V0, c.Identity = true, simengine.DefaultIdentity(c.Model)
+		c.Identity.VLLMVersion = "0.8.5"
+		return c
+	}
+	broken, err := dgLog(t, dir, "broken.log", v0(131072))
+	if err == nil {
+		t.Fatal("the V0 engine booted with max_model_len 131072 on an L4")
+	}
+	apps := dgDiagnose(t, broken, "--fleet", dgFleet(t, dir), "--engine", "e0", "--gpu", "l4", "--store", st)
+	argv, err := apps[0].Application.CorrectedPlan.Args()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed, err := dgLog(t, dir, "corrected.log", dgLaunch(t, argv, v0(131072)))
+	if err != nil {
+		t.Fatalf("the corrected V0 command did not boot: %v", err)
+	}
+	pf := dgProve(t, st, apps[0].Application.ApplicationID, fixed)
+	if pf.code != cli.ExitOK || pf.result != string(diagnose.ResultFixed) || !pf.boot.Healthy || pf.boot.KVCacheBlocks == 0 {
+		t.Fatalf("V0 proof exit %d result %q: %s", pf.code, pf.result, pf.out)
+	}
+}

@@ -86,6 +86,7 @@ type CorrectedBoot struct {
 	OriginalFailure     bool           `json:"original_failure"`    // the application's fingerprint recurred
 	Healthy             bool           `json:"healthy"`
 	KVCacheTokens       int64          `json:"kv_cache_tokens"`
+	KVCacheBlocks       int64          `json:"kv_cache_blocks"` // V0's "# cuda blocks: N": its KV allocation, in blocks
 	ServedMaxModelLen   int64          `json:"served_max_model_len"`
 	PlanChecks          []PlanCheck    `json:"plan_checks"`
 	EngineVersion       *EngineVersion `json:"engine_version"`
@@ -213,8 +214,9 @@ func readBoot(in ProofInput, app Application) (CorrectedBoot, bootFacts, error) 
 		b.OriginalFailure = d.FingerprintDigest == app.FailureFingerprint
 	}
 	obs := startupFigures(st)
-	b.KVCacheTokens, b.ServedMaxModelLen = obs.kvTokens, obs.maxLen
-	b.Healthy = d.Status == StatusNoFailure && obs.kvTokens > 0
+	b.KVCacheTokens, b.KVCacheBlocks, b.ServedMaxModelLen = obs.kvTokens, obs.blocks, obs.maxLen
+	// V1 states the KV cache in tokens; V0 only in device blocks.
+	b.Healthy = d.Status == StatusNoFailure && (obs.kvTokens > 0 || obs.blocks > 0)
 	b.PlanChecks = planChecks(app.CorrectedPlan, obs)
 	b.Mechanism, b.Reason = mechanismOf(b, app)
 	return b, bootFacts{healthy: b.Healthy, kvTokens: obs.kvTokens, servedMaxLen: obs.maxLen}, nil
@@ -230,6 +232,7 @@ func isReadError(err error) bool {
 // startupObs are the typed startup figures the proof reads.
 type startupObs struct {
 	kvTokens int64
+	blocks   int64    // device KV blocks (V0's "# cuda blocks", V1's num_gpu_blocks)
 	maxLen   int64    // "Maximum concurrency for N tokens per request": the served max_model_len
 	util     *float64 // gpu_memory_utilization when logged
 	graphs   bool     // CUDA graphs were captured
@@ -240,6 +243,9 @@ func startupFigures(st memory.StartupLog) startupObs {
 	for _, ob := range st.Observations {
 		if ob.KVCacheSizeTokens != nil && o.kvTokens == 0 {
 			o.kvTokens = *ob.KVCacheSizeTokens
+		}
+		if ob.NumGPUBlocks != nil && o.blocks == 0 {
+			o.blocks = *ob.NumGPUBlocks
 		}
 		if ob.MaxConcurrencyTokens != nil && o.maxLen == 0 {
 			o.maxLen = *ob.MaxConcurrencyTokens
@@ -299,7 +305,9 @@ func mechanismOf(b CorrectedBoot, app Application) (Mechanism, string) {
 	case b.Status != StatusNoFailure:
 		return MechanismFailed, fmt.Sprintf("the corrected engine failed differently (%s)", b.Family)
 	case !b.Healthy:
-		return MechanismNotEvaluated, "the boot log shows no healthy start (no \"GPU KV cache size\" line): it may end before the engine was ready"
+		return MechanismNotEvaluated, "the boot log shows no healthy start (no \"GPU KV cache size\" or V0 \"# cuda blocks\" line): it may end before the engine was ready"
+	case b.KVCacheTokens == 0:
+		return MechanismVerified, fmt.Sprintf("healthy start: KV cache of %d blocks, no failure, the original fingerprint absent", b.KVCacheBlocks)
 	}
 	return MechanismVerified, fmt.Sprintf("healthy start: KV cache of %d tokens, no failure, the original fingerprint absent", b.KVCacheTokens)
 }
