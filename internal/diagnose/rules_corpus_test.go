@@ -79,6 +79,7 @@ func TestCorpusCorrections(t *testing.T) {
 		"reject_free_gt_total":         {gpu: "", changes: []string{}, needs: []string{"log_fact:free_memory_bytes"}},
 		"tp_v0":                        {gpu: "", changes: []string{"tensor_parallel_size=2", "tensor_parallel_size=4"}, needs: []string{}},
 		"tp_v1":                        {gpu: "", changes: []string{"tensor_parallel_size=2", "tensor_parallel_size=4"}, needs: []string{}},
+		"clean_shutdown":               {gpu: "", changes: []string{}, needs: []string{"root_cause:a recognized failure"}},
 		"unrec_inspect":                {gpu: "", changes: []string{}, needs: []string{"root_cause:a recognized failure"}},
 		"unrec_oom_kvalloc":            {gpu: "", changes: []string{}, needs: []string{"root_cause:a recognized failure"}},
 		"unrec_profile_assert":         {gpu: "", changes: []string{}, needs: []string{"root_cause:a recognized failure"}},
