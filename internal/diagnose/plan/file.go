@@ -50,7 +50,7 @@ type launchJSON struct {
 }
 
 // Parse reads a plan file: a narwhal.diagnose.plan document, or the
-// launch.json of `narwhal fleet launch` (narwhal.engine-launch-plan),
+// launch.json of `narwhal-engine plan` (narwhal.engine-launch-plan),
 // whose argv is read flag by flag.
 func Parse(b []byte) (File, error) {
 	var head struct {
@@ -84,7 +84,7 @@ func Parse(b []byte) (File, error) {
 		}
 		return File{Plan: p, Unmodelled: unknown}, nil
 	}
-	return File{}, fmt.Errorf("plan file: schema %q: want %s or %s (launch.json from narwhal fleet launch)", head.Schema, FileSchema, launch.Schema)
+	return File{}, fmt.Errorf("plan file: schema %q: want %s or %s (launch.json from narwhal-engine plan)", head.Schema, FileSchema, launch.Schema)
 }
 
 // Marshal writes p as a narwhal.diagnose.plan document.
