@@ -191,56 +191,50 @@ func (r *Router) flushLifecycleEvents() {
 
 func (r *Router) lifecycleReply(w http.ResponseWriter, status int, errMsg string) {
 	doc := r.lifecycleDoc()
-	doc["error"] = errMsg
+	doc.Error = errMsg
 	writeJSON(w, status, doc)
 }
 
 func (r *Router) serveLifecycle(w http.ResponseWriter, _ *http.Request) { r.lifecycleReply(w, 200, "") }
 
 // lifecycleDoc is the narwhal.lifecycle v1 document.
-func (r *Router) lifecycleDoc() map[string]any {
+func (r *Router) lifecycleDoc() LifecycleDoc {
 	r.mu.Lock()
 	snap := r.core.Snapshot(r.now())
 	r.mu.Unlock()
-	resident := map[string][2]int{}
+	resident := map[string]PhasePair[int]{}
 	for _, e := range snap.Engines {
-		resident[e.IID] = [2]int{e.ResidentPrefill, e.ResidentDecode}
+		resident[e.IID] = PhasePair[int]{Prefill: e.ResidentPrefill, Decode: e.ResidentDecode}
 	}
 	held := map[string][]lifecycle.Hold{}
 	for _, h := range r.life.Holds() {
 		held[h.IID] = append(held[h.IID], h)
 	}
-	engines := map[string]any{}
+	engines := map[string]LifecycleEngine{}
 	for _, rec := range r.life.Records() {
-		res := resident[rec.IID]
-		engines[rec.IID] = map[string]any{
-			"state": rec.State, "draining": rec.State != lifecycle.Active, "accepts_new": r.life.Live(rec.IID),
-			"ready_to_stop": rec.State == lifecycle.Drained && rec.OldProcessStart != nil,
-			"resident":      map[string]int{"prefill": res[0], "decode": res[1]},
-			"requested_at":  rec.RequestedAt, "deadline_at": rec.DeadlineAt, "restart_required": rec.RestartRequired,
-			"wave_id": rec.WaveID, "old_process_start": rec.OldProcessStart, "new_process_start": rec.NewProcessStart,
-			"checks": rec.Checks, "error": rec.Error, "held": nonNilHolds(held[rec.IID]),
+		engines[rec.IID] = LifecycleEngine{
+			State: rec.State, Draining: rec.State != lifecycle.Active, AcceptsNew: r.life.Live(rec.IID),
+			ReadyToStop: rec.State == lifecycle.Drained && rec.OldProcessStart != nil,
+			Resident:    resident[rec.IID],
+			RequestedAt: rec.RequestedAt, DeadlineAt: rec.DeadlineAt, RestartRequired: rec.RestartRequired,
+			WaveID: rec.WaveID, OldProcessStart: rec.OldProcessStart, NewProcessStart: rec.NewProcessStart,
+			Checks: rec.Checks, Error: rec.Error, Held: nonNilHolds(held[rec.IID]),
 		}
 	}
-	events := []any{}
+	events := []LifecycleEvent{}
 	for _, ev := range r.life.Events() {
-		row := map[string]any{"at": ev.At, "action": ev.Action}
-		for k, v := range ev.Fields {
-			row[k] = v
-		}
-		events = append(events, row)
+		events = append(events, LifecycleEvent{At: ev.At, Action: ev.Action, Fields: ev.Fields})
 	}
-	ready := r.ready()
-	return map[string]any{
-		"schema": "narwhal.lifecycle", "schema_version": 1,
-		"router":                map[string]any{"controls_fleet": r.controlsFleet(), "ready": ready},
-		"wave":                  map[string]any{"id": "", "active": r.waveBlocked() != "", "ready_to_stop": false},
-		"lifecycle_blocked":     r.waveBlocked(),
-		"engines":               engines,
-		"events":                events,
-		"engine_restart_policy": r.cfg.Recovery.EngineRestartPolicy,
-		"process_starts":        r.life.ProcessStarts(),
-		"error":                 "",
+	blocked := r.waveBlocked()
+	return LifecycleDoc{
+		Schema: LifecycleSchema, SchemaVersion: LifecycleSchemaVersion,
+		Router:              LifecycleRouter{ControlsFleet: r.controlsFleet(), Ready: r.ready()},
+		Wave:                LifecycleWave{ID: "", Active: blocked != "", ReadyToStop: false},
+		LifecycleBlocked:    blocked,
+		Engines:             engines,
+		Events:              events,
+		EngineRestartPolicy: r.cfg.Recovery.EngineRestartPolicy,
+		ProcessStarts:       r.life.ProcessStarts(),
 	}
 }
 
