@@ -213,23 +213,24 @@ type LifecycleWave struct {
 // LifecycleEvent is one row of /narwhal/lifecycle.events: at and action,
 // then the action's own fields at the same level (they differ per action,
 // so they stay a map).
-type LifecycleEvent struct {
-	At     float64
-	Action string
-	Fields map[string]any
+type LifecycleEvent lifecycle.Event
+
+// row is the event as one flat object; the handoff file keeps it so too.
+func (e LifecycleEvent) row() map[string]any {
+	row := map[string]any{"at": e.At, "action": e.Action}
+	for k, v := range e.Fields {
+		row[k] = v
+	}
+	return row
 }
 
 // MarshalJSON flattens the action's fields beside at and action. HTML
 // is not escaped here: the encoder that writes the document decides.
 func (e LifecycleEvent) MarshalJSON() ([]byte, error) {
-	row := map[string]any{"at": e.At, "action": e.Action}
-	for k, v := range e.Fields {
-		row[k] = v
-	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(row); err != nil {
+	if err := enc.Encode(e.row()); err != nil {
 		return nil, err
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil

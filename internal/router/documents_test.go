@@ -2,7 +2,9 @@ package router
 
 import (
 	"encoding/json"
+	"net/http/httptest"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
@@ -44,5 +46,31 @@ func checkSnake(t *testing.T, at string, v any) {
 		for _, e := range x {
 			checkSnake(t, at+"[]", e)
 		}
+	}
+}
+
+// TestLifecycleEventJSON: an event's fields sit beside at and action, and
+// the writer's choice not to escape HTML reaches inside the row (an error
+// message with "<" stays readable, as when the rows were maps).
+func TestLifecycleEventJSON(t *testing.T) {
+	tests := []struct {
+		name string
+		ev   LifecycleEvent
+		want string
+	}{
+		{"no fields", LifecycleEvent{At: 1.5, Action: "drain_started"}, `{"events":[{"action":"drain_started","at":1.5}]}`},
+		{"flat fields", LifecycleEvent{At: 2, Action: "drain_blocked", Fields: map[string]any{"iid": "d0", "error": "a <b> & c"}},
+			`{"events":[{"action":"drain_blocked","at":2,"error":"a <b> & c","iid":"d0"}]}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			writeJSON(rec, 200, struct {
+				Events []LifecycleEvent `json:"events"`
+			}{[]LifecycleEvent{tc.ev}})
+			if got := strings.TrimSpace(rec.Body.String()); got != tc.want {
+				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
 	}
 }

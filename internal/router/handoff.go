@@ -53,11 +53,7 @@ func (r *Router) handoff() *state.Handoff {
 		h.Lifecycle.Records = append(h.Lifecycle.Records, toDrainRecord(rec))
 	}
 	for _, ev := range r.life.Events() {
-		row := map[string]any{"at": ev.At, "action": ev.Action}
-		for k, v := range ev.Fields {
-			row[k] = v
-		}
-		h.Lifecycle.Events = append(h.Lifecycle.Events, row)
+		h.Lifecycle.Events = append(h.Lifecycle.Events, LifecycleEvent(ev).row())
 	}
 	return h
 }

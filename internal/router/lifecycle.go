@@ -223,7 +223,7 @@ func (r *Router) lifecycleDoc() LifecycleDoc {
 	}
 	events := []LifecycleEvent{}
 	for _, ev := range r.life.Events() {
-		events = append(events, LifecycleEvent{At: ev.At, Action: ev.Action, Fields: ev.Fields})
+		events = append(events, LifecycleEvent(ev))
 	}
 	blocked := r.waveBlocked()
 	return LifecycleDoc{
