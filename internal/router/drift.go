@@ -2,6 +2,7 @@ package router
 
 import (
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
+	"github.com/narwhal-go/narwhal/internal/routerdoc"
 )
 
 // The drift pass (runtime.md §3.3): each monitor pass feeds every live
@@ -74,15 +75,15 @@ func (r *Router) setProbation(iid string, on bool, why string) {
 }
 
 // healthState is /narwhal/state.health: the drift tracker per engine.
-func (r *Router) healthState(now float64) map[string]HealthState {
-	out := map[string]HealthState{}
+func (r *Router) healthState(now float64) map[string]routerdoc.HealthState {
+	out := map[string]routerdoc.HealthState{}
 	for iid, st := range r.drift.States() {
 		var ago *float64
 		if st.Scored > 0 {
 			a := now - st.LastScoredAt
 			ago = &a
 		}
-		out[iid] = HealthState{Scored: st.Scored, Undersampled: st.Undersampled, LastScoredSAgo: ago,
+		out[iid] = routerdoc.HealthState{Scored: st.Scored, Undersampled: st.Undersampled, LastScoredSAgo: ago,
 			PrefillPaused: st.PrefillPaused, PrefillPauses: st.PrefillPauses, Vetoed: st.Vetoed,
 			Probation: st.Probation, DriftingWindows: st.Drifting, Baseline: st.Baseline, LastScore: st.LastScore}
 	}

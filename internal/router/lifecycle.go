@@ -18,6 +18,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
+	"github.com/narwhal-go/narwhal/internal/routerdoc"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -198,21 +199,21 @@ func (r *Router) lifecycleReply(w http.ResponseWriter, status int, errMsg string
 func (r *Router) serveLifecycle(w http.ResponseWriter, _ *http.Request) { r.lifecycleReply(w, 200, "") }
 
 // lifecycleDoc is the narwhal.lifecycle v1 document.
-func (r *Router) lifecycleDoc() LifecycleDoc {
+func (r *Router) lifecycleDoc() routerdoc.LifecycleDoc {
 	r.mu.Lock()
 	snap := r.core.Snapshot(r.now())
 	r.mu.Unlock()
-	resident := map[string]PhasePair[int]{}
+	resident := map[string]routerdoc.PhasePair[int]{}
 	for _, e := range snap.Engines {
-		resident[e.IID] = PhasePair[int]{Prefill: e.ResidentPrefill, Decode: e.ResidentDecode}
+		resident[e.IID] = routerdoc.PhasePair[int]{Prefill: e.ResidentPrefill, Decode: e.ResidentDecode}
 	}
 	held := map[string][]lifecycle.Hold{}
 	for _, h := range r.life.Holds() {
 		held[h.IID] = append(held[h.IID], h)
 	}
-	engines := map[string]LifecycleEngine{}
+	engines := map[string]routerdoc.LifecycleEngine{}
 	for _, rec := range r.life.Records() {
-		engines[rec.IID] = LifecycleEngine{
+		engines[rec.IID] = routerdoc.LifecycleEngine{
 			State: rec.State, Draining: rec.State != lifecycle.Active, AcceptsNew: r.life.Live(rec.IID),
 			ReadyToStop: rec.State == lifecycle.Drained && rec.OldProcessStart != nil,
 			Resident:    resident[rec.IID],
@@ -221,15 +222,15 @@ func (r *Router) lifecycleDoc() LifecycleDoc {
 			Checks: rec.Checks, Error: rec.Error, Held: nonNilHolds(held[rec.IID]),
 		}
 	}
-	events := []LifecycleEvent{}
+	events := []routerdoc.LifecycleEvent{}
 	for _, ev := range r.life.Events() {
-		events = append(events, LifecycleEvent(ev))
+		events = append(events, routerdoc.LifecycleEvent(ev))
 	}
 	blocked := r.waveBlocked()
-	return LifecycleDoc{
-		Schema: LifecycleSchema, SchemaVersion: LifecycleSchemaVersion,
-		Router:              LifecycleRouter{ControlsFleet: r.controlsFleet(), Ready: r.ready()},
-		Wave:                LifecycleWave{ID: "", Active: blocked != "", ReadyToStop: false},
+	return routerdoc.LifecycleDoc{
+		Schema: routerdoc.LifecycleSchema, SchemaVersion: routerdoc.LifecycleSchemaVersion,
+		Router:              routerdoc.LifecycleRouter{ControlsFleet: r.controlsFleet(), Ready: r.ready()},
+		Wave:                routerdoc.LifecycleWave{ID: "", Active: blocked != "", ReadyToStop: false},
 		LifecycleBlocked:    blocked,
 		Engines:             engines,
 		Events:              events,

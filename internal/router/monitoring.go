@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/routerdoc"
 )
 
 // monitoring tracks failed monitor-pass stages (runtime.md §3.4). A pass
@@ -95,13 +96,13 @@ func (r *Router) degradedReason() string {
 }
 
 // monitoringState is /narwhal/state.monitoring.
-func (r *Router) monitoringState() MonitoringState {
+func (r *Router) monitoringState() routerdoc.MonitoringState {
 	m := &r.mon
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	stages := map[string]MonitoringStage{}
+	stages := map[string]routerdoc.MonitoringStage{}
 	for name, st := range m.stages {
-		stages[name] = MonitoringStage{Failures: st.Failures, Consecutive: st.Consecutive,
+		stages[name] = routerdoc.MonitoringStage{Failures: st.Failures, Consecutive: st.Consecutive,
 			LastClass: st.LastClass, LastAt: st.LastAt}
 	}
 	var reason *string
@@ -112,6 +113,6 @@ func (r *Router) monitoringState() MonitoringState {
 	r.sat.mu.Lock()
 	lag := r.sat.lag.Seconds()
 	r.sat.mu.Unlock()
-	return MonitoringState{Degraded: m.degraded != "", Reason: reason, CoreConsecutive: m.consecutive,
+	return routerdoc.MonitoringState{Degraded: m.degraded != "", Reason: reason, CoreConsecutive: m.consecutive,
 		CoreFailures: m.failures, EventLoopLagS: lag, Stages: stages}
 }

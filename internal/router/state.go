@@ -7,6 +7,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
+	"github.com/narwhal-go/narwhal/internal/routerdoc"
 )
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -23,7 +24,7 @@ func (r *Router) serveState(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, 200, r.state())
 }
 
-func (r *Router) state() StateDoc {
+func (r *Router) state() routerdoc.StateDoc {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.now()
@@ -32,10 +33,10 @@ func (r *Router) state() StateDoc {
 	c := r.cfg
 	t := c.Controller.Thresholds
 	ctl := r.core.Control()
-	resident := map[string]PhasePair[int]{}
+	resident := map[string]routerdoc.PhasePair[int]{}
 	var pinned []string
 	for _, e := range snap.Engines {
-		resident[e.IID] = PhasePair[int]{Prefill: e.ResidentPrefill, Decode: e.ResidentDecode}
+		resident[e.IID] = routerdoc.PhasePair[int]{Prefill: e.ResidentPrefill, Decode: e.ResidentDecode}
 		if e.Pin {
 			pinned = append(pinned, e.IID)
 		}
@@ -44,32 +45,32 @@ func (r *Router) state() StateDoc {
 	if r.journal != nil {
 		journalRun = r.journal.Run()
 	}
-	return StateDoc{
-		Schema: StateSchema, SchemaVersion: StateSchemaVersion,
+	return routerdoc.StateDoc{
+		Schema: routerdoc.StateSchema, SchemaVersion: routerdoc.StateSchemaVersion,
 		JournalRun: journalRun, Controller: "reactive", TokenAccounting: "token_ids",
 		Served: st.served, SLOMet: st.sloMet, Failed: st.failed, Offered: st.offered,
 		UnsizedOffered: st.unsizedOffered, Expired: st.expired, Cancelled: st.cancelled,
 		InvalidRequests: st.invalid, Unserved: snap.Unserved,
 		OutcomeReasons: outcomeReasons(st.reasons),
-		Admission: AdmissionState{
+		Admission: routerdoc.AdmissionState{
 			Inflight: len(r.seats), QueueCapacity: c.Serving.QueueCapacity, Limit: r.limit,
 			Rejected: st.rejected, Refused: st.refused, EngineAuth: c.Engine.AuthMode(),
 			Mode: c.Serving.Admission, Margin: c.Serving.AdmissionMargin,
 		},
 		Serving:            r.servingStateLocked(),
 		FirstTokenTimeoutS: c.Engine.FirstTokenTimeoutS,
-		Pools:              PhasePair[[]string]{Prefill: snap.Pool(fleet.Prefill), Decode: snap.Pool(fleet.Decode)},
-		Load:               PhasePair[float64]{Prefill: snap.Load.Prefill, Decode: snap.Load.Decode},
+		Pools:              routerdoc.PhasePair[[]string]{Prefill: snap.Pool(fleet.Prefill), Decode: snap.Pool(fleet.Decode)},
+		Load:               routerdoc.PhasePair[float64]{Prefill: snap.Load.Prefill, Decode: snap.Load.Decode},
 		Engines:            snap.Engines,
-		Thresholds: ThresholdState{Expand: t.Expand, Shrink: t.Shrink, CooldownS: t.CooldownS,
+		Thresholds: routerdoc.ThresholdState{Expand: t.Expand, Shrink: t.Shrink, CooldownS: t.CooldownS,
 			SustainedIntervals: t.SustainedIntervals, DwellS: t.DwellS, PanicRatio: t.PanicRatio},
-		SLO:        SLOState{TTFTS: c.SLO.TTFT, TPOTS: c.SLO.TPOT},
+		SLO:        routerdoc.SLOState{TTFTS: c.SLO.TTFT, TPOTS: c.SLO.TPOT},
 		Resident:   resident,
 		Pinned:     nonNil(pinned),
 		MinPrefill: c.Controller.MinPrefill, MinDecode: c.Controller.MinDecode,
 		Ejected: r.ejectedIIDs(), Draining: r.drainingIIDs(), Probation: r.drift.Probation(),
 		Health: r.healthState(now), Quarantined: nonNil(r.life.Quarantined()), Held: r.life.Holds(),
-		Control: ControlSummary{Advisory: ctl.Advisory, LastDecision: ctl.LastDecision,
+		Control: routerdoc.ControlSummary{Advisory: ctl.Advisory, LastDecision: ctl.LastDecision,
 			Decisions: ctl.Decisions, Flips: ctl.Flips, FlipReversals: ctl.FlipReversals,
 			FlipsRefused: ctl.FlipsRefused},
 		PanicBypasses: ctl.PanicBypasses,
@@ -79,17 +80,17 @@ func (r *Router) state() StateDoc {
 }
 
 // servingStateLocked is /narwhal/state.serving; r.mu is held.
-func (r *Router) servingStateLocked() ServingState {
+func (r *Router) servingStateLocked() routerdoc.ServingState {
 	st := r.stats
-	failures := []AttemptFailure{}
+	failures := []routerdoc.AttemptFailure{}
 	for k, n := range st.attemptFailures {
-		failures = append(failures, AttemptFailure{Phase: k[0], Reason: k[1], Count: n})
+		failures = append(failures, routerdoc.AttemptFailure{Phase: k[0], Reason: k[1], Count: n})
 	}
 	sort.Slice(failures, func(i, j int) bool {
 		a, b := failures[i], failures[j]
 		return a.Phase+a.Reason < b.Phase+b.Reason
 	})
-	return ServingState{
+	return routerdoc.ServingState{
 		HTTPRetained: r.retained.Load(), HTTPRetainedLimit: r.limit + r.cfg.Serving.QueueCapacity,
 		HTTPRetainedHighWater: st.retainedHighWater, BodyReads: r.reads.total(),
 		MaxModelLen:     r.maxModelLen(),
@@ -97,7 +98,7 @@ func (r *Router) servingStateLocked() ServingState {
 		RetryAttempts: st.retries, RetryCredits: st.credits, RetryCreditsSpent: st.creditsSpent,
 		RetryDenied: st.retryDenied, ServedAfterRetry: st.servedAfterRetry,
 		AttemptFailures: failures, DecodeTokensObserved: st.decodeTokens,
-		UpstreamSeconds: PhasePair[float64]{Prefill: st.upstreamPrefill, Decode: st.upstreamDecode},
+		UpstreamSeconds: routerdoc.PhasePair[float64]{Prefill: st.upstreamPrefill, Decode: st.upstreamDecode},
 	}
 }
 

@@ -1,4 +1,8 @@
-package router
+// Package routerdoc declares the router's JSON documents: /narwhal/state
+// (narwhal.state v1, with its monitoring and health sections) and
+// /narwhal/lifecycle (narwhal.lifecycle v1). The router fills them;
+// clients and tests can decode into them.
+package routerdoc
 
 import (
 	"bytes"
@@ -8,10 +12,8 @@ import (
 	"github.com/narwhal-go/narwhal/internal/sched"
 )
 
-// The router's JSON documents: /narwhal/state (narwhal.state v1, with its
-// monitoring and health sections) and /narwhal/lifecycle
-// (narwhal.lifecycle v1). Keys are snake_case; after schema and
-// schema_version, fields are declared in key order so the bytes match
+// The documents' names and versions. Keys are snake_case; after schema
+// and schema_version, fields are declared in key order so the bytes match
 // what the documents were when they were built as maps.
 const (
 	StateSchema            = "narwhal.state"
@@ -215,8 +217,8 @@ type LifecycleWave struct {
 // so they stay a map).
 type LifecycleEvent lifecycle.Event
 
-// row is the event as one flat object; the handoff file keeps it so too.
-func (e LifecycleEvent) row() map[string]any {
+// Row is the event as one flat object; the handoff file keeps it so too.
+func (e LifecycleEvent) Row() map[string]any {
 	row := map[string]any{"at": e.At, "action": e.Action}
 	for k, v := range e.Fields {
 		row[k] = v
@@ -230,8 +232,23 @@ func (e LifecycleEvent) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(e.row()); err != nil {
+	if err := enc.Encode(e.Row()); err != nil {
 		return nil, err
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// UnmarshalJSON takes at and action out of the row and keeps the rest as
+// the action's fields.
+func (e *LifecycleEvent) UnmarshalJSON(b []byte) error {
+	var row map[string]any
+	if err := json.Unmarshal(b, &row); err != nil {
+		return err
+	}
+	at, _ := row["at"].(float64)
+	action, _ := row["action"].(string)
+	delete(row, "at")
+	delete(row, "action")
+	*e = LifecycleEvent{At: at, Action: action, Fields: row}
+	return nil
 }
