@@ -2,6 +2,7 @@ package router
 
 import (
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
+	"github.com/narwhal-go/narwhal/internal/routerdoc"
 )
 
 // The drift pass (runtime.md §3.3): each monitor pass feeds every live
@@ -74,16 +75,17 @@ func (r *Router) setProbation(iid string, on bool, why string) {
 }
 
 // healthState is /narwhal/state.health: the drift tracker per engine.
-func (r *Router) healthState(now float64) map[string]any {
-	out := map[string]any{}
+func (r *Router) healthState(now float64) map[string]routerdoc.HealthState {
+	out := map[string]routerdoc.HealthState{}
 	for iid, st := range r.drift.States() {
-		var ago any
+		var ago *float64
 		if st.Scored > 0 {
-			ago = now - st.LastScoredAt
+			a := now - st.LastScoredAt
+			ago = &a
 		}
-		out[iid] = map[string]any{"scored": st.Scored, "undersampled": st.Undersampled, "last_scored_s_ago": ago,
-			"prefill_paused": st.PrefillPaused, "prefill_pauses": st.PrefillPauses, "vetoed": st.Vetoed,
-			"probation": st.Probation, "drifting_windows": st.Drifting, "baseline": st.Baseline, "last_score": st.LastScore}
+		out[iid] = routerdoc.HealthState{Scored: st.Scored, Undersampled: st.Undersampled, LastScoredSAgo: ago,
+			PrefillPaused: st.PrefillPaused, PrefillPauses: st.PrefillPauses, Vetoed: st.Vetoed,
+			Probation: st.Probation, DriftingWindows: st.Drifting, Baseline: st.Baseline, LastScore: st.LastScore}
 	}
 	return out
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
-	"github.com/narwhal-go/narwhal/internal/sched"
 	"github.com/narwhal-go/narwhal/internal/simengine"
 )
 
@@ -184,7 +183,7 @@ func TestDrainDuringLoadThenReadmit(t *testing.T) {
 	}()
 	var target string
 	eventually(t, "a resident decode stream", func() bool {
-		for _, e := range h.router.state()["engines"].([]sched.EngineView) {
+		for _, e := range h.router.state().Engines {
 			if e.ResidentDecode > 0 {
 				target = e.IID
 				return true

@@ -11,6 +11,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
 	"github.com/narwhal-go/narwhal/internal/metrics"
+	"github.com/narwhal-go/narwhal/internal/routerdoc"
 	"github.com/narwhal-go/narwhal/internal/state"
 )
 
@@ -53,11 +54,7 @@ func (r *Router) handoff() *state.Handoff {
 		h.Lifecycle.Records = append(h.Lifecycle.Records, toDrainRecord(rec))
 	}
 	for _, ev := range r.life.Events() {
-		row := map[string]any{"at": ev.At, "action": ev.Action}
-		for k, v := range ev.Fields {
-			row[k] = v
-		}
-		h.Lifecycle.Events = append(h.Lifecycle.Events, row)
+		h.Lifecycle.Events = append(h.Lifecycle.Events, routerdoc.LifecycleEvent(ev).Row())
 	}
 	return h
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
+	"github.com/narwhal-go/narwhal/internal/routerdoc"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -191,56 +192,50 @@ func (r *Router) flushLifecycleEvents() {
 
 func (r *Router) lifecycleReply(w http.ResponseWriter, status int, errMsg string) {
 	doc := r.lifecycleDoc()
-	doc["error"] = errMsg
+	doc.Error = errMsg
 	writeJSON(w, status, doc)
 }
 
 func (r *Router) serveLifecycle(w http.ResponseWriter, _ *http.Request) { r.lifecycleReply(w, 200, "") }
 
 // lifecycleDoc is the narwhal.lifecycle v1 document.
-func (r *Router) lifecycleDoc() map[string]any {
+func (r *Router) lifecycleDoc() routerdoc.LifecycleDoc {
 	r.mu.Lock()
 	snap := r.core.Snapshot(r.now())
 	r.mu.Unlock()
-	resident := map[string][2]int{}
+	resident := map[string]routerdoc.PhasePair[int]{}
 	for _, e := range snap.Engines {
-		resident[e.IID] = [2]int{e.ResidentPrefill, e.ResidentDecode}
+		resident[e.IID] = routerdoc.PhasePair[int]{Prefill: e.ResidentPrefill, Decode: e.ResidentDecode}
 	}
 	held := map[string][]lifecycle.Hold{}
 	for _, h := range r.life.Holds() {
 		held[h.IID] = append(held[h.IID], h)
 	}
-	engines := map[string]any{}
+	engines := map[string]routerdoc.LifecycleEngine{}
 	for _, rec := range r.life.Records() {
-		res := resident[rec.IID]
-		engines[rec.IID] = map[string]any{
-			"state": rec.State, "draining": rec.State != lifecycle.Active, "accepts_new": r.life.Live(rec.IID),
-			"ready_to_stop": rec.State == lifecycle.Drained && rec.OldProcessStart != nil,
-			"resident":      map[string]int{"prefill": res[0], "decode": res[1]},
-			"requested_at":  rec.RequestedAt, "deadline_at": rec.DeadlineAt, "restart_required": rec.RestartRequired,
-			"wave_id": rec.WaveID, "old_process_start": rec.OldProcessStart, "new_process_start": rec.NewProcessStart,
-			"checks": rec.Checks, "error": rec.Error, "held": nonNilHolds(held[rec.IID]),
+		engines[rec.IID] = routerdoc.LifecycleEngine{
+			State: rec.State, Draining: rec.State != lifecycle.Active, AcceptsNew: r.life.Live(rec.IID),
+			ReadyToStop: rec.State == lifecycle.Drained && rec.OldProcessStart != nil,
+			Resident:    resident[rec.IID],
+			RequestedAt: rec.RequestedAt, DeadlineAt: rec.DeadlineAt, RestartRequired: rec.RestartRequired,
+			WaveID: rec.WaveID, OldProcessStart: rec.OldProcessStart, NewProcessStart: rec.NewProcessStart,
+			Checks: rec.Checks, Error: rec.Error, Held: nonNilHolds(held[rec.IID]),
 		}
 	}
-	events := []any{}
+	events := []routerdoc.LifecycleEvent{}
 	for _, ev := range r.life.Events() {
-		row := map[string]any{"at": ev.At, "action": ev.Action}
-		for k, v := range ev.Fields {
-			row[k] = v
-		}
-		events = append(events, row)
+		events = append(events, routerdoc.LifecycleEvent(ev))
 	}
-	ready := r.ready()
-	return map[string]any{
-		"schema": "narwhal.lifecycle", "schema_version": 1,
-		"router":                map[string]any{"controls_fleet": r.controlsFleet(), "ready": ready},
-		"wave":                  map[string]any{"id": "", "active": r.waveBlocked() != "", "ready_to_stop": false},
-		"lifecycle_blocked":     r.waveBlocked(),
-		"engines":               engines,
-		"events":                events,
-		"engine_restart_policy": r.cfg.Recovery.EngineRestartPolicy,
-		"process_starts":        r.life.ProcessStarts(),
-		"error":                 "",
+	blocked := r.waveBlocked()
+	return routerdoc.LifecycleDoc{
+		Schema: routerdoc.LifecycleSchema, SchemaVersion: routerdoc.LifecycleSchemaVersion,
+		Router:              routerdoc.LifecycleRouter{ControlsFleet: r.controlsFleet(), Ready: r.ready()},
+		Wave:                routerdoc.LifecycleWave{ID: "", Active: blocked != "", ReadyToStop: false},
+		LifecycleBlocked:    blocked,
+		Engines:             engines,
+		Events:              events,
+		EngineRestartPolicy: r.cfg.Recovery.EngineRestartPolicy,
+		ProcessStarts:       r.life.ProcessStarts(),
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/routerdoc"
 )
 
 // monitoring tracks failed monitor-pass stages (runtime.md §3.4). A pass
@@ -95,22 +96,23 @@ func (r *Router) degradedReason() string {
 }
 
 // monitoringState is /narwhal/state.monitoring.
-func (r *Router) monitoringState() map[string]any {
+func (r *Router) monitoringState() routerdoc.MonitoringState {
 	m := &r.mon
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	stages := map[string]any{}
+	stages := map[string]routerdoc.MonitoringStage{}
 	for name, st := range m.stages {
-		stages[name] = map[string]any{"failures": st.Failures, "consecutive": st.Consecutive,
-			"last_class": st.LastClass, "last_at": st.LastAt}
+		stages[name] = routerdoc.MonitoringStage{Failures: st.Failures, Consecutive: st.Consecutive,
+			LastClass: st.LastClass, LastAt: st.LastAt}
 	}
-	var reason any
+	var reason *string
 	if m.degraded != "" {
-		reason = m.degraded
+		d := m.degraded
+		reason = &d
 	}
 	r.sat.mu.Lock()
 	lag := r.sat.lag.Seconds()
 	r.sat.mu.Unlock()
-	return map[string]any{"degraded": m.degraded != "", "reason": reason, "core_consecutive": m.consecutive,
-		"core_failures": m.failures, "event_loop_lag_s": lag, "stages": stages}
+	return routerdoc.MonitoringState{Degraded: m.degraded != "", Reason: reason, CoreConsecutive: m.consecutive,
+		CoreFailures: m.failures, EventLoopLagS: lag, Stages: stages}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
+	"github.com/narwhal-go/narwhal/internal/routerdoc"
 )
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -23,85 +24,103 @@ func (r *Router) serveState(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, 200, r.state())
 }
 
-func (r *Router) state() map[string]any {
+func (r *Router) state() routerdoc.StateDoc {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.now()
 	snap := r.core.Snapshot(now)
 	st := r.stats
-	resident := map[string]any{}
-	var pinned, ejected, draining []string
+	c := r.cfg
+	t := c.Controller.Thresholds
+	ctl := r.core.Control()
+	resident := map[string]routerdoc.PhasePair[int]{}
+	var pinned []string
 	for _, e := range snap.Engines {
-		resident[e.IID] = map[string]int{"prefill": e.ResidentPrefill, "decode": e.ResidentDecode}
+		resident[e.IID] = routerdoc.PhasePair[int]{Prefill: e.ResidentPrefill, Decode: e.ResidentDecode}
 		if e.Pin {
 			pinned = append(pinned, e.IID)
 		}
 	}
+	journalRun := ""
+	if r.journal != nil {
+		journalRun = r.journal.Run()
+	}
+	return routerdoc.StateDoc{
+		Schema: routerdoc.StateSchema, SchemaVersion: routerdoc.StateSchemaVersion,
+		JournalRun: journalRun, Controller: "reactive", TokenAccounting: "token_ids",
+		Served: st.served, SLOMet: st.sloMet, Failed: st.failed, Offered: st.offered,
+		UnsizedOffered: st.unsizedOffered, Expired: st.expired, Cancelled: st.cancelled,
+		InvalidRequests: st.invalid, Unserved: snap.Unserved,
+		OutcomeReasons: outcomeReasons(st.reasons),
+		Admission: routerdoc.AdmissionState{
+			Inflight: len(r.seats), QueueCapacity: c.Serving.QueueCapacity, Limit: r.limit,
+			Rejected: st.rejected, Refused: st.refused, EngineAuth: c.Engine.AuthMode(),
+			Mode: c.Serving.Admission, Margin: c.Serving.AdmissionMargin,
+		},
+		Serving:            r.servingStateLocked(),
+		FirstTokenTimeoutS: c.Engine.FirstTokenTimeoutS,
+		Pools:              routerdoc.PhasePair[[]string]{Prefill: snap.Pool(fleet.Prefill), Decode: snap.Pool(fleet.Decode)},
+		Load:               routerdoc.PhasePair[float64]{Prefill: snap.Load.Prefill, Decode: snap.Load.Decode},
+		Engines:            snap.Engines,
+		Thresholds: routerdoc.ThresholdState{Expand: t.Expand, Shrink: t.Shrink, CooldownS: t.CooldownS,
+			SustainedIntervals: t.SustainedIntervals, DwellS: t.DwellS, PanicRatio: t.PanicRatio},
+		SLO:        routerdoc.SLOState{TTFTS: c.SLO.TTFT, TPOTS: c.SLO.TPOT},
+		Resident:   resident,
+		Pinned:     nonNil(pinned),
+		MinPrefill: c.Controller.MinPrefill, MinDecode: c.Controller.MinDecode,
+		Ejected: r.ejectedIIDs(), Draining: r.drainingIIDs(), Probation: r.drift.Probation(),
+		Health: r.healthState(now), Quarantined: nonNil(r.life.Quarantined()), Held: r.life.Holds(),
+		Control: routerdoc.ControlSummary{Advisory: ctl.Advisory, LastDecision: ctl.LastDecision,
+			Decisions: ctl.Decisions, Flips: ctl.Flips, FlipReversals: ctl.FlipReversals,
+			FlipsRefused: ctl.FlipsRefused},
+		PanicBypasses: ctl.PanicBypasses,
+		Monitoring:    r.monitoringState(),
+		Flips:         ctl.History, FlipsRefused: ctl.FlipsRefused,
+	}
+}
+
+// servingStateLocked is /narwhal/state.serving; r.mu is held.
+func (r *Router) servingStateLocked() routerdoc.ServingState {
+	st := r.stats
+	failures := []routerdoc.AttemptFailure{}
+	for k, n := range st.attemptFailures {
+		failures = append(failures, routerdoc.AttemptFailure{Phase: k[0], Reason: k[1], Count: n})
+	}
+	sort.Slice(failures, func(i, j int) bool {
+		a, b := failures[i], failures[j]
+		return a.Phase+a.Reason < b.Phase+b.Reason
+	})
+	return routerdoc.ServingState{
+		HTTPRetained: r.retained.Load(), HTTPRetainedLimit: r.limit + r.cfg.Serving.QueueCapacity,
+		HTTPRetainedHighWater: st.retainedHighWater, BodyReads: r.reads.total(),
+		MaxModelLen:     r.maxModelLen(),
+		PrefillAttempts: st.prefillAttempts, DecodeAttempts: st.decodeAttempts,
+		RetryAttempts: st.retries, RetryCredits: st.credits, RetryCreditsSpent: st.creditsSpent,
+		RetryDenied: st.retryDenied, ServedAfterRetry: st.servedAfterRetry,
+		AttemptFailures: failures, DecodeTokensObserved: st.decodeTokens,
+		UpstreamSeconds: routerdoc.PhasePair[float64]{Prefill: st.upstreamPrefill, Decode: st.upstreamDecode},
+	}
+}
+
+// ejectedIIDs are the ejected engines, sorted.
+func (r *Router) ejectedIIDs() []string {
+	ejected := []string{}
 	for iid := range r.life.Ejected() {
 		ejected = append(ejected, iid)
 	}
 	sort.Strings(ejected)
+	return ejected
+}
+
+// drainingIIDs are the engines not active, in the records' order.
+func (r *Router) drainingIIDs() []string {
+	draining := []string{}
 	for _, rec := range r.life.Records() {
 		if rec.State != lifecycle.Active {
 			draining = append(draining, rec.IID)
 		}
 	}
-	failures := []map[string]any{}
-	for k, n := range st.attemptFailures {
-		failures = append(failures, map[string]any{"phase": k[0], "reason": k[1], "count": n})
-	}
-	sort.Slice(failures, func(i, j int) bool {
-		a, b := failures[i], failures[j]
-		return a["phase"].(string)+a["reason"].(string) < b["phase"].(string)+b["reason"].(string)
-	})
-	journalRun := ""
-	if r.journal != nil {
-		journalRun = r.journal.Run()
-	}
-	c := r.cfg
-	t := c.Controller.Thresholds
-	ctl := r.core.Control()
-	return map[string]any{
-		"schema": "narwhal.state", "schema_version": 1,
-		"journal_run": journalRun, "controller": "reactive", "token_accounting": "token_ids",
-		"served": st.served, "slo_met": st.sloMet, "failed": st.failed, "offered": st.offered,
-		"unsized_offered": st.unsizedOffered, "expired": st.expired, "cancelled": st.cancelled,
-		"invalid_requests": st.invalid, "unserved": snap.Unserved,
-		"outcome_reasons": outcomeReasons(st.reasons),
-		"admission": map[string]any{
-			"inflight": len(r.seats), "queue_capacity": c.Serving.QueueCapacity, "limit": r.limit,
-			"rejected": st.rejected, "refused": st.refused, "engine_auth": c.Engine.AuthMode(),
-			"mode": c.Serving.Admission, "margin": c.Serving.AdmissionMargin,
-		},
-		"serving": map[string]any{
-			"http_retained": r.retained.Load(), "http_retained_limit": r.limit + c.Serving.QueueCapacity,
-			"http_retained_high_water": st.retainedHighWater, "body_reads": r.reads.total(),
-			"max_model_len":    r.maxModelLen(),
-			"prefill_attempts": st.prefillAttempts, "decode_attempts": st.decodeAttempts,
-			"retry_attempts": st.retries, "retry_credits": st.credits, "retry_credits_spent": st.creditsSpent,
-			"retry_denied": st.retryDenied, "served_after_retry": st.servedAfterRetry,
-			"attempt_failures": failures, "decode_tokens_observed": st.decodeTokens,
-			"upstream_seconds": map[string]float64{"prefill": st.upstreamPrefill, "decode": st.upstreamDecode},
-		},
-		"first_token_timeout_s": c.Engine.FirstTokenTimeoutS,
-		"pools":                 map[string][]string{"prefill": snap.Pool(fleet.Prefill), "decode": snap.Pool(fleet.Decode)},
-		"load":                  map[string]float64{"prefill": snap.Load.Prefill, "decode": snap.Load.Decode},
-		"engines":               snap.Engines,
-		"thresholds": map[string]any{"expand": t.Expand, "shrink": t.Shrink, "cooldown_s": t.CooldownS,
-			"sustained_intervals": t.SustainedIntervals, "dwell_s": t.DwellS, "panic_ratio": t.PanicRatio},
-		"slo":         map[string]float64{"ttft_s": c.SLO.TTFT, "tpot_s": c.SLO.TPOT},
-		"resident":    resident,
-		"pinned":      nonNil(pinned),
-		"min_prefill": c.Controller.MinPrefill, "min_decode": c.Controller.MinDecode,
-		"ejected": nonNil(ejected), "draining": nonNil(draining), "probation": r.drift.Probation(), "health": r.healthState(now), "quarantined": nonNil(r.life.Quarantined()),
-		"held": r.life.Holds(),
-		"control": map[string]any{"advisory": ctl.Advisory, "last_decision": ctl.LastDecision,
-			"decisions": ctl.Decisions, "flips": ctl.Flips, "flip_reversals": ctl.FlipReversals,
-			"flips_refused": ctl.FlipsRefused},
-		"panic_bypasses": ctl.PanicBypasses,
-		"monitoring":     r.monitoringState(),
-		"flips":          ctl.History, "flips_refused": ctl.FlipsRefused,
-	}
+	return draining
 }
 
 func nonNil(s []string) []string {

@@ -31,10 +31,16 @@ func (w *window) meanGap() (float64, bool) {
 }
 
 // Loads are the SLO-relative pool loads: 1.0 is exactly at target.
-type Loads struct{ Prefill, Decode float64 }
+type Loads struct {
+	Prefill float64 `json:"prefill"`
+	Decode  float64 `json:"decode"`
+}
 
 // EngineLoad is one engine's prefill and decode load.
-type EngineLoad struct{ Prefill, Decode float64 }
+type EngineLoad struct {
+	Prefill float64 `json:"prefill"`
+	Decode  float64 `json:"decode"`
+}
 
 // engineLoad computes i's loads at now from its live state and window.
 func (c *Core) engineLoad(i *Instance, now float64) EngineLoad {
