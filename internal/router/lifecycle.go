@@ -18,6 +18,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
+	"github.com/narwhal-go/narwhal/internal/units"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -251,7 +252,7 @@ func (r *Router) lifecycleDoc() map[string]any {
 // build) ends validation before the generation probe and the KV
 // transfer: an engine that has not proved what it is never moves KV.
 func (r *Router) gates(iid string, old *lifecycle.Identity, requireNewer bool) ([]lifecycle.Check, lifecycle.Identity) {
-	ctx, cancel := context.WithTimeout(r.bgCtx, 4*r.probeTimeout()+seconds(r.cfg.Engine.FirstTokenTimeoutS))
+	ctx, cancel := context.WithTimeout(r.bgCtx, 4*r.probeTimeout()+units.Seconds(r.cfg.Engine.FirstTokenTimeoutS))
 	defer cancel()
 	var checks []lifecycle.Check
 	add := func(name string, e error, okDetail string) bool {

@@ -10,6 +10,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/simengine"
+	"github.com/narwhal-go/narwhal/internal/units"
 )
 
 func getURL(t *testing.T, url string) (*http.Response, []byte) {
@@ -131,7 +132,7 @@ func TestErrorTypesAreOpenAIs(t *testing.T) {
 func TestFencedRouterAnswers503NotSaturated(t *testing.T) {
 	h := newHarness(t, pd, nil)
 	for range sizingMinimum {
-		h.router.sized(seconds(h.cfg.SLO.TTFT))
+		h.router.sized(units.Seconds(h.cfg.SLO.TTFT))
 	}
 	h.router.sat.update(0, h.router.clock.Now())
 	h.router.ha.blocked.Store("lease renewal failed") // what renew does when the lease is lost
