@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -24,7 +26,7 @@ func (r *run) kvBlocked() []string {
 	for iid := range r.incompatible {
 		set[iid] = true
 	}
-	return sortedKeys(set)
+	return slices.Sorted(maps.Keys(set))
 }
 
 func (r *run) produce(ctx context.Context, g *Gate) {
@@ -63,7 +65,7 @@ func orFleet(iids []string) string {
 func paramKeys(h *vllm.Handoff) []string {
 	var m map[string]any
 	_ = jsonUnmarshal(h.Params, &m)
-	keys := sortedKeys(m)
+	keys := slices.Sorted(maps.Keys(m))
 	return keys
 }
 

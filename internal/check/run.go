@@ -3,7 +3,8 @@ package check
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -139,19 +140,10 @@ func (r *run) contract(ctx context.Context, g *Gate) {
 
 func describeVersions(v map[string][]string) string {
 	var parts []string
-	for _, ver := range sortedKeys(v) {
+	for _, ver := range slices.Sorted(maps.Keys(v)) {
 		parts = append(parts, ver+" on "+strings.Join(v[ver], ", "))
 	}
 	return strings.Join(parts, "; ")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func (r *run) readIdentity(ctx context.Context, g *Gate, e fleet.Engine) (vllm.Identity, bool) {
