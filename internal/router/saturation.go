@@ -92,6 +92,6 @@ func (r *Router) saturated() (bool, time.Duration, time.Duration) {
 	s.mu.Lock()
 	lag, median := s.lag, s.median
 	s.mu.Unlock()
-	limit := units.Seconds(r.cfg.SLO.TTFT / 4)
+	limit := units.Seconds(r.cfg.SLO.SaturationThreshold())
 	return lag >= limit || median >= limit, lag, median
 }
