@@ -13,6 +13,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/sched"
 	"github.com/narwhal-go/narwhal/internal/simengine"
+	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
 // fastRecovery makes the monitor loop, readmission and liveness quick.
@@ -112,7 +113,7 @@ func TestEngineKilledMidStream(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Fatalf("%d %s", resp.StatusCode, out)
 		}
-		events := sse(t, out)
+		events := testkit.SSEData(t, out)
 		last := events[len(events)-1]
 		if last != "[DONE]" && !strings.Contains(last, `"code":"failed"`) {
 			t.Errorf("stream ended with %q: neither [DONE] nor the terminal error event", last)

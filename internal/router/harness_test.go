@@ -1,7 +1,6 @@
 package router
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -218,48 +217,6 @@ func direct(t *testing.T, url, path string, body map[string]any) []byte {
 		t.Fatalf("direct run: %d %s", resp.StatusCode, out)
 	}
 	return out
-}
-
-// sse splits an SSE body into its data payloads.
-func sse(t *testing.T, body []byte) []string {
-	t.Helper()
-	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" {
-			continue
-		}
-		if !strings.HasPrefix(line, "data: ") {
-			t.Fatalf("SSE line without data: %q", line)
-		}
-		out = append(out, strings.TrimPrefix(line, "data: "))
-	}
-	return out
-}
-
-// streamedText concatenates the text of completion or chat chunks.
-func streamedText(t *testing.T, events []string) string {
-	t.Helper()
-	var b strings.Builder
-	for _, ev := range events {
-		if ev == "[DONE]" {
-			continue
-		}
-		var c struct {
-			Choices []struct {
-				Text  string
-				Delta struct{ Content string }
-			}
-		}
-		if err := json.Unmarshal([]byte(ev), &c); err != nil {
-			t.Fatalf("chunk %q: %v", ev, err)
-		}
-		for _, ch := range c.Choices {
-			b.WriteString(ch.Text + ch.Delta.Content)
-		}
-	}
-	return b.String()
 }
 
 var (

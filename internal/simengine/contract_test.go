@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
 // Contract tests check only what a real vLLM engine also does. Set
@@ -94,11 +96,11 @@ func TestContractCompletions(t *testing.T) {
 			if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 				t.Errorf("Content-Type %q", ct)
 			}
-			evs := sseEvents(t, b)
+			evs := testkit.SSEData(t, b)
 			if len(evs) < 3 || evs[len(evs)-1] != "[DONE]" {
 				t.Fatalf("stream does not end in [DONE]: %q", evs)
 			}
-			_, fin := streamText(t, evs[:len(evs)-1], c.chat)
+			_, fin := testkit.StreamText(t, evs[:len(evs)-1])
 			if fin != "length" {
 				t.Errorf("finish_reason %q, want length", fin)
 			}
