@@ -23,6 +23,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/ports"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/simengine"
+	"github.com/narwhal-go/narwhal/internal/testkit/simkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -245,15 +246,7 @@ func (h *harness) restartSidecar(i int) {
 		old.Close()
 	}
 	e := h.engines.Engines[i]
-	doc, err := attest.Parse("sim", e.AttestationDocument())
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	s, err := attest.Serve(context.Background(), doc, e.URL(), addr, nil)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.t.Cleanup(func() { s.Close() })
+	s := simkit.Sidecar(h.t, e, addr)
 	h.sidecars[i] = s
 	h.cfg.Engines[i].AttestationURL = s.AttestationURL()
 }
