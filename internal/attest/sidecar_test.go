@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/canon"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/simengine"
+	"github.com/narwhal-go/narwhal/internal/testkit"
 	"github.com/narwhal-go/narwhal/internal/testkit/simkit"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
@@ -31,12 +30,7 @@ func startEngine(t *testing.T) *simengine.Engine {
 
 func get(t *testing.T, url string) (int, []byte) {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := testkit.Get(t, url)
 	return resp.StatusCode, b
 }
 

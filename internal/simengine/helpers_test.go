@@ -58,17 +58,6 @@ func post(t testing.TB, url string, body any, hdr ...string) (*http.Response, []
 	return resp, out
 }
 
-func get(t testing.TB, url string) (*http.Response, []byte) {
-	t.Helper()
-	resp, err := client.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	return resp, out
-}
-
 func postRaw(t testing.TB, url string, raw []byte, hdr ...string) (*http.Response, []byte) {
 	t.Helper()
 	req, _ := http.NewRequest("POST", url, bytes.NewReader(raw))

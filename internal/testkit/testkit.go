@@ -9,9 +9,12 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // SSEData splits a complete SSE body into its data payloads ("[DONE]"
@@ -96,4 +99,21 @@ func (s *SyncBuffer) Count(parts ...string) int {
 		}
 	}
 	return n
+}
+
+// client bounds every test request, so a hung server fails the test
+// instead of stalling the suite.
+var client = &http.Client{Timeout: 20 * time.Second}
+
+// Get fetches url and returns the response (its body already read and
+// closed) and the body; a transport error fails the test.
+func Get(t testing.TB, url string) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := client.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
 }
