@@ -41,21 +41,12 @@ func startEngine(t testing.TB, mod func(*Config)) *Engine {
 
 var client = &http.Client{Timeout: 20 * time.Second}
 
+// post sends body as JSON; hdr are name, value pairs set after the
+// Content-Type, so a test may override it.
 func post(t testing.TB, url string, body any, hdr ...string) (*http.Response, []byte) {
 	t.Helper()
 	b, _ := json.Marshal(body)
-	req, _ := http.NewRequest("POST", url, bytes.NewReader(b))
-	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	return resp, out
+	return postRaw(t, url, b, append([]string{"Content-Type", "application/json"}, hdr...)...)
 }
 
 func postRaw(t testing.TB, url string, raw []byte, hdr ...string) (*http.Response, []byte) {
