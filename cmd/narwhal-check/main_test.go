@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,19 +11,11 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/narwhal-go/narwhal/internal/attest"
 	"github.com/narwhal-go/narwhal/internal/cli"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/simengine"
+	"github.com/narwhal-go/narwhal/internal/testkit/simkit"
 )
-
-func row(iid string) profile.Row {
-	one, maxReq, minKV, maxKV := 1, 64, 256, 65536
-	rs, fit, cv := 1e-5, 0.02, 0.04
-	return profile.Row{IID: iid, TTFTB: 1e-4, TTFTC: 0.05, TPOTSlope: 1e-8, TPOTIntercept: 0.004,
-		TPOTRequestSlope: &rs, DecodeMinRequests: &one, DecodeMaxRequests: &maxReq, DecodeMinKVTokens: &minKV,
-		DecodeMaxKVTokens: &maxKV, DecodeFitMAPE: &fit, DecodeCVMAPE: &cv}
-}
 
 // fixture starts two contracted simengines and writes their fleet and
 // profile store; kvHeads changes engine 1's build.
@@ -40,17 +31,13 @@ func fixture(t *testing.T, kvHeads int) (dir, fleetPath string, closeAll func())
 		if i == 1 && kvHeads > 0 {
 			id.NumKVHeads = kvHeads
 		}
-		e, err := simengine.Start(simengine.Config{Model: "m", Profile: row(iid), Identity: id})
+		e, err := simengine.Start(simengine.Config{Model: "m", Profile: simkit.FastRow(iid), Identity: id})
 		if err != nil {
 			t.Fatal(err)
 		}
-		doc, _ := attest.Parse("sim", e.AttestationDocument())
-		s, err := attest.Serve(context.Background(), doc, e.URL(), "127.0.0.1:0", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := simkit.Sidecar(t, e, "127.0.0.1:0")
 		closers = append(closers, func() { s.Close(); e.Close() })
-		st.Profiles = append(st.Profiles, row(iid))
+		st.Profiles = append(st.Profiles, simkit.FastRow(iid))
 		engines = append(engines, fmt.Sprintf(`{"iid":%q,"url":%q,"attestation_url":%q}`, iid, e.URL(), s.AttestationURL()))
 	}
 	if err := profile.Save(filepath.Join(dir, "profiles.json"), st); err != nil {

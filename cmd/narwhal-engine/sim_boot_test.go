@@ -6,30 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/cli"
+	"github.com/narwhal-go/narwhal/internal/testkit"
 )
-
-// syncBuffer is a bytes.Buffer safe to read while a command writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestSimBootFlags(t *testing.T) {
 	dir := t.TempDir()
@@ -86,7 +68,7 @@ func TestSimBootCorrectedServes(t *testing.T) {
 	defer cancel()
 	root := newRoot()
 	root.SetContext(ctx)
-	var stdout, stderr syncBuffer
+	var stdout, stderr testkit.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- cli.Run(root, []string{"sim", "--port", "0", "--side-channel-port", "0", "--admin-port", "0", "--gpu", "L4",

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/simengine"
+	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
 // These tests run the real narwhal-serve binary as a process: what an
@@ -96,25 +96,8 @@ func newWorld(t *testing.T, mod func(*fleet.Config)) *world {
 type proc struct {
 	cmd  *exec.Cmd
 	base string
-	errb *syncBuffer
+	errb *testkit.SyncBuffer
 	done chan error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func freePort(t *testing.T) int {
@@ -131,7 +114,7 @@ func (w *world) start(port int, args ...string) *proc {
 	w.t.Helper()
 	all := append([]string{"--fleet", w.fleet, "--port", fmt.Sprint(port)}, args...)
 	cmd := exec.Command(binary, all...)
-	r := &proc{cmd: cmd, base: fmt.Sprintf("http://127.0.0.1:%d", port), errb: &syncBuffer{}, done: make(chan error, 1)}
+	r := &proc{cmd: cmd, base: fmt.Sprintf("http://127.0.0.1:%d", port), errb: &testkit.SyncBuffer{}, done: make(chan error, 1)}
 	cmd.Stderr = r.errb
 	if err := cmd.Start(); err != nil {
 		w.t.Fatal(err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/cli"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/simengine"
+	"github.com/narwhal-go/narwhal/internal/testkit/simkit"
 )
 
 // simFleet starts contracted simengines (engine i gets kvHeads[i] KV
@@ -33,15 +33,7 @@ func simFleet(t *testing.T, kvHeads ...int) (fleetPath string, sidecars []*attes
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { e.Close() })
-		doc, err := attest.Parse("sim", e.AttestationDocument())
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := attest.Serve(context.Background(), doc, e.URL(), "127.0.0.1:0", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
+		s := simkit.Sidecar(t, e, "127.0.0.1:0")
 		sidecars = append(sidecars, s)
 		engines = append(engines, fmt.Sprintf(`{"iid":"e%d","url":%q,"attestation_url":%q}`, i, e.URL(), s.AttestationURL()))
 	}

@@ -10,7 +10,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -176,7 +178,7 @@ func parseSources(raw json.RawMessage, extra []string) (map[string]string, []str
 	}
 	out := make(map[string]string, len(m))
 	var problems []string
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		s, ok := m[k].(string)
 		switch {
 		case !allowed[k]:
@@ -188,15 +190,6 @@ func parseSources(raw json.RawMessage, extra []string) (map[string]string, []str
 		}
 	}
 	return out, problems
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // Populated lists the contract fields that carry a value — any boolean,

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -15,6 +13,8 @@ import (
 	"github.com/narwhal-go/narwhal/internal/canon"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/simengine"
+	"github.com/narwhal-go/narwhal/internal/testkit"
+	"github.com/narwhal-go/narwhal/internal/testkit/simkit"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -28,28 +28,9 @@ func startEngine(t *testing.T) *simengine.Engine {
 	return e
 }
 
-func startSidecar(t *testing.T, e *simengine.Engine) *attest.Server {
-	t.Helper()
-	doc, err := attest.Parse("sim", e.AttestationDocument())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := attest.Serve(context.Background(), doc, e.URL(), "127.0.0.1:0", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
 func get(t *testing.T, url string) (int, []byte) {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := testkit.Get(t, url)
 	return resp.StatusCode, b
 }
 
@@ -67,7 +48,7 @@ func liveIdentity(t *testing.T, e *simengine.Engine) vllm.Identity {
 func TestDigestStableAndVerifiable(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	e := startEngine(t)
-	s1, s2 := startSidecar(t, e), startSidecar(t, e)
+	s1, s2 := simkit.Sidecar(t, e, "127.0.0.1:0"), simkit.Sidecar(t, e, "127.0.0.1:0")
 	_, p1 := get(t, s1.AttestationURL())
 	code, p2 := get(t, s2.AttestationURL())
 	if code != 200 || string(p1) != string(p2) {
@@ -100,7 +81,7 @@ func TestDigestStableAndVerifiable(t *testing.T) {
 
 func TestVerifyFailures(t *testing.T) {
 	e := startEngine(t)
-	s := startSidecar(t, e)
+	s := simkit.Sidecar(t, e, "127.0.0.1:0")
 	_, raw := get(t, s.AttestationURL())
 	k := simengine.Contract(simengine.DefaultIdentity("m"))
 	live := liveIdentity(t, e)
@@ -136,7 +117,7 @@ func TestVerifyFailures(t *testing.T) {
 func TestRestartLatches503(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	e := startEngine(t)
-	s := startSidecar(t, e)
+	s := simkit.Sidecar(t, e, "127.0.0.1:0")
 	for _, route := range []string{"/health", "/v1/attestation"} {
 		if code, body := get(t, s.URL()+route); code != 200 {
 			t.Fatalf("%s before restart: %d %s", route, code, body)
@@ -152,7 +133,7 @@ func TestRestartLatches503(t *testing.T) {
 		}
 	}
 	// A new sidecar binds to the new process and vouches again.
-	s2 := startSidecar(t, e)
+	s2 := simkit.Sidecar(t, e, "127.0.0.1:0")
 	if code, _ := get(t, s2.URL()+"/health"); code != 200 {
 		t.Fatalf("restarted sidecar: %d", code)
 	}
@@ -166,7 +147,7 @@ func TestRestartLatches503(t *testing.T) {
 
 func TestUnreadableEngine503(t *testing.T) {
 	e := startEngine(t)
-	s := startSidecar(t, e)
+	s := simkit.Sidecar(t, e, "127.0.0.1:0")
 	e.Close()
 	code, body := get(t, s.URL()+"/health")
 	if code != 503 || !strings.Contains(string(body), "engine identity unreadable") {

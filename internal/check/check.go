@@ -10,7 +10,6 @@ package check
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/narwhal-go/narwhal/internal/attest"
 	"github.com/narwhal-go/narwhal/internal/fleet"
@@ -207,5 +206,3 @@ func (r *Report) tally() {
 		}
 	}
 }
-
-func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

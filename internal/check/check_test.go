@@ -13,18 +13,8 @@ import (
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/simengine"
+	"github.com/narwhal-go/narwhal/internal/testkit/simkit"
 )
-
-// fastRow is a profile whose pace prompt (100 words, 300 tokens) takes
-// 80 ms: long enough that HTTP overhead is small against the 1.5× limit,
-// short enough to keep the suite quick.
-func fastRow(iid string) profile.Row {
-	one, maxReq, minKV, maxKV := 1, 64, 256, 65536
-	rs, fit, cv := 1e-5, 0.02, 0.04
-	return profile.Row{IID: iid, TTFTB: 1e-4, TTFTC: 0.05, TPOTSlope: 1e-8, TPOTIntercept: 0.004,
-		TPOTRequestSlope: &rs, DecodeMinRequests: &one, DecodeMaxRequests: &maxReq, DecodeMinKVTokens: &minKV,
-		DecodeMaxKVTokens: &maxKV, DecodeFitMAPE: &fit, DecodeCVMAPE: &cv}
-}
 
 // testFleet is n simengines, each with its own attestation sidecar, and
 // the fleet document that contracts them.
@@ -40,7 +30,7 @@ func startFleet(t *testing.T, n int, tweak func(i int, c *simengine.Config)) *te
 	tf := &testFleet{store: &profile.Store{Schema: "narwhal.profiles", SchemaVersion: 1}}
 	for i := 0; i < n; i++ {
 		iid := fmt.Sprintf("e%d", i)
-		c := simengine.Config{Model: "m", Profile: fastRow(iid), Seed: uint64(i)}
+		c := simengine.Config{Model: "m", Profile: simkit.FastRow(iid), Seed: uint64(i)}
 		if tweak != nil {
 			tweak(i, &c)
 		}
@@ -50,25 +40,11 @@ func startFleet(t *testing.T, n int, tweak func(i int, c *simengine.Config)) *te
 		}
 		t.Cleanup(func() { e.Close() })
 		tf.engines = append(tf.engines, e)
-		tf.store.Profiles = append(tf.store.Profiles, fastRow(iid))
-		tf.sidecars = append(tf.sidecars, startSidecar(t, e))
+		tf.store.Profiles = append(tf.store.Profiles, simkit.FastRow(iid))
+		tf.sidecars = append(tf.sidecars, simkit.Sidecar(t, e, "127.0.0.1:0"))
 	}
 	tf.cfg = fleetFor(t, tf)
 	return tf
-}
-
-func startSidecar(t *testing.T, e *simengine.Engine) *attest.Server {
-	t.Helper()
-	doc, err := attest.Parse("sim", e.AttestationDocument())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := attest.Serve(context.Background(), doc, e.URL(), "127.0.0.1:0", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
 }
 
 func fleetFor(t *testing.T, tf *testFleet) *fleet.Config {
@@ -202,7 +178,7 @@ func TestRestartedSidecarPassesAgain(t *testing.T) {
 	tf := startFleet(t, 2, nil)
 	tf.engines[0].Restart()
 	tf.sidecars[0].Close()
-	tf.sidecars[0] = startSidecar(t, tf.engines[0])
+	tf.sidecars[0] = simkit.Sidecar(t, tf.engines[0], "127.0.0.1:0")
 	tf.cfg = fleetFor(t, tf)
 	r := tf.run(t, func(o *check.Options) { o.NoKV = true })
 	if got := outcomes(r)[check.GateContract]; got != check.Passed {

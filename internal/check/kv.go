@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/units"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -23,7 +26,7 @@ func (r *run) kvBlocked() []string {
 	for iid := range r.incompatible {
 		set[iid] = true
 	}
-	return sortedKeys(set)
+	return slices.Sorted(maps.Keys(set))
 }
 
 func (r *run) produce(ctx context.Context, g *Gate) {
@@ -62,7 +65,7 @@ func orFleet(iids []string) string {
 func paramKeys(h *vllm.Handoff) []string {
 	var m map[string]any
 	_ = jsonUnmarshal(h.Params, &m)
-	keys := sortedKeys(m)
+	keys := slices.Sorted(maps.Keys(m))
 	return keys
 }
 
@@ -131,14 +134,14 @@ func (r *run) probeBody(salt string) vllm.Body {
 }
 
 func (r *run) prefill(ctx context.Context, iid, salt string) (*vllm.Handoff, *vllm.Error) {
-	ctx, cancel := context.WithTimeout(ctx, seconds(r.cfg.Serving.PrefillTimeoutS))
+	ctx, cancel := context.WithTimeout(ctx, units.Seconds(r.cfg.Serving.PrefillTimeoutS))
 	defer cancel()
 	return r.clients[iid].Prefill(ctx, "/v1/completions", vllm.PrefillBody(r.probeBody(salt), r.cfg.Model), "preflight-"+salt)
 }
 
 func (r *run) transfer(ctx context.Context, p Pair) (transferResult, string, error) {
 	reqTimeout := r.cfg.Serving.RequestTimeoutS
-	ctx, cancel := context.WithTimeout(ctx, seconds(reqTimeout))
+	ctx, cancel := context.WithTimeout(ctx, units.Seconds(reqTimeout))
 	defer cancel()
 	salt := r.o.IDs.NewID()
 	h, verr := r.prefill(ctx, p.Src, salt)
@@ -173,7 +176,7 @@ func (r *run) decode(ctx context.Context, dst, salt string, h *vllm.Handoff) (tr
 		return transferResult{}, KindTransferFailed, fmt.Errorf("decode leg on %s: %s", dst, verr.Msg)
 	}
 	defer st.Close()
-	st.SetIdleTimeout(seconds(firstLimit))
+	st.SetIdleTimeout(units.Seconds(firstLimit))
 	var res transferResult
 	var text strings.Builder
 	for i := 0; i < 100000; i++ { // bounded: 4 tokens need a handful of events
@@ -189,7 +192,7 @@ func (r *run) decode(ctx context.Context, dst, salt string, h *vllm.Handoff) (tr
 		}
 		if ev.Tokens > 0 && res.tokens == 0 {
 			res.first = time.Since(start).Seconds()
-			st.SetIdleTimeout(seconds(r.cfg.Engine.DecodeReadTimeoutS))
+			st.SetIdleTimeout(units.Seconds(r.cfg.Engine.DecodeReadTimeoutS))
 		}
 		res.tokens += ev.Tokens
 		text.WriteString(vllm.EventText(ev))

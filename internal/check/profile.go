@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/profile"
+	"github.com/narwhal-go/narwhal/internal/units"
 )
 
 // row is iid's profile row, when the store holds one; pace then
@@ -177,7 +178,7 @@ func (r *run) paceProbe(ctx context.Context, iid string) (paceTime, error) {
 	for rep, shrink := 0, 0; rep < 2; rep++ {
 		body := mustJSON(map[string]any{"model": r.cfg.Model, "prompt": words(n), "max_tokens": 1, "temperature": 0,
 			"stream": false, "cache_salt": r.o.IDs.NewID()})
-		c, cancel := context.WithTimeout(ctx, seconds(r.cfg.Serving.PrefillTimeoutS))
+		c, cancel := context.WithTimeout(ctx, units.Seconds(r.cfg.Serving.PrefillTimeoutS))
 		start := time.Now()
 		out, err := r.clients[iid].Complete(c, body)
 		elapsed := time.Since(start).Seconds()

@@ -3,12 +3,14 @@ package check
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/attest"
 	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/units"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -37,7 +39,7 @@ func newRun(o Options) *run {
 		kvOK: map[string]bool{}, kvFail: map[string]bool{}, kvTried: map[string]bool{}}
 	es := o.Fleet.Engine
 	for _, e := range o.Fleet.Engines {
-		r.clients[e.IID] = vllm.NewClient(e.URL, vllm.Options{APIKey: o.APIKey, ConnectTimeout: seconds(es.ConnectTimeoutS),
+		r.clients[e.IID] = vllm.NewClient(e.URL, vllm.Options{APIKey: o.APIKey, ConnectTimeout: units.Seconds(es.ConnectTimeoutS),
 			MaxConns: es.ControlConnections, IdleConns: max(1, es.ControlConnections/2), MaxResponse: int64(o.Fleet.Serving.MaxResponseBytes)})
 	}
 	return r
@@ -59,7 +61,7 @@ func sprintf(format string, args ...any) string {
 
 // healthCtx bounds one control request by engine.health_timeout_s.
 func (r *run) healthCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, seconds(r.cfg.Engine.HealthTimeoutS))
+	return context.WithTimeout(ctx, units.Seconds(r.cfg.Engine.HealthTimeoutS))
 }
 
 // liveEngines are the reachable engines in configuration order.
@@ -138,19 +140,10 @@ func (r *run) contract(ctx context.Context, g *Gate) {
 
 func describeVersions(v map[string][]string) string {
 	var parts []string
-	for _, ver := range sortedKeys(v) {
+	for _, ver := range slices.Sorted(maps.Keys(v)) {
 		parts = append(parts, ver+" on "+strings.Join(v[ver], ", "))
 	}
 	return strings.Join(parts, "; ")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func (r *run) readIdentity(ctx context.Context, g *Gate, e fleet.Engine) (vllm.Identity, bool) {
@@ -238,7 +231,7 @@ func (r *run) tokenize(ctx context.Context, g *Gate) {
 	}
 	body := mustJSON(map[string]any{"model": r.cfg.Model, "prompt": words(r.o.ProbeWords)})
 	for _, e := range r.liveEngines() {
-		c, cancel := context.WithTimeout(ctx, seconds(r.cfg.Engine.TokenizeTimeoutS))
+		c, cancel := context.WithTimeout(ctx, units.Seconds(r.cfg.Engine.TokenizeTimeoutS))
 		n, err := r.clients[e.IID].Tokenize(c, body)
 		cancel()
 		switch {

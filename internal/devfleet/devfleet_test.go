@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,32 +20,15 @@ import (
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/profile"
+	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// lockedBuffer is the banner output, written by Run's goroutine.
-type lockedBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // fleetRun is a running dev fleet.
 type fleetRun struct {
 	base, dir string
-	banner    *lockedBuffer
+	banner    *testkit.SyncBuffer
 	stop      func()
 }
 
@@ -61,7 +43,7 @@ func startWith(t *testing.T, o Options) fleetRun {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
-	out := &lockedBuffer{}
+	out := &testkit.SyncBuffer{}
 	o.Ready = func(u string) { ready <- u }
 	go func() { done <- Run(ctx, o, out) }()
 	select {

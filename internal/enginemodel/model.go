@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/narwhal-go/narwhal/internal/units"
 )
 
 // Timing prices work; profile.Row implements it. Times are in seconds.
@@ -199,7 +201,7 @@ func (m *Model) Next() (Step, bool) {
 			secs += m.prefillCost(r)
 			s.IDs = append(s.IDs, r.ID)
 		}
-		s.Duration = seconds(secs)
+		s.Duration = units.Seconds(secs)
 		m.inflight = &s
 		return s, true
 	}
@@ -212,7 +214,7 @@ func (m *Model) Next() (Step, bool) {
 		s.ResidentTokens += r.computed
 	}
 	s.Running = len(m.running)
-	s.Duration = seconds(m.cfg.Timing.TokenInterval(s.ResidentTokens, s.Running))
+	s.Duration = units.Seconds(m.cfg.Timing.TokenInterval(s.ResidentTokens, s.Running))
 	m.inflight = &s
 	return s, true
 }
@@ -227,8 +229,6 @@ func (m *Model) prefillCost(r *req) float64 {
 	}
 	return m.cfg.Timing.PrefillTime(total - r.computed)
 }
-
-func seconds(s float64) time.Duration { return time.Duration(s*1e9 + 0.5) }
 
 // admit moves waiting requests to running in FIFO order while their KV fits
 // (prompt, output so far and one new token) and seats remain. It stops at

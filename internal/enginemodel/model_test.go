@@ -3,6 +3,8 @@ package enginemodel
 import (
 	"testing"
 	"time"
+
+	"github.com/narwhal-go/narwhal/internal/units"
 )
 
 // linear is a Timing whose numbers are easy to check by hand.
@@ -25,7 +27,7 @@ func newModel(t *testing.T, capTokens int) *Model {
 	return m
 }
 
-func ms(f float64) time.Duration { return seconds(f) }
+func ms(f float64) time.Duration { return units.Seconds(f) }
 
 // run drives m to idle and returns, per request, the times of its tokens.
 func run(t *testing.T, m *Model, limit int) (map[string][]time.Duration, []Step) {

@@ -76,7 +76,7 @@ func (m *Metrics) buildQueueing(b builder, cfg *fleet.Config) {
 	m.LoopLag = b.gauge("narwhal_router_loop_lag_seconds", "Lateness of the router's 0.05 s loop-lag probe.")
 	m.SizingDelay = b.gauge("narwhal_request_sizing_delay_seconds", "Median request-sizing delay over 2 s (0 below 8 samples).")
 	m.SaturationThreshold = b.gauge("narwhal_saturation_threshold_seconds", "Saturation threshold: 0.25 × slo.ttft_s.")
-	m.SaturationThreshold.Set(0.25 * cfg.SLO.TTFT)
+	m.SaturationThreshold.Set(cfg.SLO.SaturationThreshold())
 }
 
 func (m *Metrics) buildControl(b builder, cfg *fleet.Config) {

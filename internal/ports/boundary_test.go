@@ -27,6 +27,8 @@ var deterministicPackages = []string{
 	"evidence/execfp",
 	"evidence/memory", // covered by "evidence" too; named because the calculator claims byte-identical predictions
 	"canon",
+	"enginemodel", // the step-loop timing simengine and sim share: same inputs, same durations
+	"lifecycle",   // availability decisions: time comes in as an argument or through a ports.Clock
 }
 
 // forbiddenImports give ambient randomness or identifiers; a deterministic

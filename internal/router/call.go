@@ -91,7 +91,7 @@ func (c *call) settle(o outcome) {
 	if !c.sized {
 		r.stats.unsizedOffered++
 	}
-	met := o.terminal == journal.TerminalCompleted && r.sloMet(row)
+	met := r.sloMet(row)
 	if met {
 		r.stats.sloMet++
 	}
@@ -120,10 +120,11 @@ func (c *call) settle(o outcome) {
 	}
 }
 
-// sloMet: a completed request (its stream ended with [DONE], so the
-// output was delivered in full) within both latency targets.
+// sloMet applies the one SLO rule (fleet.SLO.Met) to a terminal row: a
+// completed request's stream ended with [DONE], so its output was
+// delivered in full.
 func (r *Router) sloMet(row *journal.RequestRow) bool {
-	return row.TTFT != nil && *row.TTFT <= r.cfg.SLO.TTFT && (row.TPOT == nil || *row.TPOT <= r.cfg.SLO.TPOT)
+	return r.cfg.SLO.Met(row.Terminal == journal.TerminalCompleted, row.TTFT, row.TPOT)
 }
 
 // row builds the terminal journal row.

@@ -2,8 +2,6 @@ package router
 
 import (
 	"encoding/json"
-	"io"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +9,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
 // Under prefill-heavy load the router's monitor loop moves a decode
@@ -71,11 +70,6 @@ func flippedToPrefill(t *testing.T, h *harness) bool {
 }
 
 func get(t *testing.T, url string) string {
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	_, b := testkit.Get(t, url)
 	return string(b)
 }

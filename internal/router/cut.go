@@ -6,6 +6,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
+	"github.com/narwhal-go/narwhal/internal/units"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -81,7 +82,7 @@ func (r *Router) heldFor(iid string) float64 {
 // nil when it reached [DONE] with all of them.
 func (r *Router) streamProbe(ctx context.Context, iid string) *vllm.Error {
 	d := max(r.cfg.Engine.FirstTokenTimeoutS, r.cfg.Engine.HealthTimeoutS)
-	ctx, cancel := context.WithTimeout(ctx, seconds(d))
+	ctx, cancel := context.WithTimeout(ctx, units.Seconds(d))
 	defer cancel()
 	body := mustRaw(map[string]any{"model": r.cfg.Model, "prompt": "narwhal stream probe", "stream": true,
 		"max_tokens": cutProbeTokens, "min_tokens": cutProbeTokens, "return_token_ids": true})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/simengine"
+	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
 // pddd is one producer and three consumers: a decode engine can fail and
@@ -24,7 +25,7 @@ func (h *harness) streamOutcome(t *testing.T, i int) (done bool, decode string) 
 	if resp.StatusCode != 200 {
 		t.Fatalf("request %d: %d %s", i, resp.StatusCode, out)
 	}
-	events := sse(t, out)
+	events := testkit.SSEData(t, out)
 	row := h.row(resp.Header.Get("X-Request-Id"))
 	if row.DecodeIID != nil {
 		decode = *row.DecodeIID

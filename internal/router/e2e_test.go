@@ -12,6 +12,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/simengine"
+	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
 func ctx(t *testing.T) context.Context {
@@ -74,7 +75,7 @@ func TestChatStreaming(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		t.Fatalf("status %d %s: %s", resp.StatusCode, resp.Header.Get("Content-Type"), out)
 	}
-	events := sse(t, out)
+	events := testkit.SSEData(t, out)
 	if events[len(events)-1] != "[DONE]" {
 		t.Errorf("stream does not end with [DONE]: %q", events[len(events)-1])
 	}
@@ -86,7 +87,7 @@ func TestChatStreaming(t *testing.T) {
 		Choices []struct{ Message struct{ Content string } }
 	}
 	json.Unmarshal(direct(t, h.engines.URLs()[0], "/v1/chat/completions", refBody), &ref)
-	if got := streamedText(t, events); got != ref.Choices[0].Message.Content {
+	if got, _ := testkit.StreamText(t, events); got != ref.Choices[0].Message.Content {
 		t.Errorf("streamed %q, aggregated run says %q", got, ref.Choices[0].Message.Content)
 	}
 	row := h.row(resp.Header.Get("X-Request-Id"))
@@ -269,12 +270,12 @@ func TestDecodeEngineDyingMidStream(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("%d %s", resp.StatusCode, out)
 	}
-	events := sse(t, out)
+	events := testkit.SSEData(t, out)
 	last := events[len(events)-1]
 	if !strings.Contains(last, `"error"`) || !strings.Contains(last, `"code":"failed"`) {
 		t.Fatalf("last event %q, want the terminal error event", last)
 	}
-	if streamedText(t, events[:len(events)-1]) == "" {
+	if got, _ := testkit.StreamText(t, events[:len(events)-1]); got == "" {
 		t.Error("no output before the failure")
 	}
 	row := h.row(resp.Header.Get("X-Request-Id"))

@@ -12,6 +12,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/simengine"
+	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
 // fastRecovery makes the monitor loop, readmission and liveness quick.
@@ -111,7 +112,7 @@ func TestEngineKilledMidStream(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Fatalf("%d %s", resp.StatusCode, out)
 		}
-		events := sse(t, out)
+		events := testkit.SSEData(t, out)
 		last := events[len(events)-1]
 		if last != "[DONE]" && !strings.Contains(last, `"code":"failed"`) {
 			t.Errorf("stream ended with %q: neither [DONE] nor the terminal error event", last)

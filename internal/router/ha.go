@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/state"
+	"github.com/narwhal-go/narwhal/internal/units"
 )
 
 // HA configures durable state and the fenced lease.
@@ -111,7 +112,7 @@ func (r *Router) follow(ctx context.Context) {
 	r.apply(doc)
 	// The old primary may be fenced rather than dead, still finishing its
 	// requests: close what it left open once they are all past deadline.
-	r.closeLost(doc, seconds(r.cfg.Serving.RequestTimeoutS)+time.Second)
+	r.closeLost(doc, units.Seconds(r.cfg.Serving.RequestTimeoutS)+time.Second)
 	r.ha.standby.Store(false)
 	r.captureIdentities(ctx)
 	if !r.lease.Valid() {

@@ -1,7 +1,6 @@
 package router
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -24,6 +23,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/ports"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/simengine"
+	"github.com/narwhal-go/narwhal/internal/testkit/simkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -220,48 +220,6 @@ func direct(t *testing.T, url, path string, body map[string]any) []byte {
 	return out
 }
 
-// sse splits an SSE body into its data payloads.
-func sse(t *testing.T, body []byte) []string {
-	t.Helper()
-	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" {
-			continue
-		}
-		if !strings.HasPrefix(line, "data: ") {
-			t.Fatalf("SSE line without data: %q", line)
-		}
-		out = append(out, strings.TrimPrefix(line, "data: "))
-	}
-	return out
-}
-
-// streamedText concatenates the text of completion or chat chunks.
-func streamedText(t *testing.T, events []string) string {
-	t.Helper()
-	var b strings.Builder
-	for _, ev := range events {
-		if ev == "[DONE]" {
-			continue
-		}
-		var c struct {
-			Choices []struct {
-				Text  string
-				Delta struct{ Content string }
-			}
-		}
-		if err := json.Unmarshal([]byte(ev), &c); err != nil {
-			t.Fatalf("chunk %q: %v", ev, err)
-		}
-		for _, ch := range c.Choices {
-			b.WriteString(ch.Text + ch.Delta.Content)
-		}
-	}
-	return b.String()
-}
-
 var (
 	pd   = []fleet.Role{fleet.Prefill, fleet.Decode}
 	ppdd = []fleet.Role{fleet.Prefill, fleet.Prefill, fleet.Decode, fleet.Decode}
@@ -288,15 +246,7 @@ func (h *harness) restartSidecar(i int) {
 		old.Close()
 	}
 	e := h.engines.Engines[i]
-	doc, err := attest.Parse("sim", e.AttestationDocument())
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	s, err := attest.Serve(context.Background(), doc, e.URL(), addr, nil)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.t.Cleanup(func() { s.Close() })
+	s := simkit.Sidecar(h.t, e, addr)
 	h.sidecars[i] = s
 	h.cfg.Engines[i].AttestationURL = s.AttestationURL()
 }

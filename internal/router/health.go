@@ -10,6 +10,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
+	"github.com/narwhal-go/narwhal/internal/units"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -103,7 +104,7 @@ func (r *Router) verify(ctx context.Context, iid string, inference bool) {
 }
 
 func (r *Router) probeTimeout() time.Duration {
-	return seconds(r.cfg.Engine.HealthTimeoutS)
+	return units.Seconds(r.cfg.Engine.HealthTimeoutS)
 }
 
 // healthProbe is GET /health and then the credential probe: vLLM's
@@ -121,7 +122,7 @@ func (r *Router) healthProbe(ctx context.Context, iid string) *vllm.Error {
 // inferenceProbe asks the engine for two tokens directly.
 func (r *Router) inferenceProbe(ctx context.Context, iid string) *vllm.Error {
 	d := max(r.cfg.Engine.FirstTokenTimeoutS, r.cfg.Engine.HealthTimeoutS)
-	ctx, cancel := context.WithTimeout(ctx, seconds(d))
+	ctx, cancel := context.WithTimeout(ctx, units.Seconds(d))
 	defer cancel()
 	body := mustRaw(map[string]any{"model": r.cfg.Model, "prompt": "narwhal inference probe", "max_tokens": 2})
 	_, e := r.engines[iid].client.Complete(ctx, body)

@@ -1,20 +1,19 @@
 package router
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/simengine"
+	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
 // Engines that must be held out: another build, an incompatible KV
@@ -22,33 +21,7 @@ import (
 // stop before KV moves.
 
 // logBuffer is a slog destination tests can read while the router writes.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// count is how many log lines contain every one of parts.
-func (b *logBuffer) count(parts ...string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	n := 0
-	for _, line := range strings.Split(b.buf.String(), "\n") {
-		all := line != ""
-		for _, p := range parts {
-			all = all && strings.Contains(line, p)
-		}
-		if all {
-			n++
-		}
-	}
-	return n
-}
+type logBuffer struct{ testkit.SyncBuffer }
 
 func (b *logBuffer) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -164,8 +137,8 @@ func TestDifferentBuildIsHeldOut(t *testing.T) {
 	if v := h.gauge(t, "narwhal_engine_held", map[string]string{"iid": "d0", "cause": "incompatible-build"}); v != 1 {
 		t.Errorf("narwhal_engine_held{d0,incompatible-build} = %v, want 1", v)
 	}
-	if n := logs.count("engine held out", "iid=d0", "incompatible-build"); n != 1 {
-		t.Errorf("%d log lines say d0 is held out, want exactly 1:\n%s", n, logs.buf.String())
+	if n := logs.Count("engine held out", "iid=d0", "incompatible-build"); n != 1 {
+		t.Errorf("%d log lines say d0 is held out, want exactly 1:\n%s", n, logs.String())
 	}
 	// The operator restarts it with the fleet's build: it returns.
 	h.engines.Engines[1].RestartAs(otherBuild("0.21.0"))
@@ -348,11 +321,11 @@ func TestWrongEngineKeyIsHeldOut(t *testing.T) {
 		if v := h.gauge(t, "narwhal_engine_held", map[string]string{"iid": iid, "cause": "engine-auth"}); v != 1 {
 			t.Errorf("narwhal_engine_held{%s,engine-auth} = %v, want 1", iid, v)
 		}
-		if n := logs.count("engine held out", "iid="+iid, "engine-auth"); n != 1 {
-			t.Errorf("%d log lines say %s is held out for its credential, want exactly 1:\n%s", n, iid, logs.buf.String())
+		if n := logs.Count("engine held out", "iid="+iid, "engine-auth"); n != 1 {
+			t.Errorf("%d log lines say %s is held out for its credential, want exactly 1:\n%s", n, iid, logs.String())
 		}
-		if logs.count("k3y-wr0ng-7f") > 0 || logs.count("k3y-r1ght-7f") > 0 {
-			t.Errorf("a credential value reached the log:\n%s", logs.buf.String())
+		if logs.Count("k3y-wr0ng-7f") > 0 || logs.Count("k3y-r1ght-7f") > 0 {
+			t.Errorf("a credential value reached the log:\n%s", logs.String())
 		}
 	}
 	// The operator fixes the engines' key: the next probe releases them.
@@ -363,7 +336,7 @@ func TestWrongEngineKeyIsHeldOut(t *testing.T) {
 	if resp, out := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "q", "max_tokens": 3}); resp.StatusCode != 200 {
 		t.Errorf("after the key fix: %d %s", resp.StatusCode, out)
 	}
-	if n := logs.count("engine released", "iid=p0", "engine-auth"); n != 1 {
+	if n := logs.Count("engine released", "iid=p0", "engine-auth"); n != 1 {
 		t.Errorf("%d release log lines for p0, want 1", n)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/sched"
+	"github.com/narwhal-go/narwhal/internal/units"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -140,7 +141,7 @@ func (r *Router) serveCompletion(w http.ResponseWriter, req *http.Request, chat 
 func (r *Router) newCall(w http.ResponseWriter, req *http.Request, chat bool) *call {
 	c := &call{r: r, w: w, req: req, rid: r.ids.NewID(), chat: chat, endpoint: req.URL.Path,
 		arrived: r.now(), phase: "admission"}
-	c.deadline = r.clock.Now().Add(seconds(r.cfg.Serving.RequestTimeoutS))
+	c.deadline = r.clock.Now().Add(units.Seconds(r.cfg.Serving.RequestTimeoutS))
 	// The client's own id comes back as X-Request-Id (OpenAI's SDKs log
 	// it); the router's is always in X-Narwhal-Request-Id, and in
 	// X-Request-Id too when the client sent none.
@@ -243,7 +244,7 @@ func (c *call) admit(ctx context.Context) (func(), bool) {
 	}
 	c.phase = "queue"
 	start := r.now()
-	t := r.clock.NewTimer(seconds(r.cfg.Serving.QueueTimeoutS))
+	t := r.clock.NewTimer(units.Seconds(r.cfg.Serving.QueueTimeoutS))
 	defer t.Stop()
 	defer func() { c.queueWaits.Admission = r.now() - start }()
 	select {
@@ -322,7 +323,7 @@ func (c *call) tokenize(ctx context.Context) (int, *vllm.Error) {
 			break
 		}
 		tried[iid] = true
-		tctx, cancel := context.WithTimeout(ctx, seconds(r.cfg.Engine.TokenizeTimeoutS))
+		tctx, cancel := context.WithTimeout(ctx, units.Seconds(r.cfg.Engine.TokenizeTimeoutS))
 		n, e := r.engines[iid].client.Tokenize(tctx, body)
 		cancel()
 		if e == nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
 	"github.com/narwhal-go/narwhal/internal/routerdoc"
+	"github.com/narwhal-go/narwhal/internal/units"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -246,7 +247,7 @@ func (r *Router) lifecycleDoc() routerdoc.LifecycleDoc {
 // build) ends validation before the generation probe and the KV
 // transfer: an engine that has not proved what it is never moves KV.
 func (r *Router) gates(iid string, old *lifecycle.Identity, requireNewer bool) ([]lifecycle.Check, lifecycle.Identity) {
-	ctx, cancel := context.WithTimeout(r.bgCtx, 4*r.probeTimeout()+seconds(r.cfg.Engine.FirstTokenTimeoutS))
+	ctx, cancel := context.WithTimeout(r.bgCtx, 4*r.probeTimeout()+units.Seconds(r.cfg.Engine.FirstTokenTimeoutS))
 	defer cancel()
 	var checks []lifecycle.Check
 	add := func(name string, e error, okDetail string) bool {

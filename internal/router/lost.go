@@ -147,7 +147,7 @@ func (l *ledger) laterRow(row *journal.RequestRow, runAt float64) {
 		reason = *row.Reason
 	}
 	l.settle(row.Terminal, reason, !row.InputSized)
-	if row.Terminal == journal.TerminalCompleted && l.r.sloMet(row) {
+	if l.r.sloMet(row) {
 		l.r.stats.sloMet++
 		l.delta.SLOMet++
 	}

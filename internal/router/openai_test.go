@@ -10,18 +10,9 @@ import (
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/simengine"
+	"github.com/narwhal-go/narwhal/internal/testkit"
+	"github.com/narwhal-go/narwhal/internal/units"
 )
-
-func getURL(t *testing.T, url string) (*http.Response, []byte) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, b
-}
 
 // Routes the router does not serve answer in OpenAI's error shape.
 func TestUnroutedRequestsAnswerInOpenAIShape(t *testing.T) {
@@ -62,11 +53,11 @@ func TestModelsReportTheContextLength(t *testing.T) {
 			MaxModelLen int    `json:"max_model_len"`
 		} `json:"data"`
 	}
-	_, b := getURL(t, h.srv.URL+"/v1/models")
+	_, b := testkit.Get(t, h.srv.URL+"/v1/models")
 	if json.Unmarshal(b, &list) != nil || len(list.Data) != 1 || list.Data[0].MaxModelLen != 4096 {
 		t.Errorf("/v1/models %s, want the one model with max_model_len 4096", b)
 	}
-	resp, b := getURL(t, h.srv.URL+"/v1/models/"+model)
+	resp, b := testkit.Get(t, h.srv.URL+"/v1/models/"+model)
 	var card struct {
 		ID          string `json:"id"`
 		Object      string `json:"object"`
@@ -75,7 +66,7 @@ func TestModelsReportTheContextLength(t *testing.T) {
 	if resp.StatusCode != 200 || json.Unmarshal(b, &card) != nil || card.ID != model || card.Object != "model" || card.MaxModelLen != 4096 {
 		t.Errorf("GET /v1/models/%s: %d %s", model, resp.StatusCode, b)
 	}
-	resp, b = getURL(t, h.srv.URL+"/v1/models/other-model")
+	resp, b = testkit.Get(t, h.srv.URL+"/v1/models/other-model")
 	e, ok := openAIError(b)
 	if resp.StatusCode != 404 || !ok || e.Type != "invalid_request_error" || e.Code == nil || *e.Code != "model_not_found" ||
 		e.Param == nil || *e.Param != "model" {
@@ -131,7 +122,7 @@ func TestErrorTypesAreOpenAIs(t *testing.T) {
 func TestFencedRouterAnswers503NotSaturated(t *testing.T) {
 	h := newHarness(t, pd, nil)
 	for range sizingMinimum {
-		h.router.sized(seconds(h.cfg.SLO.TTFT))
+		h.router.sized(units.Seconds(h.cfg.SLO.TTFT))
 	}
 	h.router.sat.update(0, h.router.clock.Now())
 	h.router.ha.blocked.Store("lease renewal failed") // what renew does when the lease is lost

@@ -29,6 +29,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/sched"
 	"github.com/narwhal-go/narwhal/internal/state"
+	"github.com/narwhal-go/narwhal/internal/units"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -168,7 +169,7 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 	for _, e := range cfg.Engines {
 		r.engines[e.IID] = &engine{iid: e.IID, client: vllm.NewClient(e.URL, vllm.Options{
 			APIKey:         key,
-			ConnectTimeout: seconds(cfg.Engine.ConnectTimeoutS),
+			ConnectTimeout: units.Seconds(cfg.Engine.ConnectTimeoutS),
 			MaxConns:       cfg.Serving.MaxConnections,
 			IdleConns:      max(1, cfg.Serving.MaxConnections/2),
 			MaxResponse:    int64(cfg.Serving.MaxResponseBytes),
@@ -216,8 +217,6 @@ func withDefaults(o Options) Options {
 	}
 	return o
 }
-
-func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // seatFreed wakes the requests waiting for a phase seat; they place again
 // and the ones that still find no seat wait on the next signal. Called
@@ -294,7 +293,7 @@ func (r *Router) Close() {
 // monitor runs a monitor pass every monitor interval until Close.
 func (r *Router) monitor() {
 	defer close(r.done)
-	t := r.clock.NewTicker(seconds(r.cfg.Controller.MonitorIntervalS))
+	t := r.clock.NewTicker(units.Seconds(r.cfg.Controller.MonitorIntervalS))
 	defer t.Stop()
 	for {
 		select {

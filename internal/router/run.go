@@ -9,6 +9,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/sched"
+	"github.com/narwhal-go/narwhal/internal/units"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -123,7 +124,7 @@ func (c *call) placePrefill(ctx context.Context, n int, exclude map[string]bool)
 		}
 		// Every candidate is at its prefill seats: wait for one, within what
 		// is left of the queue budget.
-		left := seconds(c.r.cfg.Serving.QueueTimeoutS - c.queueWaits.Admission - c.queueWaits.Prefill)
+		left := units.Seconds(c.r.cfg.Serving.QueueTimeoutS - c.queueWaits.Admission - c.queueWaits.Prefill)
 		start := c.r.now()
 		freed := c.waitSeat(ctx, wait, left)
 		c.queueWaits.Prefill += c.r.now() - start
@@ -248,7 +249,7 @@ func (c *call) placeDecode(ctx context.Context, exclude map[string]bool, handoff
 		}
 		left := c.deadline.Sub(r.clock.Now())
 		if b := r.cfg.Serving.HandoffTimeoutS; b > 0 {
-			left = min(left, seconds(b-(r.now()-handoffStart)))
+			left = min(left, units.Seconds(b-(r.now()-handoffStart)))
 		}
 		start := r.now()
 		freed2 := c.waitSeat(ctx, freed, left)
@@ -269,7 +270,7 @@ func (c *call) placeDecode(ctx context.Context, exclude map[string]bool, handoff
 func (c *call) prefillLeg(ctx context.Context, n int, iid string) (*vllm.Handoff, float64, *vllm.Error) {
 	r := c.r
 	start := r.now()
-	lctx, cancel := context.WithTimeout(ctx, seconds(r.cfg.Serving.PrefillTimeoutS))
+	lctx, cancel := context.WithTimeout(ctx, units.Seconds(r.cfg.Serving.PrefillTimeoutS))
 	defer cancel()
 	h, e := r.engines[iid].client.Prefill(lctx, c.endpoint, vllm.PrefillBody(c.body, r.cfg.Model), legID(c.rid, n, "prefill"))
 	c.upstreamP += r.now() - start
@@ -293,7 +294,7 @@ func (c *call) decodeLeg(ctx context.Context, n int, iid string, kvp []byte) *vl
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var noFirst atomic.Bool
-	ft := r.clock.NewTimer(seconds(r.cfg.Engine.FirstTokenTimeoutS))
+	ft := r.clock.NewTimer(units.Seconds(r.cfg.Engine.FirstTokenTimeoutS))
 	defer ft.Stop()
 	stopFT := make(chan struct{})
 	defer close(stopFT)
@@ -325,7 +326,7 @@ func (c *call) decodeLeg(ctx context.Context, n int, iid string, kvp []byte) *vl
 		}
 		if ev.Tokens > 0 && c.tokens == 0 {
 			ft.Stop()
-			s.SetIdleTimeout(seconds(r.cfg.Engine.DecodeReadTimeoutS))
+			s.SetIdleTimeout(units.Seconds(r.cfg.Engine.DecodeReadTimeoutS))
 		}
 		c.tokensArrived(iid, ev.Tokens)
 		if e := out.event(ev); e != nil {
@@ -417,7 +418,7 @@ func (c *call) retryDecision(n int, e *vllm.Error) (float64, string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delay := r.rng.Float64() * math.Min(s.RetryCapS, s.RetryBaseS*math.Pow(2, float64(n-1)))
-	if !r.clock.Now().Add(seconds(delay)).Before(c.deadline) {
+	if !r.clock.Now().Add(units.Seconds(delay)).Before(c.deadline) {
 		return 0, "original_deadline"
 	}
 	if r.stats.credits < 1 {
@@ -456,7 +457,7 @@ func (c *call) backoff(ctx context.Context, d float64) bool {
 	c.phase = "backoff"
 	c.prefillIID, c.decodeIID, c.crossed = "", "", nil
 	select {
-	case <-c.r.clock.After(seconds(d)):
+	case <-c.r.clock.After(units.Seconds(d)):
 		return true
 	case <-ctx.Done():
 		c.ended(ctx)

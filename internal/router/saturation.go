@@ -4,6 +4,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/narwhal-go/narwhal/internal/units"
 )
 
 // saturation watches for a router too busy to serve well (runtime.md
@@ -90,6 +92,6 @@ func (r *Router) saturated() (bool, time.Duration, time.Duration) {
 	s.mu.Lock()
 	lag, median := s.lag, s.median
 	s.mu.Unlock()
-	limit := seconds(r.cfg.SLO.TTFT / 4)
+	limit := units.Seconds(r.cfg.SLO.SaturationThreshold())
 	return lag >= limit || median >= limit, lag, median
 }

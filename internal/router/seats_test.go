@@ -7,6 +7,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/simengine"
+	"github.com/narwhal-go/narwhal/internal/units"
 )
 
 func queued(prefill, decode int, timeout float64) func(*fleet.Config) {
@@ -74,7 +75,7 @@ func TestPrefillSeatWaitExpires(t *testing.T) {
 func TestSaturatedRouterRefuses(t *testing.T) {
 	h := newHarness(t, pd, nil)
 	for i := 0; i < sizingMinimum; i++ {
-		h.router.sized(seconds(h.cfg.SLO.TTFT)) // sizing as slow as the whole TTFT target
+		h.router.sized(units.Seconds(h.cfg.SLO.TTFT)) // sizing as slow as the whole TTFT target
 	}
 	h.router.sat.update(0, h.router.clock.Now()) // what the next probe tick does
 	resp, _ := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "x", "max_tokens": 1})

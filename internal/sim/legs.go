@@ -144,24 +144,24 @@ func (rn *runner) token(r *request, e *engine) {
 }
 
 // finish scores a completed request: TTFT is arrival to prefill done,
-// TPOT (last token − prefill done)/(tokens − 1) (operations.md §8.1).
+// TPOT (last token − prefill done)/(tokens − 1) (operations.md §8.1), and
+// whether it met the SLO is the router's own rule, fleet.SLO.Met.
 func (rn *runner) finish(r *request) {
 	ttft := secs(r.prefillDone - r.arrived)
 	rn.res.ttfts = append(rn.res.ttfts, ttft)
-	okTPOT := true
+	var tpot *float64 // nil below two tokens: it cannot fail the target
 	if r.tokens >= 2 {
-		tpot := secs(r.last-r.prefillDone) / float64(r.tokens-1)
-		rn.res.tpots = append(rn.res.tpots, tpot)
-		okTPOT = tpot <= rn.slo.TPOT
+		v := secs(r.last-r.prefillDone) / float64(r.tokens-1)
+		rn.res.tpots = append(rn.res.tpots, v)
+		tpot = &v
 	}
-	okTTFT := ttft <= rn.slo.TTFT
-	if !okTTFT {
+	if !rn.slo.TTFTMet(ttft) {
 		rn.res.TTFTMiss++
 	}
-	if !okTPOT {
+	if !rn.slo.TPOTMet(tpot) {
 		rn.res.TPOTMiss++
 	}
-	if okTTFT && okTPOT && r.tokens >= r.a.OutputLen {
+	if rn.slo.Met(r.tokens >= r.a.OutputLen, &ttft, tpot) {
 		rn.end(r, &rn.res.Met)
 		return
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
 // Contract tests check only what a real vLLM engine also does. Set
@@ -26,7 +28,7 @@ func contractTarget(t *testing.T) (base, modelName string, hdr []string) {
 	if k := os.Getenv("NARWHAL_CONTRACT_API_KEY"); k != "" {
 		hdr = []string{"Authorization", "Bearer " + k}
 	}
-	_, b := get(t, base+"/v1/models")
+	_, b := testkit.Get(t, base+"/v1/models")
 	var ms struct {
 		Data []struct {
 			ID string `json:"id"`
@@ -40,7 +42,7 @@ func contractTarget(t *testing.T) (base, modelName string, hdr []string) {
 
 func TestContractModelsVersionHealth(t *testing.T) {
 	base, _, _ := contractTarget(t)
-	resp, b := get(t, base+"/v1/models")
+	resp, b := testkit.Get(t, base+"/v1/models")
 	var ms struct {
 		Object string `json:"object"`
 		Data   []struct {
@@ -53,12 +55,12 @@ func TestContractModelsVersionHealth(t *testing.T) {
 		ms.Data[0].OwnedBy != "vllm" || ms.Data[0].MaxModelLen <= 0 {
 		t.Fatalf("/v1/models = %d %s", resp.StatusCode, b)
 	}
-	resp, b = get(t, base+"/version")
+	resp, b = testkit.Get(t, base+"/version")
 	var v map[string]string
 	if resp.StatusCode != 200 || json.Unmarshal(b, &v) != nil || len(v) != 1 || v["version"] == "" {
 		t.Fatalf("/version = %d %s", resp.StatusCode, b)
 	}
-	if resp, _ = get(t, base+"/health"); resp.StatusCode != 200 {
+	if resp, _ = testkit.Get(t, base+"/health"); resp.StatusCode != 200 {
 		t.Fatalf("/health = %d", resp.StatusCode)
 	}
 }
@@ -94,11 +96,11 @@ func TestContractCompletions(t *testing.T) {
 			if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 				t.Errorf("Content-Type %q", ct)
 			}
-			evs := sseEvents(t, b)
+			evs := testkit.SSEData(t, b)
 			if len(evs) < 3 || evs[len(evs)-1] != "[DONE]" {
 				t.Fatalf("stream does not end in [DONE]: %q", evs)
 			}
-			_, fin := streamText(t, evs[:len(evs)-1], c.chat)
+			_, fin := testkit.StreamText(t, evs[:len(evs)-1])
 			if fin != "length" {
 				t.Errorf("finish_reason %q, want length", fin)
 			}
@@ -195,7 +197,7 @@ func TestContractTokenizeAndMetrics(t *testing.T) {
 		t.Fatalf("/detokenize = %d %s", resp.StatusCode, b)
 	}
 	_, _ = post(t, base+"/v1/completions", map[string]any{"model": m, "prompt": "warm up", "max_tokens": 2})
-	resp, b = get(t, base+"/metrics")
+	resp, b = testkit.Get(t, base+"/metrics")
 	parser := expfmt.NewTextParser(model.LegacyValidation)
 	fams, err := parser.TextToMetricFamilies(bytes.NewReader(b))
 	if resp.StatusCode != 200 || err != nil {

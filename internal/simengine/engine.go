@@ -23,6 +23,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/enginemodel"
 	"github.com/narwhal-go/narwhal/internal/ports"
 	"github.com/narwhal-go/narwhal/internal/profile"
+	"github.com/narwhal-go/narwhal/internal/units"
 )
 
 // Config describes one simulated engine. Zero values take the defaults
@@ -197,7 +198,7 @@ func Start(cfg Config) (*Engine, error) {
 	if e.engineID == "" {
 		e.engineID = cfg.IDs.NewID()
 	}
-	e.stallOnce = seconds(cfg.Faults.StallSeconds)
+	e.stallOnce = units.Seconds(cfg.Faults.StallSeconds)
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	if err := e.listen(hl); err != nil {
 		e.Close()
@@ -362,5 +363,3 @@ func (e *Engine) signal() {
 	default:
 	}
 }
-
-func seconds(s float64) time.Duration { return time.Duration(s*1e9 + 0.5) }

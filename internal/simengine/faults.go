@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+
+	"github.com/narwhal-go/narwhal/internal/units"
 )
 
 // Faults are the misbehaviours an engine can be told to show, at start
@@ -62,7 +64,7 @@ func (e *Engine) SetFaults(f Faults) error {
 	prev := e.faults
 	e.faults = f
 	if f.StallSeconds > 0 {
-		e.stallOnce = seconds(f.StallSeconds)
+		e.stallOnce = units.Seconds(f.StallSeconds)
 	}
 	var old *http.Server
 	if f.RefuseConnections && !prev.RefuseConnections && e.srv != nil {

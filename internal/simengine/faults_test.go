@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
 func TestFaults(t *testing.T) {
@@ -22,7 +24,7 @@ func TestFaults(t *testing.T) {
 			}
 		}},
 		{"unhealthy", Faults{Unhealthy: true}, func(t *testing.T, e *Engine) {
-			if resp, _ := get(t, e.URL()+"/health"); resp.StatusCode != 503 {
+			if resp, _ := testkit.Get(t, e.URL()+"/health"); resp.StatusCode != 503 {
 				t.Fatalf("/health %d", resp.StatusCode)
 			}
 		}},
@@ -33,7 +35,7 @@ func TestFaults(t *testing.T) {
 			if err := e.SetFaults(Faults{}); err != nil {
 				t.Fatal(err)
 			}
-			if resp, _ := get(t, e.URL()+"/health"); resp.StatusCode != 200 {
+			if resp, _ := testkit.Get(t, e.URL()+"/health"); resp.StatusCode != 200 {
 				t.Fatalf("after clearing: %d", resp.StatusCode)
 			}
 		}},
@@ -68,7 +70,7 @@ func jsonBody(v any) (io.Reader, error) {
 func TestAdminAndRestart(t *testing.T) {
 	e := startEngine(t, nil)
 	id0 := e.EngineID()
-	_, m0 := get(t, e.URL()+"/metrics")
+	_, m0 := testkit.Get(t, e.URL()+"/metrics")
 	resp, b := post(t, e.AdminURL()+"/faults", map[string]any{"unhealthy": true})
 	if resp.StatusCode != 200 || !e.Faults().Unhealthy {
 		t.Fatalf("admin faults: %d %s", resp.StatusCode, b)
@@ -79,7 +81,7 @@ func TestAdminAndRestart(t *testing.T) {
 	if resp, _ = post(t, e.AdminURL()+"/restart", nil); resp.StatusCode != 200 || e.EngineID() == id0 {
 		t.Fatalf("restart: %d, id %s", resp.StatusCode, e.EngineID())
 	}
-	_, m1 := get(t, e.URL()+"/metrics")
+	_, m1 := testkit.Get(t, e.URL()+"/metrics")
 	if startLine(m0) == startLine(m1) {
 		t.Fatalf("process_start_time_seconds unchanged after restart: %s", startLine(m1))
 	}

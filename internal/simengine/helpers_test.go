@@ -1,12 +1,10 @@
 package simengine
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -43,84 +41,12 @@ func startEngine(t testing.TB, mod func(*Config)) *Engine {
 
 var client = &http.Client{Timeout: 20 * time.Second}
 
+// post sends body as JSON; hdr are name, value pairs set after the
+// Content-Type, so a test may override it.
 func post(t testing.TB, url string, body any, hdr ...string) (*http.Response, []byte) {
 	t.Helper()
 	b, _ := json.Marshal(body)
-	req, _ := http.NewRequest("POST", url, bytes.NewReader(b))
-	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	return resp, out
-}
-
-func get(t testing.TB, url string) (*http.Response, []byte) {
-	t.Helper()
-	resp, err := client.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	return resp, out
-}
-
-// sseEvents splits an SSE body into its data payloads.
-func sseEvents(t testing.TB, body []byte) []string {
-	t.Helper()
-	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" {
-			continue
-		}
-		if !strings.HasPrefix(line, "data: ") {
-			t.Fatalf("SSE line without data: prefix: %q", line)
-		}
-		out = append(out, strings.TrimPrefix(line, "data: "))
-	}
-	return out
-}
-
-// streamText concatenates a completion stream's text and returns the last
-// finish reason seen.
-func streamText(t testing.TB, events []string, chat bool) (string, string) {
-	t.Helper()
-	var sb strings.Builder
-	fin := ""
-	for _, ev := range events {
-		if ev == "[DONE]" {
-			continue
-		}
-		var c struct {
-			Choices []struct {
-				Text         string                   `json:"text"`
-				Delta        struct{ Content string } `json:"delta"`
-				FinishReason *string                  `json:"finish_reason"`
-			} `json:"choices"`
-		}
-		if err := json.Unmarshal([]byte(ev), &c); err != nil {
-			t.Fatalf("bad chunk %q: %v", ev, err)
-		}
-		for _, ch := range c.Choices {
-			if chat {
-				sb.WriteString(ch.Delta.Content)
-			} else {
-				sb.WriteString(ch.Text)
-			}
-			if ch.FinishReason != nil {
-				fin = *ch.FinishReason
-			}
-		}
-	}
-	return sb.String(), fin
+	return postRaw(t, url, b, append([]string{"Content-Type", "application/json"}, hdr...)...)
 }
 
 func postRaw(t testing.TB, url string, raw []byte, hdr ...string) (*http.Response, []byte) {

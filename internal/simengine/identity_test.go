@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
 func status(t *testing.T, method, url, key, body string) int {
@@ -60,7 +62,7 @@ func TestAPIKeyRoutesAndRelaunch(t *testing.T) {
 // start and the NIXL compatibility hash all change.
 func TestRestartAs(t *testing.T) {
 	e := startEngine(t, nil)
-	_, m0 := get(t, e.URL()+"/metrics")
+	_, m0 := testkit.Get(t, e.URL()+"/metrics")
 	before := CompatibilityHash(e.Identity())
 	time.Sleep(5 * time.Millisecond)
 	id := DefaultIdentity("")
@@ -76,7 +78,7 @@ func TestRestartAs(t *testing.T) {
 	if v.Version != "0.22.0" || e.Identity().Model != "sim-model" {
 		t.Errorf("/version %q, model %q after RestartAs: want 0.22.0 and the served model kept", v.Version, e.Identity().Model)
 	}
-	_, m1 := get(t, e.URL()+"/metrics")
+	_, m1 := testkit.Get(t, e.URL()+"/metrics")
 	if CompatibilityHash(e.Identity()) == before || startLine(m0) == startLine(m1) {
 		t.Error("RestartAs kept the compatibility hash or the process start")
 	}

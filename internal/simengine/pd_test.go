@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/ports"
+	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
 type pdCase struct {
@@ -48,7 +49,7 @@ func decodeStream(t *testing.T, e *Engine, id, prompt string, max int, kvp map[s
 	if resp.StatusCode != 200 {
 		t.Fatalf("decode leg status %d: %s", resp.StatusCode, b)
 	}
-	evs := sseEvents(t, b)
+	evs := testkit.SSEData(t, b)
 	errMsg := ""
 	for _, ev := range evs {
 		if strings.HasPrefix(ev, `{"error"`) {
@@ -58,7 +59,7 @@ func decodeStream(t *testing.T, e *Engine, id, prompt string, max int, kvp map[s
 	if errMsg != "" {
 		return "", "", errMsg
 	}
-	text, fin := streamText(t, evs, false)
+	text, fin := testkit.StreamText(t, evs)
 	return text, fin, ""
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/ports"
+	"github.com/narwhal-go/narwhal/internal/units"
 )
 
 // TestTimingFollowsProfile measures TTFT and every token interval of a
@@ -43,9 +44,9 @@ func TestTimingFollowsProfile(t *testing.T) {
 		}
 	}()
 
-	want := []time.Duration{seconds(prof.PrefillTime(n))}
+	want := []time.Duration{units.Seconds(prof.PrefillTime(n))}
 	for k := 1; k < maxTokens; k++ {
-		want = append(want, want[k-1]+seconds(prof.TokenInterval(n+k-1, 1)))
+		want = append(want, want[k-1]+units.Seconds(prof.TokenInterval(n+k-1, 1)))
 	}
 	for k := 0; k < maxTokens; k++ {
 		waitFor(t, func() bool { _, ok := clk.NextDeadline(); return ok })
@@ -92,7 +93,7 @@ func TestLatencyMultiplierAndStall(t *testing.T) {
 			}()
 			waitFor(t, func() bool { _, ok := clk.NextDeadline(); return ok })
 			at, _ := clk.NextDeadline()
-			if got, want := at.Sub(clk.Now()), c.want(seconds(prof.PrefillTime(CountTokens("hello there")))); got != want {
+			if got, want := at.Sub(clk.Now()), c.want(units.Seconds(prof.PrefillTime(CountTokens("hello there")))); got != want {
 				t.Errorf("first step lasts %v, want %v", got, want)
 			}
 			clk.Set(at)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
 // With return_token_ids every chunk that carries text carries the ids of
@@ -23,7 +25,7 @@ func TestStreamTokenIDs(t *testing.T) {
 			_, raw := post(t, e.URL()+path, body)
 			var text strings.Builder
 			var ids []int64
-			for _, ev := range sseEvents(t, raw) {
+			for _, ev := range testkit.SSEData(t, raw) {
 				if ev == "[DONE]" {
 					continue
 				}

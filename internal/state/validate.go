@@ -1,6 +1,7 @@
 package state
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -86,7 +87,7 @@ func (v validator) engine(field, iid string) error {
 }
 
 func (v validator) roles(h *Handoff) error {
-	for _, iid := range sortedKeys(h.Roles) {
+	for _, iid := range slices.Sorted(maps.Keys(h.Roles)) {
 		if err := v.engine("roles."+iid, iid); err != nil {
 			return err
 		}
@@ -113,7 +114,7 @@ func (v validator) ejected(h *Handoff) error {
 }
 
 func (v validator) inferenceSources(h *Handoff) error {
-	for _, iid := range sortedKeys(h.InferenceSources) {
+	for _, iid := range slices.Sorted(maps.Keys(h.InferenceSources)) {
 		f := "inference_sources." + iid
 		if err := v.engine(f, iid); err != nil {
 			return err
@@ -156,7 +157,7 @@ func (v validator) reasons(h *Handoff) error {
 		name string
 		m    map[string]int64
 	}{{"failed", r.Failed}, {"refused", r.Refused}, {"rejected", r.Rejected}, {"expired", r.Expired}} {
-		for _, k := range sortedKeys(g.m) {
+		for _, k := range slices.Sorted(maps.Keys(g.m)) {
 			f := "outcome_reasons." + g.name + "." + k
 			if k == "" {
 				return problem("outcome_reasons."+g.name, "has an empty reason", "name every reason")
@@ -180,7 +181,7 @@ func (v validator) demandRisk(h *Handoff) error {
 	case !finite(d.AgeS) || d.AgeS < 0:
 		return problem("demand_risk.age_s", "must be finite and ≥ 0, got %v", "write the age in seconds", d.AgeS)
 	}
-	for _, k := range sortedKeys(d.Events) {
+	for _, k := range slices.Sorted(maps.Keys(d.Events)) {
 		if d.Events[k] < 0 {
 			return problem("demand_risk.events."+k, "is %d; counts are ≥ 0", "the document is damaged: move it aside", d.Events[k])
 		}
@@ -189,12 +190,3 @@ func (v validator) demandRisk(h *Handoff) error {
 }
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
-}

@@ -1,6 +1,10 @@
 package state
 
-import "strconv"
+import (
+	"maps"
+	"slices"
+	"strconv"
+)
 
 var recordStates = map[string]bool{
 	StateActive: true, StateDraining: true, StateDrained: true,
@@ -23,7 +27,7 @@ func (v validator) lifecycle(lc *Lifecycle, policy string) error {
 	case len(lc.Events) > MaxLifecycleEvents:
 		return problem("lifecycle.events", "holds %d events, more than %d", "keep only the last 200", len(lc.Events), MaxLifecycleEvents)
 	}
-	for _, iid := range sortedKeys(lc.ProcessStarts) {
+	for _, iid := range slices.Sorted(maps.Keys(lc.ProcessStarts)) {
 		f := "lifecycle.process_starts." + iid
 		if err := v.engine(f, iid); err != nil {
 			return err

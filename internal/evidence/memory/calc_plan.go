@@ -2,6 +2,7 @@ package memory
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -437,11 +438,11 @@ func (pl *planner) crossNotes() {
 		}
 	}
 	if len(used) > 0 && !gpus[pl.in.Hardware.Name] {
-		pl.note(fmt.Sprintf("overhead bands are calibrated on %s, not %s: carried across hardware as a prediction", strings.Join(sortedKeys(gpus), ", "), pl.in.Hardware.Name))
+		pl.note(fmt.Sprintf("overhead bands are calibrated on %s, not %s: carried across hardware as a prediction", strings.Join(slices.Sorted(maps.Keys(gpus)), ", "), pl.in.Hardware.Name))
 	}
 	scope := scopeOf(pl.f)
 	var outside []string
-	for _, v := range sortedKeys(versions) {
+	for _, v := range slices.Sorted(maps.Keys(versions)) {
 		if scope.distance(v) > 0 {
 			outside = append(outside, v)
 		}
@@ -472,14 +473,5 @@ func (pl *planner) calibrationUsed() []CalibrationEntry {
 			out = append(out, e)
 		}
 	}
-	return out
-}
-
-func sortedKeys(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
 	return out
 }

@@ -1,0 +1,27 @@
+package testkit
+
+import "testing"
+
+func TestSSEDataAndStreamText(t *testing.T) {
+	body := "data: {\"choices\":[{\"text\":\"he\"}]}\n\n" +
+		"data: {\"choices\":[{\"delta\":{\"content\":\"llo\"},\"finish_reason\":\"length\"}]}\n\n" +
+		"data: [DONE]\n\n"
+	evs := SSEData(t, []byte(body))
+	if len(evs) != 3 || evs[2] != "[DONE]" {
+		t.Fatalf("events %q", evs)
+	}
+	if text, fin := StreamText(t, evs); text != "hello" || fin != "length" {
+		t.Fatalf("StreamText = %q, %q; want hello, length", text, fin)
+	}
+}
+
+func TestSyncBufferCount(t *testing.T) {
+	var b SyncBuffer
+	_, _ = b.Write([]byte("level=WARN msg=held iid=e1\nlevel=INFO msg=held iid=e2\nlevel=WARN msg=other iid=e1\n"))
+	if n := b.Count("WARN", "iid=e1"); n != 2 {
+		t.Fatalf("Count = %d, want 2", n)
+	}
+	if n := b.Count("msg=held", "e2"); n != 1 {
+		t.Fatalf("Count = %d, want 1", n)
+	}
+}
