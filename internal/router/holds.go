@@ -70,9 +70,14 @@ func (r *Router) diffHolds(why string) bool {
 // credentialProbe asks an authenticated route (GET /v1/models: vLLM
 // checks --api-key on /v1 paths, never on /health) whether the engine
 // accepts the router's credential. Only a 401/403 is its verdict: other
-// failures are the health checks' business.
+// failures are the health checks' business. The same answer carries the
+// engine's max_model_len, so the context limit is learned here too rather
+// than by a second request.
 func (r *Router) credentialProbe(ctx context.Context, iid string) *vllm.Error {
-	_, e := r.engines[iid].client.Models(ctx)
+	cards, e := r.engines[iid].client.ModelCards(ctx)
+	if e == nil {
+		r.noteModelCards(iid, cards)
+	}
 	switch {
 	case e.AuthFailed():
 		r.credentialRefused(iid, e)

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
 // modelLimits is what the engines report about the served model on their
@@ -15,7 +17,8 @@ type modelLimits struct {
 	byIID map[string]int // iid → max_model_len it last reported
 }
 
-// modelLimitsRefresh is how often the engines are asked again: an engine
+// modelLimitsRefresh is how often the engines are asked again when no liveness
+// sweep does it (recovery.liveness_every 0): an engine
 // restarted with another --max-model-len is seen within it.
 const modelLimitsRefresh = 30 * time.Second
 
@@ -36,28 +39,29 @@ func (r *Router) maxModelLen() int {
 
 // learnModelLimits asks every engine's /v1/models at once, each bounded by
 // engine.health_timeout_s. An engine that does not answer keeps what it
-// reported before.
+// reported before. Only needed while liveness sweeps are off: otherwise
+// every sweep's credential probe reads the same document.
 func (r *Router) learnModelLimits(ctx context.Context) {
-	var wg sync.WaitGroup
-	for _, iid := range r.order {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cctx, cancel := context.WithTimeout(ctx, r.probeTimeout())
-			defer cancel()
-			cards, e := r.engines[iid].client.ModelCards(cctx)
-			if e != nil {
-				r.log.Debug("engine /v1/models unavailable; its context length stays as last seen", "iid", iid, "err", e.Msg)
-				return
-			}
-			for _, card := range cards {
-				if card.ID == r.cfg.Model {
-					r.setModelLen(iid, card.MaxModelLen)
-				}
-			}
-		}()
+	r.forEach(ctx, r.order, func(ctx context.Context, iid string) {
+		cctx, cancel := context.WithTimeout(ctx, r.probeTimeout())
+		defer cancel()
+		cards, e := r.engines[iid].client.ModelCards(cctx)
+		if e != nil {
+			r.log.Debug("engine /v1/models unavailable; its context length stays as last seen", "iid", iid, "err", e.Msg)
+			return
+		}
+		r.noteModelCards(iid, cards)
+	})
+}
+
+// noteModelCards records the served model's max_model_len from an
+// engine's /v1/models answer.
+func (r *Router) noteModelCards(iid string, cards []vllm.ModelCard) {
+	for _, card := range cards {
+		if card.ID == r.cfg.Model {
+			r.setModelLen(iid, card.MaxModelLen)
+		}
 	}
-	wg.Wait()
 }
 
 func (r *Router) setModelLen(iid string, n int) {

@@ -241,11 +241,10 @@ func (r *Router) Metrics() *metrics.Metrics { return r.metrics }
 func (r *Router) Start() {
 	if r.started.CompareAndSwap(false, true) {
 		r.startHA()
-		limits := make(chan struct{}) // read alongside, so a dead engine costs one timeout, not two
-		go func() { defer close(limits); r.learnModelLimits(r.bgCtx) }()
-		r.captureIdentities(r.bgCtx)
-		<-limits
-		r.background(r.watchModelLimits)
+		r.captureIdentities(r.bgCtx) // its credential probes also learn max_model_len
+		if r.cfg.Recovery.LivenessEvery <= 0 {
+			r.background(r.watchModelLimits) // no sweeps to refresh it
+		}
 		r.identities.Store(true)
 		r.bg.Add(1)
 		go r.probeLag()
