@@ -103,42 +103,44 @@ func engineClientFrames(v0 bool) []frame {
 	})
 }
 
-func tpFrames(v0 bool) []frame {
+// configFrames reach VllmConfig's __post_init__ from the API server (config
+// time, before any engine process starts), then tail.
+func configFrames(v0 bool, tail ...frame) []frame {
 	if v0 {
 		return cat(engineClientFrames(true), []frame{
 			fr("vllm/entrypoints/openai/api_server.py", 166, "build_async_engine_client_from_engine_args", "vllm_config = engine_args.create_engine_config(usage_context=usage_context)"),
 			fr("vllm/engine/arg_utils.py", 1404, "create_engine_config", "config = VllmConfig("),
 			fr("<string>", 19, "__init__", ""),
-			fr("vllm/config.py", 3828, "__post_init__", "self.model_config.verify_with_parallel_config(self.parallel_config)"),
-			fr("vllm/config.py", 873, "verify_with_parallel_config", "raise ValueError("),
-		})
+		}, tail)
 	}
 	return cat(engineClientFrames(false), []frame{
 		fr("vllm/entrypoints/openai/api_server.py", 206, "build_async_engine_client_from_engine_args", "vllm_config = engine_args.create_engine_config(usage_context=usage_context)"),
 		fr("vllm/engine/arg_utils.py", 1421, "create_engine_config", "config = VllmConfig("),
+	}, tail)
+}
+
+func tpFrames(v0 bool) []frame {
+	if v0 {
+		return configFrames(true,
+			fr("vllm/config.py", 3828, "__post_init__", "self.model_config.verify_with_parallel_config(self.parallel_config)"),
+			fr("vllm/config.py", 873, "verify_with_parallel_config", "raise ValueError("))
+	}
+	return configFrames(false,
 		fr("vllm/config/vllm.py", 540, "__post_init__", "self.model_config.verify_with_parallel_config(self.parallel_config)"),
-		fr("vllm/config/model.py", 1414, "verify_with_parallel_config", "raise ValueError("),
-	})
+		fr("vllm/config/model.py", 1414, "verify_with_parallel_config", "raise ValueError("))
 }
 
 // quantFrames reach VllmConfig's quantization check (config time, in
 // the API server).
 func quantFrames(v0 bool) []frame {
 	if v0 {
-		return cat(engineClientFrames(true), []frame{
-			fr("vllm/entrypoints/openai/api_server.py", 166, "build_async_engine_client_from_engine_args", "vllm_config = engine_args.create_engine_config(usage_context=usage_context)"),
-			fr("vllm/engine/arg_utils.py", 1404, "create_engine_config", "config = VllmConfig("),
-			fr("<string>", 19, "__init__", ""),
+		return configFrames(true,
 			fr("vllm/config.py", 3771, "__post_init__", "self.quant_config = VllmConfig._get_quantization_config("),
-			fr("vllm/config.py", 3690, "_get_quantization_config", "raise ValueError("),
-		})
+			fr("vllm/config.py", 3690, "_get_quantization_config", "raise ValueError("))
 	}
-	return cat(engineClientFrames(false), []frame{
-		fr("vllm/entrypoints/openai/api_server.py", 206, "build_async_engine_client_from_engine_args", "vllm_config = engine_args.create_engine_config(usage_context=usage_context)"),
-		fr("vllm/engine/arg_utils.py", 1421, "create_engine_config", "config = VllmConfig("),
+	return configFrames(false,
 		fr("vllm/config/vllm.py", 495, "__post_init__", "self.quant_config = VllmConfig._get_quantization_config("),
-		fr("vllm/config/vllm.py", 836, "_get_quantization_config", "raise ValueError("),
-	})
+		fr("vllm/config/vllm.py", 836, "_get_quantization_config", "raise ValueError("))
 }
 
 // wrapperFrames end in the API server's "engine failed" RuntimeError.
