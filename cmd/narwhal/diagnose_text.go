@@ -9,6 +9,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/cmdresult"
 	"github.com/narwhal-go/narwhal/internal/diagnose"
+	"github.com/narwhal-go/narwhal/internal/units"
 )
 
 // writeDiagnoseText prints the diagnosis for a person: the failure, the
@@ -87,7 +88,7 @@ func writeFacts(w io.Writer, f diagnose.Facts) {
 func factValue(key string, raw json.RawMessage) string {
 	var n int64
 	if strings.HasSuffix(key, "_bytes") && json.Unmarshal(raw, &n) == nil {
-		return fmt.Sprintf("%s (%d B)", gib(n), n)
+		return fmt.Sprintf("%s (%d B)", units.GiB(n), n)
 	}
 	switch key {
 	case "engine_version":

@@ -155,8 +155,6 @@ func writePlanJSON(w io.Writer, res planner.Result, out planner.Outcome, cmp []p
 	return r.Write(w, nil)
 }
 
-func gib(b int64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
-
 func joinOr(s []string, none string) string {
 	if len(s) == 0 {
 		return none

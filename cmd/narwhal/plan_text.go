@@ -9,6 +9,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/evidence"
 	"github.com/narwhal-go/narwhal/internal/evidence/memory"
 	"github.com/narwhal-go/narwhal/internal/planner"
+	"github.com/narwhal-go/narwhal/internal/units"
 )
 
 // writePlanText is the human summary: the verdict first, then how each
@@ -17,11 +18,11 @@ func writePlanText(w io.Writer, res planner.Result, out planner.Outcome, dir str
 	p := res.Prediction
 	hw := p.Hardware
 	fmt.Fprintf(w, "narwhal plan: %s (%s, %s) on %d × %s (%s, %s), vLLM %s (pinned facts %s)\n",
-		p.Architecture, p.Mechanism, p.FFN, hw.Count, hw.Name, gib(hw.TotalMemoryBytes), hw.MemoryBasis, res.FactsVersion, p.EngineVersion)
+		p.Architecture, p.Mechanism, p.FFN, hw.Count, hw.Name, units.GiB(hw.TotalMemoryBytes), hw.MemoryBasis, res.FactsVersion, p.EngineVersion)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "  %s\t%s\n", k, v) }
 	row("fits", verdictLine(p, res.StatedMargin))
-	row("requested", fmt.Sprintf("%s per GPU (%.2f × total)", gib(p.RequestedBytes), p.Launch.GPUMemoryUtilization))
+	row("requested", fmt.Sprintf("%s per GPU (%.2f × total)", units.GiB(p.RequestedBytes), p.Launch.GPUMemoryUtilization))
 	row("weights", component(p.WeightBytesPerRank)+" per GPU")
 	row("activation peak", component(p.ActivationPeak))
 	row("non-torch", component(p.NonTorch))
@@ -61,11 +62,11 @@ func verdictLine(p memory.Prediction, stated int64) string {
 	case p.Status != memory.PredictionKnown:
 		return "unknown — the prediction depends on something this build cannot compute (see unknown below)"
 	case !p.Fits:
-		return fmt.Sprintf("NO — short by %s per GPU", gib(-p.MarginBytes))
+		return fmt.Sprintf("NO — short by %s per GPU", units.GiB(-p.MarginBytes))
 	case p.MarginBytes < stated:
-		return fmt.Sprintf("yes, but the margin %s is below the stated %s", gib(p.MarginBytes), gib(stated))
+		return fmt.Sprintf("yes, but the margin %s is below the stated %s", units.GiB(p.MarginBytes), units.GiB(stated))
 	}
-	return fmt.Sprintf("yes, margin %s (stated %s)", gib(p.MarginBytes), gib(stated))
+	return fmt.Sprintf("yes, margin %s (stated %s)", units.GiB(p.MarginBytes), units.GiB(stated))
 }
 
 // component prints a figure with how it is known and its band.
@@ -74,9 +75,9 @@ func component(c memory.Component) string {
 	case memory.StatusUnknown:
 		return "unknown: " + c.Reason
 	case memory.StatusDerived:
-		return gib(c.Bytes) + " (derived from the headers)"
+		return units.GiB(c.Bytes) + " (derived from the headers)"
 	}
-	return fmt.Sprintf("%s (predicted, %s – %s)", gib(c.Bytes), gib(c.Lower), gib(c.Upper))
+	return fmt.Sprintf("%s (predicted, %s – %s)", units.GiB(c.Bytes), units.GiB(c.Lower), units.GiB(c.Upper))
 }
 
 func quantLine(res planner.Result) string {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/diagnose/plan"
 	"github.com/narwhal-go/narwhal/internal/evidence/memory"
+	"github.com/narwhal-go/narwhal/internal/units"
 )
 
 // calculator runs the memory calculator on variants of the base plan. It
@@ -114,5 +115,5 @@ func tpDivides(h, kv, t int64) bool {
 
 func (k *calculator) describe(p memory.Prediction) string {
 	return fmt.Sprintf("calculator (vLLM %s facts, %s): weights %s per rank, KV budget %s, %d KV tokens", p.EngineVersion,
-		p.Hardware.Name, fmtGiB(p.WeightBytesPerRank.Bytes), fmtGiB(p.AvailableKVBytes.Bytes), p.KVCapacityTokens)
+		p.Hardware.Name, units.GiB(p.WeightBytesPerRank.Bytes), units.GiB(p.AvailableKVBytes.Bytes), p.KVCapacityTokens)
 }

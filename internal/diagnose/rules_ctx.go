@@ -241,9 +241,6 @@ func floorRatio(x float64) float64 { return math.Floor(x*100+1e-9) / 100 }
 
 func fmtRatio(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
 
-// fmtGiB prints bytes as GiB with two decimals.
-func fmtGiB(b int64) string { return strconv.FormatFloat(float64(b)/(1<<30), 'f', 2, 64) + " GiB" }
-
 // floorTo rounds n down to a multiple of m.
 func floorTo(n, m int64) int64 {
 	if m <= 1 {

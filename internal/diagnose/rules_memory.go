@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/narwhal-go/narwhal/internal/diagnose/plan"
+	"github.com/narwhal-go/narwhal/internal/units"
 )
 
 // Rules of the memory families. Byte figures from the log are taken at
@@ -30,7 +31,7 @@ func (c *ruleCtx) bytesPerToken() (per, blk int64, why string, ok bool) {
 		return 0, 0, "", false
 	}
 	per = ceilDiv(*f.KVNeededBytes+gibRounding, *f.MaxModelLen)
-	return per, c.blockSize(), fmt.Sprintf("%d B per token (needed %s + rounding over %d tokens)", per, fmtGiB(*f.KVNeededBytes), *f.MaxModelLen), true
+	return per, c.blockSize(), fmt.Sprintf("%d B per token (needed %s + rounding over %d tokens)", per, units.GiB(*f.KVNeededBytes), *f.MaxModelLen), true
 }
 
 // reportedHold computes the largest context the log's KV memory holds:
@@ -48,7 +49,7 @@ func (c *ruleCtx) reportedHold() (kvHold, bool) {
 	case f.KVAvailableBytes != nil && perOK:
 		avail := *f.KVAvailableBytes - gibRounding
 		h = kvHold{floorTo(avail/per, blk), fmt.Sprintf("(available %s − rounding) / %s = %d, down to a multiple of block size %d",
-			fmtGiB(*f.KVAvailableBytes), why, avail/per, blk)}
+			units.GiB(*f.KVAvailableBytes), why, avail/per, blk)}
 	case f.EstimatedMaxModelLen != nil && *f.EstimatedMaxModelLen > 0:
 		e := floorTo(*f.EstimatedMaxModelLen, c.blockSize())
 		return kvHold{e, fmt.Sprintf("vLLM's own estimate from the available memory, %d, down to a multiple of block size %d", *f.EstimatedMaxModelLen, c.blockSize())}, e > 0
@@ -84,7 +85,7 @@ func (c *ruleCtx) kvNeed(m int64) (need, avail int64, why string, ok bool) {
 	f := c.f
 	if f.KVNeededBytes != nil && f.KVAvailableBytes != nil && f.MaxModelLen != nil && *f.MaxModelLen == m {
 		return *f.KVNeededBytes + gibRounding, *f.KVAvailableBytes - gibRounding,
-			fmt.Sprintf("needed %s − available %s + rounding", fmtGiB(*f.KVNeededBytes), fmtGiB(*f.KVAvailableBytes)), true
+			fmt.Sprintf("needed %s − available %s + rounding", units.GiB(*f.KVNeededBytes), units.GiB(*f.KVAvailableBytes)), true
 	}
 	per, blk, perWhy, perOK := c.bytesPerToken()
 	if !perOK || m <= 0 {
@@ -93,7 +94,7 @@ func (c *ruleCtx) kvNeed(m int64) (need, avail int64, why string, ok bool) {
 	need = ceilDiv(m, blk) * blk * per
 	switch {
 	case f.KVAvailableBytes != nil:
-		return need, *f.KVAvailableBytes - gibRounding, fmt.Sprintf("%d tokens × %s − available %s + rounding", m, perWhy, fmtGiB(*f.KVAvailableBytes)), true
+		return need, *f.KVAvailableBytes - gibRounding, fmt.Sprintf("%d tokens × %s − available %s + rounding", m, perWhy, units.GiB(*f.KVAvailableBytes)), true
 	case f.KVCapacityTokens != nil:
 		return need, *f.KVCapacityTokens * per, fmt.Sprintf("(%d − %d cached tokens) × %s", m, *f.KVCapacityTokens, perWhy), true
 	}
@@ -116,20 +117,20 @@ func (c *ruleCtx) raiseUtilization(deficit int64, why string, extra []TradeOff) 
 	u, src := c.utilization()
 	nu := ceilRatio(u + float64(deficit)/float64(t))
 	if nu > 1 {
-		c.note(fmt.Sprintf("even gpu_memory_utilization 1.0 leaves the KV cache %s short (%s)", fmtGiB(int64((nu-1)*float64(t))), why))
+		c.note(fmt.Sprintf("even gpu_memory_utilization 1.0 leaves the KV cache %s short (%s)", units.GiB(int64((nu-1)*float64(t))), why))
 		return false
 	}
 	p := c.base.Clone()
 	p.GPUMemoryUtilization = nu
 	trade := append([]TradeOff{{TradeHeadroom, fmt.Sprintf("vLLM takes %s more of the %s device (%s → %s); co-located processes must fit in the remaining %s",
-		fmtGiB(int64((nu-u)*float64(t))), fmtGiB(t), fmtRatio(u), fmtRatio(nu), fmtGiB(int64((1-nu)*float64(t))))}}, extra...)
+		units.GiB(int64((nu-u)*float64(t))), units.GiB(t), fmtRatio(u), fmtRatio(nu), units.GiB(int64((1-nu)*float64(t))))}}, extra...)
 	if !c.ef.Accounting.SubtractsCUDAGraphEstimate && !p.EnforceEager {
-		trade = append(trade, TradeOff{TradeHeadroom, fmt.Sprintf("%s captures CUDA graphs outside the budget: they must fit in the remaining %s", c.engineName(), fmtGiB(int64((1-nu)*float64(t))))})
+		trade = append(trade, TradeOff{TradeHeadroom, fmt.Sprintf("%s captures CUDA graphs outside the budget: they must fit in the remaining %s", c.engineName(), units.GiB(int64((1-nu)*float64(t))))})
 	}
 	if nu > 0.95 {
 		trade = append(trade, TradeOff{TradeHeadroom, "above 0.95 little is left for the CUDA context and allocator fragmentation"})
 	}
-	c.propose(p, []string{fmt.Sprintf("gpu_memory_utilization = ceil_0.01(%s %s + (%s = %s) / %s) = %s", src, fmtRatio(u), why, fmtGiB(deficit), fmtGiB(t), fmtRatio(nu))}, trade, nil, false)
+	c.propose(p, []string{fmt.Sprintf("gpu_memory_utilization = ceil_0.01(%s %s + (%s = %s) / %s) = %s", src, fmtRatio(u), why, units.GiB(deficit), units.GiB(t), fmtRatio(nu))}, trade, nil, false)
 	return true
 }
 
@@ -180,7 +181,7 @@ func (c *ruleCtx) fp8KV(need, avail int64, why string) {
 	if c.cc == nil || c.cc.Less(ComputeCapability{8, 9}) {
 		unchecked = append(unchecked, Need{NeedGPU, "compute_capability", "fp8 KV kernels need an attention backend that supports them on this GPU (native on compute capability 8.9+)"})
 	}
-	c.propose(p, []string{fmt.Sprintf("kv_cache_dtype fp8: half of the needed %s ≤ the available %s (%s)", fmtGiB(need), fmtGiB(avail), why)},
+	c.propose(p, []string{fmt.Sprintf("kv_cache_dtype fp8: half of the needed %s ≤ the available %s (%s)", units.GiB(need), units.GiB(avail), why)},
 		[]TradeOff{{TradeNumerics, "KV stored in 8-bit floating point: small accuracy loss, model dependent"},
 			{TradeFleetWide, "kv_cache_dtype is a NIXL compatibility factor: every prefill and decode engine must change together"}}, unchecked, false)
 }
@@ -209,9 +210,9 @@ func ruleNoKVMemory(c *ruleCtx) {
 	var need int64
 	if perOK && m > 0 {
 		need = ceilDiv(m, blk) * blk * per
-		c.raiseUtilization(need-avail+gibRounding, fmt.Sprintf("one %d-token request × %d B (calculator) − %s budget %s + rounding", m, per, src, fmtGiB(avail)), nil)
+		c.raiseUtilization(need-avail+gibRounding, fmt.Sprintf("one %d-token request × %d B (calculator) − %s budget %s + rounding", m, per, src, units.GiB(avail)), nil)
 	} else {
-		c.need(NeedModelDir, "kv_bytes_per_token", fmt.Sprintf("the budget is %s; making it hold one max_model_len request needs the model's KV bytes per token (give the model directory)", fmtGiB(avail)))
+		c.need(NeedModelDir, "kv_bytes_per_token", fmt.Sprintf("the budget is %s; making it hold one max_model_len request needs the model's KV bytes per token (give the model directory)", units.GiB(avail)))
 	}
 	c.eagerForBudget(avail, need)
 	c.shrinkBatch(avail, need)
@@ -256,7 +257,7 @@ func (c *ruleCtx) eagerForBudget(avail, need int64) {
 	}
 	p := c.base.Clone()
 	p.EnforceEager = true
-	c.propose(p, []string{fmt.Sprintf("enforce_eager: budget %s + CUDA-graph estimate %s − rounding = %s", fmtGiB(avail), fmtGiB(g), fmtGiB(after))},
+	c.propose(p, []string{fmt.Sprintf("enforce_eager: budget %s + CUDA-graph estimate %s − rounding = %s", units.GiB(avail), units.GiB(g), units.GiB(after))},
 		[]TradeOff{{TradeLatency, "no CUDA graphs: decode steps run eagerly, typically slower per token at small batches"}}, unchecked, false)
 }
 
@@ -305,7 +306,7 @@ func (c *ruleCtx) shrinkBatch(avail, need int64) {
 			gain := pr.AvailableKVBytes.Bytes - base.AvailableKVBytes.Bytes
 			if avail+gain >= target {
 				c.propose(p, []string{fmt.Sprintf("%s = %d: the calculator predicts the budget %s larger than at %d; reported %s + that ≥ %s needed",
-					knob.field, v, fmtGiB(gain), knob.cur, fmtGiB(avail), fmtGiB(target))}, []TradeOff{knob.trade}, nil, false)
+					knob.field, v, units.GiB(gain), knob.cur, units.GiB(avail), units.GiB(target))}, []TradeOff{knob.trade}, nil, false)
 				break
 			}
 		}
@@ -324,15 +325,15 @@ func ruleStartupFreeMemory(c *ruleCtx) {
 	free := *f.FreeMemoryBytes - gibRounding
 	nu := floorRatio(float64(free) / float64(t))
 	u, src := c.utilization()
-	c.action(ActionFreeGPU, fmt.Sprintf("another process holds %s of the device: stopping it lets the plan start unchanged", fmtGiB(t-*f.FreeMemoryBytes)))
+	c.action(ActionFreeGPU, fmt.Sprintf("another process holds %s of the device: stopping it lets the plan start unchanged", units.GiB(t-*f.FreeMemoryBytes)))
 	if nu <= 0 || nu >= u {
-		c.note(fmt.Sprintf("free memory %s of %s gives no utilization below %s %s", fmtGiB(*f.FreeMemoryBytes), fmtGiB(t), src, fmtRatio(u)))
+		c.note(fmt.Sprintf("free memory %s of %s gives no utilization below %s %s", units.GiB(*f.FreeMemoryBytes), units.GiB(t), src, fmtRatio(u)))
 		return
 	}
 	p := c.base.Clone()
 	p.GPUMemoryUtilization = nu
-	basis := []string{fmt.Sprintf("gpu_memory_utilization = floor_0.01((free %s − rounding) / total %s) = %s", fmtGiB(*f.FreeMemoryBytes), fmtGiB(t), fmtRatio(nu))}
-	trade := []TradeOff{{TradeKVCapacity, fmt.Sprintf("the KV budget shrinks by about %s (%s → %s)", fmtGiB(int64((u-nu)*float64(t))), fmtRatio(u), fmtRatio(nu))}}
+	basis := []string{fmt.Sprintf("gpu_memory_utilization = floor_0.01((free %s − rounding) / total %s) = %s", units.GiB(*f.FreeMemoryBytes), units.GiB(t), fmtRatio(nu))}
+	trade := []TradeOff{{TradeKVCapacity, fmt.Sprintf("the KV budget shrinks by about %s (%s → %s)", units.GiB(int64((u-nu)*float64(t))), fmtRatio(u), fmtRatio(nu))}}
 	if c.calc == nil || !c.calc.ok {
 		c.propose(p, basis, trade, []Need{{NeedModelDir, "kv_fit", "whether the smaller KV budget still holds max_model_len is predicted by the calculator (give the model directory)"}}, false)
 		return
@@ -435,10 +436,10 @@ func (c *ruleCtx) lowerUtilizationForGraphs() {
 	}
 	p := c.base.Clone()
 	p.GPUMemoryUtilization = nu
-	trade := []TradeOff{{TradeKVCapacity, fmt.Sprintf("the KV budget shrinks by about %s (%s → %s)", fmtGiB(int64((u-nu)*float64(t))), fmtRatio(u), fmtRatio(nu))}}
+	trade := []TradeOff{{TradeKVCapacity, fmt.Sprintf("the KV budget shrinks by about %s (%s → %s)", units.GiB(int64((u-nu)*float64(t))), fmtRatio(u), fmtRatio(nu))}}
 	unchecked := c.fitUnchecked(p)
 	c.propose(p, []string{fmt.Sprintf("gpu_memory_utilization = floor_0.01(%s %s − (tried %s − free %s + rounding) / %s) = %s", src, fmtRatio(u),
-		fmtGiB(*f.TriedToAllocateBytes), fmtGiB(*f.FreeMemoryBytes), fmtGiB(t), fmtRatio(nu))}, trade, unchecked, false)
+		units.GiB(*f.TriedToAllocateBytes), units.GiB(*f.FreeMemoryBytes), units.GiB(t), fmtRatio(nu))}, trade, unchecked, false)
 }
 
 // fitUnchecked: with the calculator, a plan whose KV cache is predicted

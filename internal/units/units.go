@@ -4,6 +4,7 @@ package units
 
 import (
 	"math"
+	"strconv"
 	"time"
 )
 
@@ -15,3 +16,7 @@ import (
 // symmetric, so a negative remainder (a deadline already passed) rounds
 // the same way a positive one does.
 func Seconds(s float64) time.Duration { return time.Duration(math.Round(s * float64(time.Second))) }
+
+// GiB prints a byte count in GiB with two decimals ("14.99 GiB"), the
+// form vLLM's own memory lines use.
+func GiB(b int64) string { return strconv.FormatFloat(float64(b)/(1<<30), 'f', 2, 64) + " GiB" }

@@ -28,3 +28,11 @@ func TestSecondsRoundsToTheNearestNanosecond(t *testing.T) {
 		}
 	}
 }
+
+func TestGiB(t *testing.T) {
+	for b, want := range map[int64]string{0: "0.00 GiB", 1 << 30: "1.00 GiB", 16095114526: "14.99 GiB", -(3 << 29): "-1.50 GiB"} {
+		if got := GiB(b); got != want {
+			t.Errorf("GiB(%d) = %q, want %q", b, got, want)
+		}
+	}
+}

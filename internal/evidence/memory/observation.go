@@ -30,6 +30,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/canon"
 	"github.com/narwhal-go/narwhal/internal/evidence"
+	"github.com/narwhal-go/narwhal/internal/units"
 )
 
 // Observation record identity.
@@ -409,14 +410,14 @@ func (o *Observation) checkDevice(gpuTotal *int64, add obsAddFunc) {
 		return
 	}
 	if gpuTotal != nil && o.InitialTotalBytes != nil && float64(*o.InitialTotalBytes-*gpuTotal) > o.res(FieldInitialTotal) {
-		add(FieldInitialTotal, "%s is larger than the device's %s; the log is from another GPU or --gpu-memory-gib is wrong", obsGiB(*o.InitialTotalBytes), obsGiB(*gpuTotal))
+		add(FieldInitialTotal, "%s is larger than the device's %s; the log is from another GPU or --gpu-memory-gib is wrong", units.GiB(*o.InitialTotalBytes), units.GiB(*gpuTotal))
 	}
 	for _, f := range o.byteFields() {
 		if f.v == nil || f.name == FieldInitialTotal {
 			continue
 		}
 		if m := obsAbs(*f.v); float64(m-*bound) > o.res(f.name)+o.res(FieldInitialTotal) {
-			add(f.name, "%s exceeds %s (%s)", obsGiB(*f.v), boundName, obsGiB(*bound))
+			add(f.name, "%s exceeds %s (%s)", units.GiB(*f.v), boundName, units.GiB(*bound))
 		}
 	}
 }
@@ -453,7 +454,7 @@ func (o *Observation) checkNonOverlap(add obsAddFunc) {
 		return
 	}
 	if d := float64(obsAbs(parts - *o.Sums.NonKVCacheBytes)); d > pres+o.res(SumNonKVCache)+1 {
-		add(SumNonKVCache, "weights + torch peak increase + non-torch increase = %s, but vLLM's non-KV total is %s: a figure is counted twice or missing", obsGiB(parts), obsGiB(*o.Sums.NonKVCacheBytes))
+		add(SumNonKVCache, "weights + torch peak increase + non-torch increase = %s, but vLLM's non-KV total is %s: a figure is counted twice or missing", units.GiB(parts), units.GiB(*o.Sums.NonKVCacheBytes))
 	}
 }
 
@@ -465,7 +466,7 @@ func (o *Observation) checkAccounting(add obsAddFunc) {
 		want := float64(*o.InitialTotalBytes) * *o.GPUMemoryUtilization
 		tol := o.res(FieldRequested) + o.res(FieldInitialTotal)**o.GPUMemoryUtilization + o.res(FieldUtilization)*float64(*o.InitialTotalBytes) + 1
 		if math.Abs(float64(*o.RequestedBytes)-want) > tol {
-			add(FieldRequested, "%s is not total %s × utilization %v", obsGiB(*o.RequestedBytes), obsGiB(*o.InitialTotalBytes), *o.GPUMemoryUtilization)
+			add(FieldRequested, "%s is not total %s × utilization %v", units.GiB(*o.RequestedBytes), units.GiB(*o.InitialTotalBytes), *o.GPUMemoryUtilization)
 		}
 	}
 	parts, pres, ok := o.nonKVParts()
@@ -481,7 +482,7 @@ func (o *Observation) checkAccounting(add obsAddFunc) {
 	}
 	want := *o.RequestedBytes - parts - applied
 	if d := float64(obsAbs(want - *o.AvailableKVBytes)); d > pres+ares+o.res(FieldRequested)+o.res(FieldAvailableKV)+1 {
-		add(FieldAvailableKV, "%s, but requested − weights − torch peak − non-torch − applied graph estimate = %s: the log mixes two startups or a figure is misread", obsGiB(*o.AvailableKVBytes), obsGiB(want))
+		add(FieldAvailableKV, "%s, but requested − weights − torch peak − non-torch − applied graph estimate = %s: the log mixes two startups or a figure is misread", units.GiB(*o.AvailableKVBytes), units.GiB(want))
 	}
 }
 
@@ -493,8 +494,6 @@ func obsAbs(v int64) int64 {
 }
 
 // gib formats bytes for messages.
-func obsGiB(b int64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
-
 // IsObservationError reports whether err is a *ObservationError.
 func IsObservationError(err error) bool {
 	var v *ObservationError
