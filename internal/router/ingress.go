@@ -72,33 +72,9 @@ func (r *Router) serveCompletion(w http.ResponseWriter, req *http.Request, chat 
 	r.inflight.Add(1)
 	defer r.inflight.Done()
 	c := r.newCall(w, req, chat)
-	defer func() {
-		// Every request ends in exactly one journal row: a path that
-		// returned without an outcome is a bug, recorded as one.
-		if !c.settled {
-			r.log.Error("request ended without an outcome; recording it as an internal failure", "rid", c.rid)
-			c.settle(outcome{terminal: journal.TerminalFailed, reason: journal.ReasonInternal, detail: "ended without an outcome"})
-		}
-	}()
-	defer func() {
-		if v := recover(); v != nil {
-			if v == http.ErrAbortHandler {
-				c.settle(outcome{terminal: journal.TerminalCancelled})
-				panic(v)
-			}
-			r.log.Error("internal error serving a request", "rid", c.rid, "panic", v)
-			c.fail(outcome{terminal: journal.TerminalFailed, reason: journal.ReasonInternal, status: 500,
-				detail: fmt.Sprint(v), err: serverError(500, journal.ReasonInternal, "internal error")})
-		}
-	}()
-	r.mu.Lock()
-	// Arrival time and the offered count move together under mu, as a
-	// settle's end time and its outcome do: the handoff reads its run_at
-	// under mu too, so resume can tell exactly which journal rows it missed.
-	c.arrived = r.now()
-	r.stats.offered++
-	r.mu.Unlock()
-
+	defer c.settleUnsettled()
+	defer c.recoverPanic()
+	r.offer(c)
 	if o, bad := r.controlGate(); bad {
 		c.fail(o)
 		return
@@ -136,6 +112,43 @@ func (r *Router) serveCompletion(w http.ResponseWriter, req *http.Request, chat 
 		return
 	}
 	c.run(ctx)
+}
+
+// offer counts the call as offered. Arrival time and the offered count
+// move together under mu, as a settle's end time and its outcome do: the
+// handoff reads its run_at under mu too, so resume can tell exactly which
+// journal rows it missed.
+func (r *Router) offer(c *call) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c.arrived = r.now()
+	r.stats.offered++
+}
+
+// settleUnsettled makes sure every request ends in exactly one journal
+// row: a path that returned without an outcome is a bug, recorded as one.
+func (c *call) settleUnsettled() {
+	if !c.settled {
+		c.r.log.Error("request ended without an outcome; recording it as an internal failure", "rid", c.rid)
+		c.settle(outcome{terminal: journal.TerminalFailed, reason: journal.ReasonInternal, detail: "ended without an outcome"})
+	}
+}
+
+// recoverPanic turns a panic while serving into a 500 and its journal
+// row; net/http's abort signal is re-raised after recording the
+// cancellation. It must be deferred directly, so recover sees the panic.
+func (c *call) recoverPanic() {
+	v := recover()
+	switch {
+	case v == nil:
+		return
+	case v == http.ErrAbortHandler:
+		c.settle(outcome{terminal: journal.TerminalCancelled})
+		panic(v)
+	}
+	c.r.log.Error("internal error serving a request", "rid", c.rid, "panic", v)
+	c.fail(outcome{terminal: journal.TerminalFailed, reason: journal.ReasonInternal, status: 500,
+		detail: fmt.Sprint(v), err: serverError(500, journal.ReasonInternal, "internal error")})
 }
 
 func (r *Router) newCall(w http.ResponseWriter, req *http.Request, chat bool) *call {
