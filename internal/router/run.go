@@ -163,7 +163,7 @@ func (c *call) tryPrefill(n int, exclude map[string]bool) (string, <-chan struct
 	r := c.r
 	r.mu.Lock()
 	now := r.now()
-	pl, ref := r.core.PlacePrefill(c.sreq, exclude, now-c.arrived, n == 1 && !c.failedOver)
+	pl, ref := r.core.StartPrefill(now, c.sreq, exclude, now-c.arrived, n == 1 && !c.failedOver)
 	if pl.IID != "" {
 		c.price = &journal.Price{PriceS: now - c.arrived + pl.Cost.Secondary, ElapsedS: now - c.arrived,
 			BacklogS: pl.Cost.Secondary - pl.OwnPrefill, OwnPrefillS: pl.OwnPrefill}
@@ -172,10 +172,6 @@ func (c *call) tryPrefill(n int, exclude map[string]bool) (string, <-chan struct
 		}
 	}
 	if ref == nil {
-		ref = r.core.AdmitDecode(c.sreq)
-	}
-	if ref == nil {
-		r.core.Dispatched(now, pl.IID, c.rid, sched.Prefill)
 		r.stats.prefillAttempts++
 		r.metrics.PrefillAttempts.Inc()
 		if c.reserved {
@@ -231,9 +227,8 @@ func (c *call) placeDecode(ctx context.Context, exclude map[string]bool, handoff
 	r := c.r
 	for {
 		r.mu.Lock()
-		pl, ref := r.core.PlaceDecode(c.sreq, exclude)
+		pl, ref := r.core.StartDecode(r.now(), c.sreq, exclude)
 		if ref == nil {
-			r.core.Dispatched(r.now(), pl.IID, c.rid, sched.Decode)
 			r.stats.decodeAttempts++
 			r.metrics.DecodeAttempts.Inc()
 		}

@@ -15,16 +15,12 @@ func (rn *runner) arrive(r *request, a Arrival, idx int) {
 	rn.open++
 	now := rn.nowS()
 	r.sr = rn.core.Track(now, sched.Request{RID: r.rid, InputLen: a.InputLen, WantedLen: a.OutputLen})
-	pl, ref := rn.core.PlacePrefill(r.sr, nil, 0, true)
-	if ref == nil {
-		ref = rn.core.AdmitDecode(r.sr)
-	}
+	pl, ref := rn.core.StartPrefill(now, r.sr, nil, 0, true)
 	rn.observe() // the Arrow policy flips inline during placement
 	if ref != nil {
 		rn.refused(r, ref)
 		return
 	}
-	rn.core.Dispatched(now, pl.IID, r.rid, sched.Prefill)
 	e := rn.byIID[pl.IID]
 	r.prod = e
 	if rn.arm.Aggregated {
@@ -93,14 +89,13 @@ func (rn *runner) handoff(r *request, p *engine) {
 	now := rn.nowS()
 	r.prefillDone = rn.now
 	rn.core.PrefillDone(now, p.iid, r.rid)
-	pl, ref := rn.core.PlaceDecode(r.sr, nil)
+	pl, ref := rn.core.StartDecode(now, r.sr, nil)
 	rn.observe()
 	if ref != nil {
 		p.m.Release(r.prefillID)
 		rn.refused(r, ref)
 		return
 	}
-	rn.core.Dispatched(now, pl.IID, r.rid, sched.Decode)
 	d := rn.byIID[pl.IID]
 	r.cons = d
 	var delay int64
