@@ -1,117 +1,24 @@
 package router
 
 import (
-	"mime"
-	"net"
 	"net/http"
-	"net/url"
-	"strings"
+
+	"github.com/narwhal-go/narwhal/internal/httpguard"
 )
 
-// Guards for the routes that change the fleet (drain, readmit). A browser
-// lets any web page send a "simple" cross-site POST (text/plain or a form,
-// no CORS preflight) to a router on the operator's machine; these checks
-// make such a request fail before it reaches a handler: the body must be
-// JSON (which a cross-site page cannot send without a preflight the router
-// never answers) and the browser's Origin / Sec-Fetch-Site must say the
-// request came from the router's own origin or from no page at all.
+// The admin routes' guards are httpguard's (origin, Sec-Fetch-Site,
+// loopback Host, JSON body); these adapt them to the router's outcomes.
 
-// originRefusal refuses a request from another site, and, with no
-// token configured (open), one not addressed to a loopback name.
+// IsLoopback reports whether host binds only the loopback interface: the
+// one case where lifecycle actions are allowed without an admin token.
+func IsLoopback(host string) bool { return httpguard.IsLoopback(host) }
+
 func originRefusal(req *http.Request, open bool) *apiError {
-	if e := crossSite(req); e != nil {
-		return e
-	}
-	if open && !loopbackHost(req.Host) {
-		// No token: only requests addressed to loopback, so a page whose
-		// name was rebound to 127.0.0.1 (same origin as itself) is refused.
-		return adminError(http.StatusForbidden, "admin_host_not_loopback",
-			"lifecycle actions without an admin token are accepted only for requests addressed to localhost or a loopback IP, not Host "+quoteHost(req.Host)+": use http://127.0.0.1:PORT, or start the router with --admin-token-env NAME")
-	}
-	return nil
+	return wire(httpguard.OriginRefusal(req, open))
 }
 
-// mediaRefusal refuses a body that is not declared JSON.
-func mediaRefusal(req *http.Request) *apiError {
-	if jsonBody(req) {
-		return nil
-	}
-	return adminError(http.StatusUnsupportedMediaType, "unsupported_media_type",
-		req.Method+" "+req.URL.Path+" needs a JSON body: send the header Content-Type: application/json (curl: -H 'Content-Type: application/json')")
-}
-
-// crossSite refuses a request a browser marks as coming from another
-// site: an Origin whose host:port is not the request's Host, or
-// Sec-Fetch-Site other than same-origin / none. curl and SDKs send
-// neither header and pass.
-func crossSite(req *http.Request) *apiError {
-	if o := req.Header.Get("Origin"); o != "" && !sameOrigin(o, req) {
-		return adminError(http.StatusForbidden, "cross_site_request",
-			"cross-site request refused: Origin "+quoteHost(o)+" is not this router ("+quoteHost(req.Host)+"); send lifecycle actions from curl or a script (no Origin header), not from a web page")
-	}
-	switch s := strings.ToLower(req.Header.Get("Sec-Fetch-Site")); s {
-	case "", "same-origin", "none":
-	default:
-		return adminError(http.StatusForbidden, "cross_site_request",
-			"cross-site request refused: Sec-Fetch-Site is "+quoteHost(s)+"; send lifecycle actions from curl or a script, not from another web page")
-	}
-	return nil
-}
-
-// sameOrigin compares the Origin's host:port with the Host the request
-// was sent to, each without a port taking the default of the Origin's
-// scheme (a client omits the default port from both; behind a TLS proxy
-// the scheme is the browser's, not ours). "null" (an opaque origin) never
-// matches.
-func sameOrigin(origin string, req *http.Request) bool {
-	u, err := url.Parse(origin)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return false
-	}
-	return withPort(u.Host, u.Scheme) == withPort(req.Host, u.Scheme)
-}
-
-func withPort(hostport, scheme string) string {
-	hostport = strings.ToLower(hostport)
-	if _, _, err := net.SplitHostPort(hostport); err == nil {
-		return hostport
-	}
-	port := "80"
-	if scheme == "https" {
-		port = "443"
-	}
-	return net.JoinHostPort(strings.Trim(hostport, "[]"), port)
-}
-
-func loopbackHost(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	return IsLoopback(strings.ToLower(strings.Trim(host, "[]")))
-}
-
-func jsonBody(req *http.Request) bool {
-	mt, _, err := mime.ParseMediaType(req.Header.Get("Content-Type"))
-	return err == nil && mt == "application/json"
-}
-
-// quoteHost keeps a client-supplied header value short and on one line
-// in an error message.
-func quoteHost(s string) string {
-	if len(s) > 100 {
-		s = s[:100] + "…"
-	}
-	return `"` + strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || r == '"' {
-			return '?'
-		}
-		return r
-	}, s) + `"`
-}
+func mediaRefusal(req *http.Request) *apiError { return wire(httpguard.MediaRefusal(req)) }
 
 // adminError is an OpenAI-shaped refusal of an admin request: the
 // client's mistake, so invalid_request_error with narwhal's reason in code.
-func adminError(status int, code, msg string) *apiError {
-	return &apiError{Status: status, Message: msg, Type: typeInvalid, Code: strp(code)}
-}
+func adminError(status int, code, msg string) *apiError { return invalid(status, code, msg) }

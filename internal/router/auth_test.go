@@ -192,29 +192,3 @@ func adminPost(t *testing.T, url, body, token string, headers map[string]string)
 	b, _ := io.ReadAll(resp.Body)
 	return resp, b
 }
-
-func TestSameOrigin(t *testing.T) {
-	for _, tc := range []struct {
-		origin, host string
-		want         bool
-	}{
-		{"http://127.0.0.1:8000", "127.0.0.1:8000", true},
-		{"http://LOCALHOST:8000", "localhost:8000", true},
-		{"http://[::1]:8000", "[::1]:8000", true},
-		{"https://router.example", "router.example", true}, // behind a TLS proxy
-		{"https://router.example", "router.example:443", true},
-		{"http://router.example:80", "router.example", true},
-		{"http://127.0.0.1:3000", "127.0.0.1:8000", false},
-		{"http://evil.example", "127.0.0.1:8000", false},
-		{"http://127.0.0.1", "127.0.0.1:8000", false},
-		{"null", "127.0.0.1:8000", false},
-		{"file://", "127.0.0.1:8000", false},
-		{"chrome-extension://abc", "abc", false},
-	} {
-		req := httptest.NewRequest(http.MethodPost, "/narwhal/lifecycle/drain", nil)
-		req.Host = tc.host
-		if got := sameOrigin(tc.origin, req); got != tc.want {
-			t.Errorf("sameOrigin(%q, Host %q) = %v, want %v", tc.origin, tc.host, got, tc.want)
-		}
-	}
-}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/openai"
 	"github.com/narwhal-go/narwhal/internal/sched"
 	"github.com/narwhal-go/narwhal/internal/units"
 	"github.com/narwhal-go/narwhal/internal/vllm"
@@ -59,12 +60,12 @@ func serveUnrouted(w http.ResponseWriter, q *http.Request, known *http.ServeMux)
 	}
 	if len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		(&apiError{Status: 405, Type: typeInvalid, Code: strp("method_not_allowed"),
-			Message: fmt.Sprintf("%s is not allowed on %s; use %s", q.Method, q.URL.Path, strings.Join(allow, " or "))}).write(w)
+		invalid(405, "method_not_allowed",
+			fmt.Sprintf("%s is not allowed on %s; use %s", q.Method, q.URL.Path, strings.Join(allow, " or "))).write(w)
 		return
 	}
-	(&apiError{Status: 404, Type: typeInvalid, Code: strp("not_found"),
-		Message: fmt.Sprintf("Invalid URL (%s %s): this router serves POST /v1/completions, POST /v1/chat/completions and GET /v1/models", q.Method, q.URL.Path)}).write(w)
+	invalid(404, "not_found",
+		fmt.Sprintf("Invalid URL (%s %s): this router serves POST /v1/completions, POST /v1/chat/completions and GET /v1/models", q.Method, q.URL.Path)).write(w)
 }
 
 // serveCompletion is one original request, from arrival to its journal row.
@@ -232,11 +233,13 @@ func (c *call) parse(raw []byte) bool {
 		c.fail(outcome{terminal: journal.TerminalInvalid, err: badRequest("invalid_json", "", err.Error())})
 		return false
 	}
-	if e := c.validate(body); e != nil {
-		c.fail(outcome{terminal: journal.TerminalInvalid, err: e, detail: e.Message})
+	q, e := openai.Validate(body, c.chat, c.r.cfg.Model)
+	if e != nil {
+		c.fail(outcome{terminal: journal.TerminalInvalid, err: wire(e), detail: e.Message})
 		return false
 	}
 	c.body = body
+	c.stream, c.clientTokenIDs, c.wanted, c.wantedParam = q.Stream, q.ClientTokenIDs, q.Wanted, q.WantedParam
 	return true
 }
 

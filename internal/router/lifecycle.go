@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -25,16 +24,6 @@ import (
 
 // wallNow is wall-clock Unix seconds, for lifecycle records and events.
 func (r *Router) wallNow() float64 { return float64(r.clock.Now().UnixMicro()) / 1e6 }
-
-// IsLoopback reports whether host binds only the loopback interface: the
-// one case where lifecycle actions are allowed without an admin token.
-func IsLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
 
 // admin guards the lifecycle actions: a same-site request (originRefusal),
 // the bearer token when one is configured (without one, only a router

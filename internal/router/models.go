@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/openai"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -147,8 +148,7 @@ func (r *Router) serveModels(w http.ResponseWriter, _ *http.Request) {
 func (r *Router) serveModel(w http.ResponseWriter, q *http.Request) {
 	id := q.PathValue("id")
 	if id != r.cfg.Model {
-		(&apiError{Status: 404, Type: typeInvalid, Code: strp("model_not_found"), Param: strp("model"),
-			Message: fmt.Sprintf("The model `%s` does not exist; this router serves `%s`.", id, r.cfg.Model)}).write(w)
+		openai.ModelNotFound(id, r.cfg.Model).Write(w)
 		return
 	}
 	writeJSON(w, 200, r.modelCard())

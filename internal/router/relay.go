@@ -19,7 +19,7 @@ func newSink(c *call) sink {
 	if c.stream {
 		return &relay{c: c}
 	}
-	return &assembler{c: c}
+	return newAssembler(c)
 }
 
 // errClientGone ends a leg whose client stopped reading.

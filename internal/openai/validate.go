@@ -1,4 +1,4 @@
-package router
+package openai
 
 import (
 	"bytes"
@@ -7,50 +7,62 @@ import (
 	"strings"
 )
 
-// validate checks the fields the router reads (runtime.md §1.5), and the
+// Request is what the router reads from a valid completion body.
+type Request struct {
+	Stream         bool   // the client asked for a stream
+	ClientTokenIDs bool   // the client asked for return_token_ids itself
+	Wanted         int    // max_completion_tokens, else max_tokens; 0 when neither is set
+	WantedParam    string // the field Wanted came from: max_tokens or max_completion_tokens
+}
+
+// lookup finds a field; a JSON null counts as absent.
+type lookup func(string) (json.RawMessage, bool)
+
+// Validate checks the fields the router reads (runtime.md §1.5), and the
 // values and shapes an engine would refuse only after a leg was paid for
-// (docs/router.md, "Errors"), and records what it needs from them. Fields
-// it does not read pass through.
-func (c *call) validate(b map[string]json.RawMessage) *apiError {
+// (docs/router.md, "Errors"), and returns what the router needs from them.
+// chat says the body is a chat completion; model is the one served model.
+// Fields it does not read pass through.
+func Validate(b map[string]json.RawMessage, chat bool, model string) (Request, *Error) {
 	present := func(k string) (json.RawMessage, bool) {
 		v, ok := b[k]
 		return v, ok && !bytes.Equal(bytes.TrimSpace(v), []byte("null"))
 	}
-	var model string
-	if v, ok := present("model"); ok && json.Unmarshal(v, &model) != nil {
-		return invalidType("model", "model must be a string")
+	var q Request
+	var asked string
+	if v, ok := present("model"); ok && json.Unmarshal(v, &asked) != nil {
+		return q, InvalidType("model", "model must be a string")
 	}
-	if v, ok := present("stream"); ok && json.Unmarshal(v, &c.stream) != nil {
-		return invalidType("stream", "stream must be a boolean")
+	if v, ok := present("stream"); ok && json.Unmarshal(v, &q.Stream) != nil {
+		return q, InvalidType("stream", "stream must be a boolean")
 	}
 	ints, e := counts(present)
 	if e != nil {
-		return e
+		return q, e
 	}
-	if e := c.validateInput(present); e != nil {
-		return e
+	if e := validateInput(present, chat); e != nil {
+		return q, e
 	}
-	if e := validateOptions(present, c.stream); e != nil {
-		return e
+	if e := validateOptions(present, q.Stream); e != nil {
+		return q, e
 	}
-	if model != "" && model != c.r.cfg.Model {
-		return &apiError{Status: 404, Type: typeInvalid, Code: strp("model_not_found"), Param: strp("model"),
-			Message: fmt.Sprintf("The model `%s` does not exist; this router serves `%s`.", model, c.r.cfg.Model)}
+	if asked != "" && asked != model {
+		return q, ModelNotFound(asked, model)
 	}
 	if v, ok := present("return_token_ids"); ok {
-		_ = json.Unmarshal(v, &c.clientTokenIDs)
+		_ = json.Unmarshal(v, &q.ClientTokenIDs)
 	}
-	c.wanted, c.wantedParam = ints["max_tokens"], "max_tokens"
+	q.Wanted, q.WantedParam = ints["max_tokens"], "max_tokens"
 	if n, ok := ints["max_completion_tokens"]; ok {
-		c.wanted, c.wantedParam = n, "max_completion_tokens"
+		q.Wanted, q.WantedParam = n, "max_completion_tokens"
 	}
-	return nil
+	return q, nil
 }
 
 // counts reads the integer fields: each a JSON integer of at least 1, and
 // n and best_of exactly 1 (the prefill leg generates one sequence and both
 // legs must agree on the sampling width).
-func counts(present func(string) (json.RawMessage, bool)) (map[string]int, *apiError) {
+func counts(present lookup) (map[string]int, *Error) {
 	ints := map[string]int{}
 	for _, k := range []string{"n", "best_of", "max_tokens", "max_completion_tokens"} {
 		v, ok := present(k)
@@ -60,11 +72,11 @@ func counts(present func(string) (json.RawMessage, bool)) (map[string]int, *apiE
 		n, isInt := intValue(v)
 		switch {
 		case !isInt:
-			return nil, invalidType(k, k+" must be an integer")
+			return nil, InvalidType(k, k+" must be an integer")
 		case n < 1:
-			return nil, invalidValue(k, fmt.Sprintf("%s must be at least 1, got %d", k, n))
+			return nil, InvalidValue(k, fmt.Sprintf("%s must be at least 1, got %d", k, n))
 		case n > 1 && (k == "n" || k == "best_of"):
-			return nil, unsupported(k, fmt.Sprintf("%s must be 1: this router's prefill leg generates one sequence and both legs must agree; "+
+			return nil, Unsupported(k, fmt.Sprintf("%s must be 1: this router's prefill leg generates one sequence and both legs must agree; "+
 				"send %d requests instead", k, n))
 		}
 		ints[k] = n
@@ -85,16 +97,16 @@ func intValue(v json.RawMessage) (int, bool) {
 	return n, true
 }
 
-func (c *call) validateInput(present func(string) (json.RawMessage, bool)) *apiError {
-	if c.chat {
+func validateInput(present lookup, chat bool) *Error {
+	if chat {
 		v, ok := present("messages")
 		var msgs []map[string]json.RawMessage
 		if !ok || json.Unmarshal(v, &msgs) != nil || len(msgs) == 0 {
-			return invalidType("messages", "messages must be a non-empty array of objects")
+			return InvalidType("messages", "messages must be a non-empty array of objects")
 		}
 		for i, m := range msgs {
 			if m == nil {
-				return invalidType("messages", "messages must be a non-empty array of objects")
+				return InvalidType("messages", "messages must be a non-empty array of objects")
 			}
 			if e := validateContent(i, m["content"]); e != nil {
 				return e
@@ -104,7 +116,7 @@ func (c *call) validateInput(present func(string) (json.RawMessage, bool)) *apiE
 	}
 	v, ok := present("prompt")
 	if !ok {
-		return invalidType("prompt", "prompt is required")
+		return InvalidType("prompt", "prompt is required")
 	}
 	return validatePrompt(v, true)
 }
@@ -113,46 +125,46 @@ func (c *call) validateInput(present func(string) (json.RawMessage, bool)) *apiE
 // string, a non-empty array of token ids, or (top level only) an array
 // holding one of those. A batch of several prompts is refused: both legs
 // and the KV handoff are per sequence.
-func validatePrompt(v json.RawMessage, top bool) *apiError {
+func validatePrompt(v json.RawMessage, top bool) *Error {
 	const shape = "prompt must be a string, an array of token ids, or an array of one of those"
 	t := bytes.TrimSpace(v)
 	switch {
 	case len(t) > 0 && t[0] == '"':
 		var s string
 		if json.Unmarshal(t, &s) != nil {
-			return invalidType("prompt", shape)
+			return InvalidType("prompt", shape)
 		}
 		if s == "" {
-			return invalidValue("prompt", "prompt must not be empty")
+			return InvalidValue("prompt", "prompt must not be empty")
 		}
 		return nil
 	case len(t) == 0 || t[0] != '[':
-		return invalidType("prompt", shape)
+		return InvalidType("prompt", shape)
 	}
 	var items []json.RawMessage
 	if json.Unmarshal(t, &items) != nil {
-		return invalidType("prompt", shape)
+		return InvalidType("prompt", shape)
 	}
 	if len(items) == 0 {
-		return invalidValue("prompt", "prompt must not be empty")
+		return InvalidValue("prompt", "prompt must not be empty")
 	}
 	if first := bytes.TrimSpace(items[0]); len(first) > 0 && (first[0] == '-' || (first[0] >= '0' && first[0] <= '9')) {
 		return tokenIDs(items)
 	}
 	if !top {
-		return invalidType("prompt", shape)
+		return InvalidType("prompt", shape)
 	}
 	if len(items) > 1 {
-		return unsupported("prompt", fmt.Sprintf("batch prompts (an array of %d prompts) are not supported: send one prompt per request", len(items)))
+		return Unsupported("prompt", fmt.Sprintf("batch prompts (an array of %d prompts) are not supported: send one prompt per request", len(items)))
 	}
 	return validatePrompt(items[0], false)
 }
 
 // tokenIDs checks a token-id prompt: non-negative integers.
-func tokenIDs(items []json.RawMessage) *apiError {
+func tokenIDs(items []json.RawMessage) *Error {
 	for i, it := range items {
 		if n, ok := intValue(it); !ok || n < 0 {
-			return invalidValue("prompt", fmt.Sprintf("prompt[%d] is not a token id: token ids are non-negative integers", i))
+			return InvalidValue("prompt", fmt.Sprintf("prompt[%d] is not a token id: token ids are non-negative integers", i))
 		}
 	}
 	return nil
@@ -165,7 +177,7 @@ var textParts = map[string]bool{"text": true, "refusal": true}
 
 // validateContent checks messages[i].content: absent, null, a string, or
 // an array of text parts.
-func validateContent(i int, raw json.RawMessage) *apiError {
+func validateContent(i int, raw json.RawMessage) *Error {
 	t := bytes.TrimSpace(raw)
 	if len(t) == 0 || bytes.Equal(t, []byte("null")) || t[0] == '"' {
 		return nil
@@ -175,15 +187,15 @@ func validateContent(i int, raw json.RawMessage) *apiError {
 		Type *string `json:"type"`
 	}
 	if t[0] != '[' || json.Unmarshal(t, &parts) != nil {
-		return invalidType(param, param+" must be a string or an array of content parts")
+		return InvalidType(param, param+" must be a string or an array of content parts")
 	}
 	for j, p := range parts {
 		pp := fmt.Sprintf("%s[%d]", param, j)
 		switch {
 		case p.Type == nil:
-			return invalidType(pp, pp+" needs a type")
+			return InvalidType(pp, pp+" needs a type")
 		case !textParts[*p.Type]:
-			return unsupported(pp, fmt.Sprintf("%s is a %q part: this router serves text only (no image, audio, video or file input); "+
+			return Unsupported(pp, fmt.Sprintf("%s is a %q part: this router serves text only (no image, audio, video or file input); "+
 				"send text parts", pp, *p.Type))
 		}
 	}
@@ -192,25 +204,25 @@ func validateContent(i int, raw json.RawMessage) *apiError {
 
 // validateOptions refuses options the two-leg path cannot honour, and
 // stream_options an engine would refuse.
-func validateOptions(present func(string) (json.RawMessage, bool), stream bool) *apiError {
+func validateOptions(present lookup, stream bool) *Error {
 	if v, ok := present("vllm_xargs"); ok {
 		var x map[string]json.RawMessage
 		if json.Unmarshal(v, &x) != nil {
-			return invalidType("vllm_xargs", "vllm_xargs must be an object")
+			return InvalidType("vllm_xargs", "vllm_xargs must be an object")
 		}
 		for _, k := range []string{"kv_cache_report_mode", "kv_transfer_params", "ec_transfer_params"} {
 			if _, set := x[k]; set {
-				return unsupported("vllm_xargs", "vllm_xargs must not set "+k+": the router owns the KV handoff")
+				return Unsupported("vllm_xargs", "vllm_xargs must not set "+k+": the router owns the KV handoff")
 			}
 		}
 	}
 	if v, ok := present("narwhal_continuation"); ok || v != nil {
 		var on bool
 		if !ok || json.Unmarshal(v, &on) != nil {
-			return invalidType("narwhal_continuation", "narwhal_continuation must be a boolean")
+			return InvalidType("narwhal_continuation", "narwhal_continuation must be a boolean")
 		}
 		if on {
-			return unsupported("narwhal_continuation", "narwhal_continuation is not enabled on this router (fleet schema 1 has no continuation policy)")
+			return Unsupported("narwhal_continuation", "narwhal_continuation is not enabled on this router (fleet schema 1 has no continuation policy)")
 		}
 	}
 	if e := validateStreamOptions(present, stream); e != nil {
@@ -224,22 +236,22 @@ func validateOptions(present func(string) (json.RawMessage, bool), stream bool) 
 
 // validateStreamOptions: an object of booleans, and only with stream: true
 // (as OpenAI and vLLM require).
-func validateStreamOptions(present func(string) (json.RawMessage, bool), stream bool) *apiError {
+func validateStreamOptions(present lookup, stream bool) *Error {
 	v, ok := present("stream_options")
 	if !ok {
 		return nil
 	}
 	var so map[string]json.RawMessage
 	if json.Unmarshal(v, &so) != nil || so == nil {
-		return invalidType("stream_options", "stream_options must be an object")
+		return InvalidType("stream_options", "stream_options must be an object")
 	}
 	if !stream {
-		return invalidValue("stream_options", "stream_options is only allowed with stream: true")
+		return InvalidValue("stream_options", "stream_options is only allowed with stream: true")
 	}
 	for _, k := range []string{"include_usage", "continuous_usage_stats"} {
 		var on bool
 		if raw, set := so[k]; set && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) && json.Unmarshal(raw, &on) != nil {
-			return invalidType("stream_options."+k, "stream_options."+k+" must be a boolean")
+			return InvalidType("stream_options."+k, "stream_options."+k+" must be a boolean")
 		}
 	}
 	return nil
@@ -247,14 +259,14 @@ func validateStreamOptions(present func(string) (json.RawMessage, bool), stream 
 
 // validateNonStreaming refuses output options the assembled (non-streamed)
 // response cannot carry.
-func validateNonStreaming(present func(string) (json.RawMessage, bool)) *apiError {
+func validateNonStreaming(present lookup) *Error {
 	if _, ok := present("audio"); ok {
-		return unsupported("audio", "audio output needs stream: true through this router")
+		return Unsupported("audio", "audio output needs stream: true through this router")
 	}
 	if v, ok := present("modalities"); ok {
 		var m []string
 		if json.Unmarshal(v, &m) != nil || len(m) != 1 || m[0] != "text" {
-			return unsupported("modalities", "modalities other than [\"text\"] need stream: true through this router")
+			return Unsupported("modalities", "modalities other than [\"text\"] need stream: true through this router")
 		}
 	}
 	if v, ok := present("tools"); ok {
@@ -262,11 +274,11 @@ func validateNonStreaming(present func(string) (json.RawMessage, bool)) *apiErro
 			Type string `json:"type"`
 		}
 		if json.Unmarshal(v, &tools) != nil {
-			return invalidType("tools", "tools must be an array")
+			return InvalidType("tools", "tools must be an array")
 		}
 		for _, t := range tools {
 			if t.Type != "function" {
-				return unsupported("tools", "only function tools are supported without stream: true")
+				return Unsupported("tools", "only function tools are supported without stream: true")
 			}
 		}
 	}

@@ -1,18 +1,13 @@
-package router
+package openai
 
 import (
 	"encoding/json"
 	"testing"
-
-	"github.com/narwhal-go/narwhal/internal/fleet"
 )
 
-// validate accepts every shape an engine serves as one request and
+// Validate accepts every shape an engine serves as one request and
 // refuses the rest with the field that is wrong.
 func TestValidate(t *testing.T) {
-	cfg := fleet.Defaults()
-	cfg.Model = "m"
-	r := &Router{cfg: &cfg}
 	for _, tc := range []struct {
 		name  string
 		chat  bool
@@ -51,8 +46,7 @@ func TestValidate(t *testing.T) {
 			if err := json.Unmarshal([]byte(tc.body), &b); err != nil {
 				t.Fatal(err)
 			}
-			c := &call{r: r, chat: tc.chat}
-			e := c.validate(b)
+			_, e := Validate(b, tc.chat, "m")
 			switch {
 			case tc.param == "" && e != nil:
 				t.Errorf("refused a valid body: %+v", *e)
@@ -65,36 +59,29 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-func TestContextError(t *testing.T) {
-	r := &Router{}
-	r.setModelLen("a", 4096)
-	r.setModelLen("b", 2048) // the smallest context bounds every leg
-	r.setModelLen("c", 0)    // an engine that does not say is ignored
+// Validate returns what the router reads from a valid body: the stream
+// flag, whether the client asked for token ids itself, and the output
+// length with the field it came from (max_completion_tokens wins).
+func TestValidateReturnsTheFieldsTheRouterReads(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		chat   bool
-		n      int
-		exact  bool
-		wanted int
-		param  string
+		name string
+		body string
+		want Request
 	}{
-		{"fits", false, 100, true, 100, ""},
-		{"prompt at the context", false, 2048, true, 0, "prompt"},
-		{"chat prompt over", true, 3000, true, 0, "messages"},
-		{"prompt and output over", false, 2000, true, 100, "max_tokens"},
-		{"an estimate is not refused", false, 3000, false, 0, ""},
-		{"an estimate with an impossible max_tokens", false, 3000, false, 2048, "max_tokens"},
+		{"defaults", `{"prompt":"hi"}`, Request{WantedParam: "max_tokens"}},
+		{"stream and token ids", `{"prompt":"hi","stream":true,"return_token_ids":true,"max_tokens":4}`,
+			Request{Stream: true, ClientTokenIDs: true, Wanted: 4, WantedParam: "max_tokens"}},
+		{"max_completion_tokens wins", `{"prompt":"hi","max_tokens":4,"max_completion_tokens":9}`,
+			Request{Wanted: 9, WantedParam: "max_completion_tokens"}},
+		{"the served model", `{"model":"m","prompt":"hi","max_tokens":null}`, Request{WantedParam: "max_tokens"}},
 	} {
-		c := &call{r: r, chat: tc.chat, wanted: tc.wanted, wantedParam: "max_tokens"}
-		e := c.contextError(tc.n, tc.exact)
-		switch {
-		case tc.param == "" && e != nil:
-			t.Errorf("%s: refused: %s", tc.name, e.Message)
-		case tc.param != "" && (e == nil || *e.Param != tc.param || *e.Code != "context_length_exceeded"):
-			t.Errorf("%s: %+v, want context_length_exceeded on %s", tc.name, e, tc.param)
+		var b map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(tc.body), &b); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if (&call{r: &Router{}}).contextError(1<<20, true) != nil {
-		t.Error("with no max_model_len reported nothing is refused")
+		got, e := Validate(b, false, "m")
+		if e != nil || got != tc.want {
+			t.Errorf("%s: %+v %v, want %+v", tc.name, got, e, tc.want)
+		}
 	}
 }
