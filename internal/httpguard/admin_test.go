@@ -97,7 +97,7 @@ func TestIsLoopback(t *testing.T) {
 // total counts every client.
 func TestBodyReads(t *testing.T) {
 	var b BodyReads
-	if !b.Take("a", 2) || !b.Take("a", 2) {
+	if first, second := b.Take("a", 2), b.Take("a", 2); !first || !second {
 		t.Fatal("a's two slots refused")
 	}
 	if b.Take("a", 2) {

@@ -181,6 +181,14 @@ type response struct {
 	Usage   json.RawMessage `json:"usage"` // the engine's, else usageCounts
 }
 
+// usageCounts is the usage the router counted itself, for a stream that
+// reported none.
+type usageCounts struct {
+	CompletionTokens int `json:"completion_tokens"`
+	PromptTokens     int `json:"prompt_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
 type choice struct {
 	FinishReason json.RawMessage `json:"finish_reason"` // null until a chunk sets it
 	Index        int             `json:"index"`
@@ -188,15 +196,6 @@ type choice struct {
 	Message      *message        `json:"message,omitempty"`     // chat
 	StopReason   json.RawMessage `json:"stop_reason,omitempty"` // when the engine said
 	Text         *string         `json:"text,omitempty"`        // completions
-}
-
-type message struct {
-	Content          *string       `json:"content"` // null when the output was only reasoning or tool calls
-	FunctionCall     *functionCall `json:"function_call,omitempty"`
-	ReasoningContent *string       `json:"reasoning_content,omitempty"`
-	Refusal          *string       `json:"refusal,omitempty"`
-	Role             string        `json:"role"`
-	ToolCalls        []toolCallOut `json:"tool_calls,omitempty"`
 }
 
 type functionCall struct {
@@ -210,12 +209,13 @@ type toolCallOut struct {
 	Type     string       `json:"type"`
 }
 
-// usageCounts is the usage the router counted itself, for a stream that
-// reported none.
-type usageCounts struct {
-	CompletionTokens int `json:"completion_tokens"`
-	PromptTokens     int `json:"prompt_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+type message struct {
+	Content          *string       `json:"content"` // null when the output was only reasoning or tool calls
+	FunctionCall     *functionCall `json:"function_call,omitempty"`
+	ReasoningContent *string       `json:"reasoning_content,omitempty"`
+	Refusal          *string       `json:"refusal,omitempty"`
+	Role             string        `json:"role"`
+	ToolCalls        []toolCallOut `json:"tool_calls,omitempty"`
 }
 
 // Body is the assembled response. promptTokens and completionTokens are

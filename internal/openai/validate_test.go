@@ -5,6 +5,16 @@ import (
 	"testing"
 )
 
+// body decodes a test's request body the way the router parses one.
+func body(t *testing.T, s string) map[string]json.RawMessage {
+	t.Helper()
+	var b map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(s), &b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // Validate accepts every shape an engine serves as one request and
 // refuses the rest with the field that is wrong.
 func TestValidate(t *testing.T) {
@@ -42,11 +52,7 @@ func TestValidate(t *testing.T) {
 		{"another model", false, `{"model":"other","prompt":"hi"}`, "model", "model_not_found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var b map[string]json.RawMessage
-			if err := json.Unmarshal([]byte(tc.body), &b); err != nil {
-				t.Fatal(err)
-			}
-			_, e := Validate(b, tc.chat, "m")
+			_, e := Validate(body(t, tc.body), tc.chat, "m")
 			switch {
 			case tc.param == "" && e != nil:
 				t.Errorf("refused a valid body: %+v", *e)
@@ -75,11 +81,7 @@ func TestValidateReturnsTheFieldsTheRouterReads(t *testing.T) {
 			Request{Wanted: 9, WantedParam: "max_completion_tokens"}},
 		{"the served model", `{"model":"m","prompt":"hi","max_tokens":null}`, Request{WantedParam: "max_tokens"}},
 	} {
-		var b map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(tc.body), &b); err != nil {
-			t.Fatal(err)
-		}
-		got, e := Validate(b, false, "m")
+		got, e := Validate(body(t, tc.body), false, "m")
 		if e != nil || got != tc.want {
 			t.Errorf("%s: %+v %v, want %+v", tc.name, got, e, tc.want)
 		}
