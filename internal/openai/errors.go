@@ -6,6 +6,7 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -65,9 +66,17 @@ func (e *Error) Write(w http.ResponseWriter) {
 		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
 	w.WriteHeader(e.Status)
-	enc := json.NewEncoder(w)
+	_, _ = w.Write(append(e.Event(), '\n'))
+}
+
+// Event is the error's JSON alone: the body Write sends, and the one
+// terminal event of a stream whose status already went out.
+func (e *Error) Event() []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(errorBody{errorFields{Message: e.Message, Type: e.Type, Param: e.Param, Code: e.Code}})
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
 func optional(s string) *string {

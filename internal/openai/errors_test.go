@@ -55,3 +55,14 @@ func TestErrorWrite(t *testing.T) {
 		})
 	}
 }
+
+// A stream that already sent output ends with the error as its last
+// event: the same JSON as the body, without the newline.
+func TestErrorEvent(t *testing.T) {
+	for _, code := range []string{"expired", "failed"} {
+		want := `{"error":{"message":"Upstream request failed","type":"server_error","param":null,"code":"` + code + `"}}`
+		if got := string(Upstream(code, false).Event()); got != want {
+			t.Errorf("event\n got %s\nwant %s", got, want)
+		}
+	}
+}

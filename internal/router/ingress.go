@@ -1,7 +1,6 @@
 package router
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -298,7 +297,7 @@ func (c *call) ended(ctx context.Context) {
 func (c *call) size(ctx context.Context) bool {
 	r := c.r
 	began := r.clock.Now()
-	n, exact, text := c.localSize()
+	n, exact, text := openai.PromptSize(c.body, c.chat)
 	if !exact && r.cfg.Engine.Tokenize {
 		var e *vllm.Error
 		n, e = c.tokenize(ctx)
@@ -389,62 +388,6 @@ func (c *call) tokenizeBody() []byte {
 func mustRaw(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
 	return b
-}
-
-// localSize counts a token-id prompt exactly and otherwise returns the
-// text the estimate would use.
-func (c *call) localSize() (n int, exact bool, text string) {
-	if c.chat {
-		var msgs []struct {
-			Content json.RawMessage `json:"content"`
-		}
-		_ = json.Unmarshal(c.body["messages"], &msgs)
-		var b bytes.Buffer
-		for _, m := range msgs {
-			b.WriteString(contentText(m.Content))
-		}
-		return 0, false, b.String()
-	}
-	var ids []int
-	if err := json.Unmarshal(c.body["prompt"], &ids); err == nil && len(ids) > 0 {
-		return len(ids), true, ""
-	}
-	var one [][]int // validate admits a batch of one prompt only
-	if err := json.Unmarshal(c.body["prompt"], &one); err == nil && len(one) == 1 && len(one[0]) > 0 {
-		return len(one[0]), true, ""
-	}
-	var s string
-	if json.Unmarshal(c.body["prompt"], &s) == nil {
-		return 0, false, s
-	}
-	var batch []string
-	_ = json.Unmarshal(c.body["prompt"], &batch)
-	var b bytes.Buffer
-	for _, p := range batch {
-		b.WriteString(p)
-	}
-	return 0, false, b.String()
-}
-
-// contentText is the text of a chat message's content: a string, or the
-// text parts of a list.
-func contentText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	_ = json.Unmarshal(raw, &parts)
-	var b bytes.Buffer
-	for _, p := range parts {
-		if p.Type == "text" {
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String()
 }
 
 // readiness reports whether the router can place work, or the first

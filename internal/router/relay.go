@@ -3,8 +3,8 @@ package router
 import (
 	"bytes"
 	"net/http"
-	"strconv"
 
+	"github.com/narwhal-go/narwhal/internal/openai"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -41,7 +41,7 @@ func (s *relay) event(ev vllm.Event) *vllm.Error {
 	c := s.c
 	data := c.ownID(ev.Data)
 	if !ev.NotJSON && !c.clientTokenIDs {
-		data = stripTokenIDs(data)
+		data = openai.StripTokenIDs(data)
 	}
 	if !c.committed && ev.Tokens == 0 && !ev.Output {
 		s.held = append(s.held, data)
@@ -108,8 +108,8 @@ func (c *call) streamError(code string) {
 	if !c.committed || c.clientGone {
 		return
 	}
-	ev := `{"error":{"message":"Upstream request failed","type":"server_error","param":null,"code":` + strconv.Quote(code) + `}}`
-	_, _ = c.w.Write([]byte("data: " + ev + "\n\n"))
+	ev := openai.Upstream(code, false).Event()
+	_, _ = c.w.Write([]byte("data: " + string(ev) + "\n\n"))
 	_ = http.NewResponseController(c.w).Flush()
 }
 
@@ -122,34 +122,4 @@ func (c *call) ownID(data []byte) []byte {
 		return data
 	}
 	return bytes.ReplaceAll(data, leg, []byte(c.rid))
-}
-
-// stripTokenIDs removes the per-token id fields the router asked the
-// engine for, unless the client asked for them itself. It cuts the bytes
-// rather than re-encoding the event, so everything else reaches the client
-// exactly as the engine wrote it. A quoted key cannot occur inside a JSON
-// string (its quotes would be escaped), and id lists hold only integers,
-// so the first ']' closes the list.
-func stripTokenIDs(data []byte) []byte {
-	for _, key := range [][]byte{[]byte(`"token_ids":[`), []byte(`"prompt_token_ids":[`)} {
-		for {
-			i := bytes.Index(data, key)
-			if i < 0 {
-				break
-			}
-			j := bytes.IndexByte(data[i:], ']')
-			if j < 0 {
-				return data
-			}
-			start, end := i, i+j+1
-			switch {
-			case start > 0 && data[start-1] == ',':
-				start--
-			case end < len(data) && data[end] == ',':
-				end++
-			}
-			data = append(data[:start:start], data[end:]...)
-		}
-	}
-	return data
 }
