@@ -17,6 +17,8 @@ type apiError openai.Error
 // write sends the error (openai.Error.Write).
 func (e *apiError) write(w http.ResponseWriter) { (*openai.Error)(e).Write(w) }
 
+// wire adopts an openai error as a call's outcome; the constructors below
+// are openai's, returning what an outcome carries.
 func wire(e *openai.Error) *apiError { return (*apiError)(e) }
 
 const typeServer = openai.TypeServer
