@@ -160,6 +160,24 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 	r.metrics.RouterReady.Set(1)
 	r.metrics.AdmissionInflightLimit.Set(float64(limit))
 	r.metrics.HTTPRetainedLimit.Set(float64(limit + cfg.Serving.QueueCapacity))
+	r.addEngines(key)
+	r.av = avail.New(avail.Config{Fleet: cfg, Log: r.log, Clock: r.clock, Epoch: r.epoch, Journal: r.journal,
+		Metrics: r.metrics, Core: coreSide{r}, Probes: probes{r}, Status: status{r},
+		StateChanged: r.stateChanged, Reply: writeJSON, Context: r.bgCtx, Go: r.background})
+	r.life = r.av.View()
+	r.routes()
+	if o.HA.Resume && r.standbyOf == "" {
+		if err := r.resume(); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// addEngines makes a client per configured engine, all with the engine
+// credential key.
+func (r *Router) addEngines(key string) {
+	cfg := r.cfg
 	for _, e := range cfg.Engines {
 		r.engines[e.IID] = &engine{iid: e.IID, client: vllm.NewClient(e.URL, vllm.Options{
 			APIKey:         key,
@@ -172,17 +190,6 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 		r.attestURL[e.IID] = e.AttestationURL
 	}
 	sort.Strings(r.order)
-	r.av = avail.New(avail.Config{Fleet: cfg, Log: r.log, Clock: r.clock, Epoch: r.epoch, Journal: r.journal,
-		Metrics: r.metrics, Core: coreSide{r}, Probes: probes{r}, Status: status{r},
-		StateChanged: r.stateChanged, Reply: writeJSON, Context: r.bgCtx, Go: r.background})
-	r.life = r.av.View()
-	r.routes()
-	if o.HA.Resume && r.standbyOf == "" {
-		if err := r.resume(); err != nil {
-			return nil, err
-		}
-	}
-	return r, nil
 }
 
 func checkProfiles(cfg *fleet.Config, profiles *profile.Store) error {
