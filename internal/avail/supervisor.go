@@ -161,6 +161,12 @@ func New(c Config) *Supervisor {
 	if s.changed == nil {
 		s.changed = func() {}
 	}
+	if s.ctx == nil {
+		s.ctx = context.Background()
+	}
+	if s.goBg == nil {
+		s.goBg = func(f func(ctx context.Context)) { go f(s.ctx) }
+	}
 	for _, e := range c.Fleet.Engines {
 		s.order = append(s.order, e.IID)
 	}
