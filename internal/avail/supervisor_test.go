@@ -103,18 +103,21 @@ func newFixture(t *testing.T, q float64, probes Probes) *fixture {
 	return f
 }
 
+// verdictCase is one failed leg and what the supervisor must make of it.
+type verdictCase struct {
+	name       string
+	quarantine float64 // recovery.failure_quarantine_s
+	f          Failure
+	wantLive   bool
+	ejected    string // the ejection cause, "" for none
+	held       bool
+	changed    bool // the handoff document was signalled
+}
+
 // The supervisor is the one writer of liveness: what the core holds is
 // what Usable answers, for every engine, after every verdict.
 func TestLegFailedVerdictsPublishLivenessIntoTheCore(t *testing.T) {
-	cases := []struct {
-		name       string
-		quarantine float64
-		f          Failure
-		wantLive   bool
-		ejected    string // the ejection cause, "" for none
-		held       bool
-		changed    bool // the handoff document was signalled
-	}{
+	cases := []verdictCase{
 		{"a refused connection ejects", 0, Failure{IID: "d0", Err: &vllm.Error{Reason: vllm.ReasonConnection, Class: "connection"}}, false, "connection", false, true},
 		{"a router-side pool fault is not the engine's", 0, Failure{IID: "d0", Err: &vllm.Error{Reason: vllm.ReasonLocalPool, Class: "connection"}}, true, "", false, false},
 		{"a 4xx proves the engine up", 0, Failure{IID: "d0", Err: &vllm.Error{Reason: vllm.ReasonRejected, Status: 400}}, true, "", false, false},

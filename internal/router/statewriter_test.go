@@ -2,7 +2,6 @@ package router
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,7 +12,7 @@ import (
 // only signals: it returns while the handoff file is still being written,
 // and the writer catches up afterwards.
 func TestStateChangedDoesNotWaitForTheHandoffFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state.json")
+	path := t.TempDir() + "/state.json"
 	h := newHarness(t, []fleet.Role{fleet.Prefill, fleet.Decode}, nil, func(o *Options) { o.HA.StatePath = path })
 	h.router.handoffMu.Lock() // a slow disk: a write in progress holds the file
 	done := make(chan struct{})
