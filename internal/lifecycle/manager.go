@@ -94,6 +94,9 @@ func New(cfg *fleet.Config) *Manager {
 
 // Live reports whether iid may take new placements: not ejected, not
 // quarantined, not held (holds.go) and not held by a lifecycle action.
+// This is the rule; the availability supervisor is its one reader, which
+// publishes the answer into the scheduling core (everyone else asks the
+// supervisor, avail.Supervisor.Usable).
 func (m *Manager) Live(iid string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()

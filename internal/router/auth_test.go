@@ -139,7 +139,7 @@ func TestAdminRoutesRefuseCrossSiteAndNonJSON(t *testing.T) {
 					*e.Error.Code != tc.code || !strings.Contains(e.Error.Message, tc.fix) {
 					t.Fatalf("not an OpenAI error with code %s naming %q: %s", tc.code, tc.fix, body)
 				}
-				if !h.router.life.Live("d1") {
+				if !h.router.av.Usable("d1") {
 					t.Fatal("a refused request drained the engine")
 				}
 			})
@@ -150,7 +150,7 @@ func TestAdminRoutesRefuseCrossSiteAndNonJSON(t *testing.T) {
 	h.router.adminToken = "s3cret"
 	resp, body := adminPost(t, h.srv.URL+"/narwhal/lifecycle/drain", `{"iid":"d1"}`, "s3cret",
 		map[string]string{"Origin": h.srv.URL, "Sec-Fetch-Site": "same-origin", "Content-Type": "application/json; charset=utf-8"})
-	if resp.StatusCode != 200 || h.router.life.Live("d1") {
+	if resp.StatusCode != 200 || h.router.av.Usable("d1") {
 		t.Fatalf("same-origin JSON drain with the token: %d %s", resp.StatusCode, body)
 	}
 }
@@ -170,8 +170,8 @@ func TestOpenAdminRoutesNeedALoopbackHost(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 403 || !strings.Contains(string(body), "admin token") || !h.router.life.Live("d1") {
-		t.Fatalf("rebound host without a token: %d %s (d1 live %v)", resp.StatusCode, body, h.router.life.Live("d1"))
+	if resp.StatusCode != 403 || !strings.Contains(string(body), "admin token") || !h.router.av.Usable("d1") {
+		t.Fatalf("rebound host without a token: %d %s (d1 live %v)", resp.StatusCode, body, h.router.av.Usable("d1"))
 	}
 }
 

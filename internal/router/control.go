@@ -10,47 +10,15 @@ import (
 // control, drains, rollover (inside Tick), readmission probes, the
 // liveness sweep when due, telemetry, and the handoff document.
 func (r *Router) monitorPass() {
-	r.driftPass() // reads the interval Tick is about to close
+	r.av.DriftPass() // reads the interval Tick is about to close
 	r.controlPass()
-	// Residents are read first: Settle holds the lifecycle lock, which
-	// must never be held while taking r.mu.
-	resident := r.residents()
-	r.life.Settle(r.wallNow(), func(iid string) int { return resident[iid] })
-	r.releaseQuarantines()
-	r.readmissionProbes(r.bgCtx)
-	r.holdProbes(r.bgCtx)
-	r.passes++
-	if every := r.cfg.Recovery.LivenessEvery; every > 0 && r.passes%every == 0 {
-		r.livenessSweep(r.bgCtx)
-	}
-	r.flushLifecycleEvents()
-	for _, rec := range r.life.Records() {
-		r.metrics.SetLifecycleState(rec.IID, string(rec.State))
-	}
+	r.av.MonitorPass()
 	var failed []string
 	if err := r.writeHandoff(); err != nil {
-		r.stageFailed("handoff", "io", err)
+		r.av.StageFailed("handoff", "io", err)
 		failed = append(failed, "handoff io")
 	}
-	r.passEnded(failed)
-	for iid, streaks := range r.life.Streaks() {
-		for class, n := range streaks {
-			r.metrics.SetStreak(iid, string(class), n)
-		}
-	}
-}
-
-// residents counts each engine's resident requests.
-func (r *Router) residents() map[string]int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make(map[string]int, len(r.order))
-	for _, iid := range r.order {
-		if i := r.core.Instance(iid); i != nil {
-			out[iid] = i.Resident()
-		}
-	}
-	return out
+	r.av.PassEnded(failed)
 }
 
 // controlPass runs the core's Tick: role control and window rollover.

@@ -83,7 +83,7 @@ func TestSlowDecodeEngineGoesToProbationThenEviction(t *testing.T) {
 		return slices.Contains(p, "d0")
 	})
 	for _, iid := range []string{"d0", "d1", "d2"} {
-		st := h.router.drift.States()[iid]
+		st := h.router.av.DriftStates()[iid]
 		t.Logf("at probation: %s last window score %.2f (baseline %.2f), %d windows scored", iid, st.LastScore, st.Baseline, st.Scored)
 	}
 	h.router.mu.Lock()

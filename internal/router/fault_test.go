@@ -284,7 +284,7 @@ func TestFailedLegQuarantinesTheEngine(t *testing.T) {
 		t.Fatalf("quarantined %v, want p0 after its failed leg", q)
 	}
 	h.engines.Engines[0].SetFaults(simengine.Faults{})
-	eventually(t, "the quarantine to end", func() bool { return len(h.router.life.Quarantined()) == 0 && h.router.life.Live("p0") })
+	eventually(t, "the quarantine to end", func() bool { return len(h.router.life.Quarantined()) == 0 && h.router.av.Usable("p0") })
 }
 
 func TestWholeWaveHoldAndWaveReadmission(t *testing.T) {

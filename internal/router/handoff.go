@@ -193,13 +193,11 @@ func (r *Router) apply(h *state.Handoff) {
 			}
 			evs = append(evs, lifecycle.Event{At: at, Action: action, Fields: fields})
 		}
-		r.life.RestoreEvents(evs)
-		_, r.evSeen = r.life.TakeEvents(0) // restored events are already in the old journal
+		r.av.RestoreEvents(evs) // restored events are already in the old journal
 	}
-	r.life.Restore(records, ejected, starts)
-	r.syncLive()
+	r.av.Restore(records, ejected, starts)
 	if len(h.Ejected) > 0 {
-		r.holdWave("resumed with ejected engines " + strings.Join(h.Ejected, ", "))
+		r.av.HoldWave("resumed with ejected engines " + strings.Join(h.Ejected, ", "))
 	}
 }
 

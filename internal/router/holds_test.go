@@ -142,7 +142,7 @@ func TestDifferentBuildIsHeldOut(t *testing.T) {
 	}
 	// The operator restarts it with the fleet's build: it returns.
 	h.engines.Engines[1].RestartAs(otherBuild("0.21.0"))
-	eventually(t, "d0 back with the fleet's build", func() bool { return h.router.life.Live("d0") })
+	eventually(t, "d0 back with the fleet's build", func() bool { return h.router.av.Usable("d0") })
 	if v := h.gauge(t, "narwhal_engine_held", map[string]string{"iid": "d0", "cause": "incompatible-build"}); v != 0 {
 		t.Errorf("narwhal_engine_held{d0,incompatible-build} = %v after the fix, want 0", v)
 	}

@@ -29,10 +29,10 @@ func (r *Router) routes() {
 		{"GET /health", http.HandlerFunc(r.serveHealth)},
 		{"GET /ready", http.HandlerFunc(r.serveReady)},
 		{"GET /narwhal/state", http.HandlerFunc(r.serveState)},
-		{"GET /narwhal/lifecycle", http.HandlerFunc(r.serveLifecycle)},
+		{"GET /narwhal/lifecycle", http.HandlerFunc(r.av.ServeLifecycle)},
 		{"GET /narwhal/handoff", http.HandlerFunc(r.serveHandoff)},
-		{"POST /narwhal/lifecycle/drain", r.admin(r.serveDrain)},
-		{"POST /narwhal/lifecycle/readmit", r.admin(r.serveReadmit)},
+		{"POST /narwhal/lifecycle/drain", r.admin(r.av.ServeDrain)},
+		{"POST /narwhal/lifecycle/readmit", r.admin(r.av.ServeReadmit)},
 		{"GET /metrics", r.metricsHandler()},
 	}
 	m, known := http.NewServeMux(), http.NewServeMux()
@@ -399,7 +399,7 @@ func (r *Router) readiness() (string, bool) {
 	if b := r.waveBlocked(); b != "" {
 		return b, false
 	}
-	if d := r.degradedReason(); d != "" {
+	if d := r.av.DegradedReason(); d != "" {
 		return d, false
 	}
 	if !r.identities.Load() {
@@ -420,6 +420,3 @@ func (r *Router) ready() bool {
 	_, ok := r.readiness()
 	return ok && !r.closing.Load()
 }
-
-// stateChanged is called after every change the handoff document records.
-func (r *Router) stateChanged() { _ = r.writeHandoff() }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/avail"
 	"github.com/narwhal-go/narwhal/internal/openai"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
@@ -43,7 +44,7 @@ func (r *Router) maxModelLen() int {
 // reported before. Only needed while liveness sweeps are off: otherwise
 // every sweep's credential probe reads the same document.
 func (r *Router) learnModelLimits(ctx context.Context) {
-	r.forEach(ctx, r.order, func(ctx context.Context, iid string) {
+	avail.ForEach(ctx, r.order, func(ctx context.Context, iid string) {
 		cctx, cancel := context.WithTimeout(ctx, r.probeTimeout())
 		defer cancel()
 		cards, e := r.engines[iid].client.ModelCards(cctx)

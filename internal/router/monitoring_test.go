@@ -26,7 +26,7 @@ func TestMonitoringDegradesAndRecovers(t *testing.T) {
 	h.router.handoffMu.Lock()
 	h.router.statePath = filepath.Join(blocker, "state.json") // its parent is a file
 	h.router.handoffMu.Unlock()
-	eventually(t, "degraded", func() bool { return strings.HasPrefix(h.router.degradedReason(), "monitoring degraded: handoff") })
+	eventually(t, "degraded", func() bool { return strings.HasPrefix(h.router.av.DegradedReason(), "monitoring degraded: handoff") })
 	resp, _ := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "x", "max_tokens": 1})
 	if resp.StatusCode != 503 {
 		t.Errorf("completion while degraded: %d, want 503", resp.StatusCode)
@@ -37,7 +37,7 @@ func TestMonitoringDegradesAndRecovers(t *testing.T) {
 		r.Body.Close()
 	}
 	os.Remove(blocker)
-	eventually(t, "recovered", func() bool { return h.router.degradedReason() == "" })
+	eventually(t, "recovered", func() bool { return h.router.av.DegradedReason() == "" })
 	if resp, out := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "x", "max_tokens": 1}); resp.StatusCode != 200 {
 		t.Errorf("after recovery: %d %s", resp.StatusCode, out)
 	}

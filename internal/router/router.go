@@ -21,9 +21,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/avail"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
-	"github.com/narwhal-go/narwhal/internal/lifecycle"
 	"github.com/narwhal-go/narwhal/internal/metrics"
 	"github.com/narwhal-go/narwhal/internal/ports"
 	"github.com/narwhal-go/narwhal/internal/profile"
@@ -90,19 +90,15 @@ type Router struct {
 	started  atomic.Bool
 	inflight sync.WaitGroup
 
-	life       *lifecycle.Manager
+	// av is the availability supervisor: breaker, holds, drift, waves,
+	// readmission, and the only writer of liveness into core.
+	av         *avail.Supervisor
+	life       avail.View // the lifecycle state, read-only (writes go through av)
 	attestURL  map[string]string
 	adminToken string
 	adminOpen  bool
-	verifying  sync.Map // iid → true while a verification probe runs
-	holds      holdsSeen
-	evMu       sync.Mutex
-	evSeen     int // lifecycle events already journalled
 	identities atomic.Bool
-	passes     int // monitor passes, for the liveness cadence
-
-	holdLen sync.Map         // iid → seconds of its last timed hold, for the journal
-	drift   *lifecycle.Drift // decode pace health: probation and eviction (drift.go)
+	stateDirty chan struct{} // a pending handoff write (statewriter.go)
 
 	statePath string
 	handoffMu sync.Mutex
@@ -111,11 +107,9 @@ type Router struct {
 	ha        haState
 	follower  atomic.Value // *state.Follower while standby
 	sat       saturation
-	mon       monitoring
-	httpOpts  HTTPOptions            // with defaults applied
-	reads     bodyReads              // completion bodies being read, per client
-	models    modelLimits            // the engines' max_model_len
-	waveHold  atomic.Pointer[string] // whole-wave restart required: why
+	httpOpts  HTTPOptions // with defaults applied
+	reads     bodyReads   // completion bodies being read, per client
+	models    modelLimits // the engines' max_model_len
 
 	bg       sync.WaitGroup // background probes
 	bgCtx    context.Context
@@ -154,7 +148,7 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 		metrics: metrics.New(cfg), epoch: o.Clock.Now(), limit: limit, core: core,
 		engines: map[string]*engine{}, seats: make(chan struct{}, limit),
 		stop: make(chan struct{}), done: make(chan struct{}), freed: make(chan struct{}),
-		life: lifecycle.New(cfg), attestURL: map[string]string{}, adminToken: o.AdminToken, adminOpen: o.AdminOpen,
+		attestURL: map[string]string{}, adminToken: o.AdminToken, adminOpen: o.AdminOpen, stateDirty: make(chan struct{}, 1),
 		statePath: o.HA.StatePath, lease: o.HA.Lease, standbyOf: o.HA.StandbyOf,
 		httpOpts: o.HTTP.withDefaults(),
 	}
@@ -166,6 +160,24 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 	r.metrics.RouterReady.Set(1)
 	r.metrics.AdmissionInflightLimit.Set(float64(limit))
 	r.metrics.HTTPRetainedLimit.Set(float64(limit + cfg.Serving.QueueCapacity))
+	r.addEngines(key)
+	r.av = avail.New(avail.Config{Fleet: cfg, Log: r.log, Clock: r.clock, Epoch: r.epoch, Journal: r.journal,
+		Metrics: r.metrics, Core: coreSide{r}, Probes: probes{r}, Status: status{r},
+		StateChanged: r.stateChanged, Reply: writeJSON, Context: r.bgCtx, Go: r.background})
+	r.life = r.av.View()
+	r.routes()
+	if o.HA.Resume && r.standbyOf == "" {
+		if err := r.resume(); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// addEngines makes a client per configured engine, all with the engine
+// credential key.
+func (r *Router) addEngines(key string) {
+	cfg := r.cfg
 	for _, e := range cfg.Engines {
 		r.engines[e.IID] = &engine{iid: e.IID, client: vllm.NewClient(e.URL, vllm.Options{
 			APIKey:         key,
@@ -178,14 +190,6 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 		r.attestURL[e.IID] = e.AttestationURL
 	}
 	sort.Strings(r.order)
-	r.drift = lifecycle.NewDrift(cfg.Recovery.Health, r.order)
-	r.routes()
-	if o.HA.Resume && r.standbyOf == "" {
-		if err := r.resume(); err != nil {
-			return nil, err
-		}
-	}
-	return r, nil
 }
 
 func checkProfiles(cfg *fleet.Config, profiles *profile.Store) error {
@@ -230,6 +234,15 @@ func (r *Router) seatFreed() {
 // scheduling core's time scale and the journal's arrived/at values.
 func (r *Router) now() float64 { return r.clock.Now().Sub(r.epoch).Seconds() }
 
+// background runs f until it returns or the router closes.
+func (r *Router) background(f func(ctx context.Context)) {
+	r.bg.Add(1)
+	go func() {
+		defer r.bg.Done()
+		f(r.bgCtx)
+	}()
+}
+
 // ServeHTTP makes the router an http.Handler.
 func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) { r.mux.ServeHTTP(w, req) }
 
@@ -241,8 +254,9 @@ func (r *Router) Metrics() *metrics.Metrics { return r.metrics }
 func (r *Router) Start() {
 	if r.started.CompareAndSwap(false, true) {
 		r.startHA()
+		r.background(func(ctx context.Context) { r.writeStates(ctx.Done()) })
 		r.captureIdentities(r.bgCtx) // its credential probes also learn max_model_len
-		if r.cfg.Recovery.LivenessEvery <= 0 {
+		if !r.av.LivenessSweeps() {
 			r.background(r.watchModelLimits) // no sweeps to refresh it
 		}
 		r.identities.Store(true)

@@ -98,10 +98,8 @@ func (c *call) decodePhase(ctx context.Context, n int, exclude map[string]bool, 
 		}
 		switch {
 		case ctx.Err() != nil || c.clientGone: // the client's doing, not the engine's
-		case isCut(e, c.tokens):
-			r.streamCut(d, e)
 		default:
-			r.legFailedOn(d, e, p)
+			r.decodeFailedOn(d, p, e, c.tokens)
 		}
 		if c.committed {
 			c.outputFailed(ctx, e)

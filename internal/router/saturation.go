@@ -95,3 +95,9 @@ func (r *Router) saturated() (bool, time.Duration, time.Duration) {
 	limit := units.Seconds(r.cfg.SLO.SaturationThreshold())
 	return lag >= limit || median >= limit, lag, median
 }
+
+// lagSeconds is the event-loop lag the last probe tick measured.
+func (r *Router) lagSeconds() float64 {
+	_, lag, _ := r.saturated()
+	return lag.Seconds()
+}

@@ -68,13 +68,13 @@ func (r *Router) state() routerdoc.StateDoc {
 		Resident:   resident,
 		Pinned:     nonNil(pinned),
 		MinPrefill: c.Controller.MinPrefill, MinDecode: c.Controller.MinDecode,
-		Ejected: r.ejectedIIDs(), Draining: r.drainingIIDs(), Probation: r.drift.Probation(),
-		Health: r.healthState(now), Quarantined: nonNil(r.life.Quarantined()), Held: r.life.Holds(),
+		Ejected: r.ejectedIIDs(), Draining: r.drainingIIDs(), Probation: r.av.Probation(),
+		Health: r.av.HealthState(now), Quarantined: nonNil(r.life.Quarantined()), Held: r.life.Holds(),
 		Control: routerdoc.ControlSummary{Advisory: ctl.Advisory, LastDecision: ctl.LastDecision,
 			Decisions: ctl.Decisions, Flips: ctl.Flips, FlipReversals: ctl.FlipReversals,
 			FlipsRefused: ctl.FlipsRefused},
 		PanicBypasses: ctl.PanicBypasses,
-		Monitoring:    r.monitoringState(),
+		Monitoring:    r.av.MonitoringState(r.lagSeconds()),
 		Flips:         ctl.History, FlipsRefused: ctl.FlipsRefused,
 	}
 }

@@ -1,4 +1,4 @@
-package router
+package avail
 
 import (
 	"fmt"
@@ -9,11 +9,11 @@ import (
 )
 
 // monitoring tracks failed monitor-pass stages (runtime.md §3.4). A pass
-// with a failed stage counts against controller.monitor_failure_limit;
+// with a failed stage counts against controlles.monitor_failure_limit;
 // at the limit the router is degraded: it stops admitting new requests
 // (resident work continues) until a fully successful pass.
 type monitoring struct {
-	mu          sync.Mutex
+	mu          sync.Mutex // guards every field below
 	consecutive int
 	failures    int
 	degraded    string // "<stage> <class>" of the streak's first failure, "" when healthy
@@ -28,9 +28,9 @@ type stageStats struct {
 	LastAt      float64
 }
 
-// stageFailed records a failed stage of the current pass.
-func (r *Router) stageFailed(stage, class string, err error) {
-	m := &r.mon
+// StageFailed records a failed stage of the current pass.
+func (s *Supervisor) StageFailed(stage, class string, err error) {
+	m := &s.mon
 	m.mu.Lock()
 	if m.stages == nil {
 		m.stages = map[string]*stageStats{}
@@ -42,17 +42,17 @@ func (r *Router) stageFailed(stage, class string, err error) {
 	}
 	st.Failures++
 	st.Consecutive++
-	st.LastClass, st.LastAt = class, r.now()
+	st.LastClass, st.LastAt = class, s.now()
 	n := st.Consecutive
 	m.mu.Unlock()
-	r.log.Error("monitoring stage failed", "stage", stage, "class", class, "err", err)
-	r.journalEvent(journal.Event{Name: journal.EventMonitoringStageFailure, At: r.now(),
+	s.log.Error("monitoring stage failed", "stage", stage, "class", class, "err", err)
+	s.journalEvent(journal.Event{Name: journal.EventMonitoringStageFailure, At: s.now(),
 		Fields: map[string]any{"stage": stage, "class": class, "consecutive": n}})
 }
 
-// passEnded closes a monitor pass: failed says whether any stage failed.
-func (r *Router) passEnded(failed []string) {
-	m := &r.mon
+// PassEnded closes a monitor pass: failed says whether any stage failed.
+func (s *Supervisor) PassEnded(failed []string) {
+	m := &s.mon
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(failed) == 0 {
@@ -61,12 +61,12 @@ func (r *Router) passEnded(failed []string) {
 		}
 		if m.degraded != "" {
 			m.degraded = ""
-			r.metrics.MonitoringDegraded.Set(0)
-			r.journalEvent(journal.Event{Name: journal.EventMonitoringRecovered, At: r.now(), Fields: map[string]any{}})
-			r.log.Info("monitoring recovered: admitting again")
+			s.metrics.MonitoringDegraded.Set(0)
+			s.journalEvent(journal.Event{Name: journal.EventMonitoringRecovered, At: s.now(), Fields: map[string]any{}})
+			s.log.Info("monitoring recovered: admitting again")
 		}
 		m.consecutive, m.first = 0, ""
-		r.metrics.MonitoringCoreConsecutive.Set(0)
+		s.metrics.MonitoringCoreConsecutive.Set(0)
 		return
 	}
 	if m.consecutive == 0 {
@@ -74,30 +74,31 @@ func (r *Router) passEnded(failed []string) {
 	}
 	m.consecutive++
 	m.failures++
-	r.metrics.MonitoringCoreFailures.Inc()
-	r.metrics.MonitoringCoreConsecutive.Set(float64(m.consecutive))
-	if m.degraded == "" && m.consecutive >= r.cfg.Controller.MonitorFailureLimit {
+	s.metrics.MonitoringCoreFailures.Inc()
+	s.metrics.MonitoringCoreConsecutive.Set(float64(m.consecutive))
+	if m.degraded == "" && m.consecutive >= s.cfg.Controller.MonitorFailureLimit {
 		m.degraded = m.first
-		r.metrics.MonitoringDegraded.Set(1)
-		r.journalEvent(journal.Event{Name: journal.EventMonitoringDegraded, At: r.now(),
+		s.metrics.MonitoringDegraded.Set(1)
+		s.journalEvent(journal.Event{Name: journal.EventMonitoringDegraded, At: s.now(),
 			Fields: map[string]any{"stage": m.first, "class": "", "core_consecutive": m.consecutive}})
-		r.log.Error("monitoring degraded: new requests are refused until a monitor pass succeeds", "stage", m.first)
+		s.log.Error("monitoring degraded: new requests are refused until a monitor pass succeeds", "stage", m.first)
 	}
 }
 
-// degradedReason is "" or the readiness reason while degraded.
-func (r *Router) degradedReason() string {
-	r.mon.mu.Lock()
-	defer r.mon.mu.Unlock()
-	if r.mon.degraded == "" {
+// DegradedReason is "" or the readiness reason while degraded.
+func (s *Supervisor) DegradedReason() string {
+	s.mon.mu.Lock()
+	defer s.mon.mu.Unlock()
+	if s.mon.degraded == "" {
 		return ""
 	}
-	return fmt.Sprintf("monitoring degraded: %s", r.mon.degraded)
+	return fmt.Sprintf("monitoring degraded: %s", s.mon.degraded)
 }
 
-// monitoringState is /narwhal/state.monitoring.
-func (r *Router) monitoringState() routerdoc.MonitoringState {
-	m := &r.mon
+// MonitoringState is /narwhal/state.monitoring; lagS is the router's
+// event-loop lag in seconds.
+func (s *Supervisor) MonitoringState(lagS float64) routerdoc.MonitoringState {
+	m := &s.mon
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	stages := map[string]routerdoc.MonitoringStage{}
@@ -110,9 +111,6 @@ func (r *Router) monitoringState() routerdoc.MonitoringState {
 		d := m.degraded
 		reason = &d
 	}
-	r.sat.mu.Lock()
-	lag := r.sat.lag.Seconds()
-	r.sat.mu.Unlock()
 	return routerdoc.MonitoringState{Degraded: m.degraded != "", Reason: reason, CoreConsecutive: m.consecutive,
-		CoreFailures: m.failures, EventLoopLagS: lag, Stages: stages}
+		CoreFailures: m.failures, EventLoopLagS: lagS, Stages: stages}
 }

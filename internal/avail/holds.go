@@ -1,0 +1,154 @@
+package avail
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/lifecycle"
+	"github.com/narwhal-go/narwhal/internal/vllm"
+)
+
+// Holds (lifecycle/holds.go) keep out engines that answer but must not
+// serve: another build, refused KV, a refused credential. lifecycle
+// decides them; the supervisor feeds it what the engines answered and
+// makes each transition visible once: a log line with the iid, the
+// narwhal_engine_held gauge, a journal event, the core's live set.
+
+// holdsSeen is the holds the supervisor last published.
+type holdsSeen struct {
+	mu   sync.Mutex // guards seen; held while diffing so each transition is told once, in order
+	seen map[string]lifecycle.Hold
+}
+
+func holdKey(h lifecycle.Hold) string { return h.IID + " " + h.Cause }
+
+// publishHolds makes the holds that started or ended since the last call
+// visible; why is what lifted the ones that ended.
+func (s *Supervisor) publishHolds(why string) {
+	if s.diffHolds(why) {
+		s.publishLive()
+		s.changed()
+	}
+}
+
+// diffHolds logs, exports and journals the transitions since the last
+// call and reports whether there were any.
+func (s *Supervisor) diffHolds(why string) bool {
+	s.holds.mu.Lock()
+	defer s.holds.mu.Unlock()
+	now := map[string]lifecycle.Hold{}
+	for _, h := range s.life.Holds() {
+		now[holdKey(h)] = h
+	}
+	changed := false
+	for k, h := range now {
+		if _, ok := s.holds.seen[k]; !ok {
+			changed = true
+			s.log.Warn("engine held out", "iid", h.IID, "cause", h.Cause, "detail", h.Detail)
+			s.metrics.SetHeld(h.IID, h.Cause, true)
+			s.journalEvent(journal.Event{Name: journal.EventEngineHoldStarted, At: s.now(),
+				Fields: map[string]any{"iid": h.IID, "kind": h.Cause, "duration_s": nil, "detail": h.Detail}})
+		}
+	}
+	for k, h := range s.holds.seen {
+		if _, ok := now[k]; !ok {
+			changed = true
+			s.log.Info("engine released", "iid", h.IID, "cause", h.Cause, "by", why)
+			s.metrics.SetHeld(h.IID, h.Cause, false)
+			s.journalEvent(journal.Event{Name: journal.EventEngineHoldEnded, At: s.now(),
+				Fields: map[string]any{"iid": h.IID, "kind": h.Cause, "cause": why, "held_s": s.now() - h.Since}})
+		}
+	}
+	s.holds.seen = now
+	return changed
+}
+
+// credentialProbe asks the engine whether it accepts the router's
+// credential (Probes.Credential) and holds it out, or releases it, on the
+// answer. Only a 401/403 is its verdict: other failures are the health
+// checks' business.
+func (s *Supervisor) credentialProbe(ctx context.Context, iid string) *vllm.Error {
+	e := s.probes.Credential(ctx, iid)
+	switch {
+	case e.AuthFailed():
+		s.credentialRefused(iid, e)
+		return e
+	case e == nil:
+		if s.life.Release(iid, lifecycle.HoldEngineAuth) {
+			s.publishHolds("verification")
+		}
+	}
+	return nil
+}
+
+// credentialRefused holds iid out: every request through it would fail.
+func (s *Supervisor) credentialRefused(iid string, e *vllm.Error) {
+	detail := fmt.Sprintf("refused the router's credential (HTTP %d): engine.engine_api_key_env must name a variable holding this engine's --api-key when narwhal-serve starts", e.Status)
+	if s.cfg.Engine.EngineAPIKeyEnv == "" {
+		detail = fmt.Sprintf("refused a request without a credential (HTTP %d): set engine.engine_api_key_env to a variable holding this engine's --api-key", e.Status)
+	}
+	if s.life.Hold(iid, lifecycle.HoldEngineAuth, detail, s.now()) {
+		s.publishHolds("")
+	}
+}
+
+// observeIdentity applies the build rule to the version iid reported and
+// lifts an incompatible-kv hold from a new process.
+func (s *Supervisor) observeIdentity(iid string, id lifecycle.Identity) {
+	s.life.ObserveVersion(iid, id.Version, s.now())
+	s.life.NewProcess(iid, id.ProcessStart)
+	s.publishHolds("verification")
+}
+
+// holdSupersedes ends the ejection of an engine a hold now keeps out
+// (another build, say, found by its readmission probe): the hold says
+// why, and its probes watch the process accepted here for the next
+// change, which is validated like any restart.
+func (s *Supervisor) holdSupersedes(iid string, id lifecycle.Identity) {
+	s.life.AcceptIdentity(iid, id)
+	if s.life.Recovered(iid) {
+		s.publishLive()
+		s.changed()
+	}
+}
+
+// kvRefused handles a NIXL handshake refusal between consumer and
+// producer on a live leg: the odd engine of the pair is held out.
+func (s *Supervisor) kvRefused(consumer, producer string, hs vllm.Handshake) {
+	s.life.KVRefused(consumer, producer, hs.LocalHash, hs.RemoteHash, s.now())
+	s.publishHolds("verification")
+}
+
+// holdProbes re-examines held engines every recovery.readmit_every
+// passes: the credential, the build and the process. An ejected engine is
+// left to the readmission probe, which does the same before readmitting.
+func (s *Supervisor) holdProbes(ctx context.Context) {
+	if every := max(1, s.cfg.Recovery.ReadmitEvery); s.passes%every != 0 {
+		return
+	}
+	ejected := s.life.Ejected()
+	var due []string
+	for _, iid := range s.life.Held() {
+		if _, out := ejected[iid]; !out {
+			due = append(due, iid)
+		}
+	}
+	ForEach(ctx, due, func(ctx context.Context, iid string) {
+		if s.healthProbe(ctx, iid) != nil {
+			return
+		}
+		s.checkIdentity(ctx, iid) // a restarted process is excluded first, then revalidated
+	})
+}
+
+// HoldsReason lists the holds for a readiness reason ("" when none).
+func (s *Supervisor) HoldsReason() string {
+	var parts []string
+	for _, h := range s.life.Holds() {
+		parts = append(parts, fmt.Sprintf("%s held out as %s: %s", h.IID, h.Cause, h.Detail))
+	}
+	return strings.Join(parts, "; ")
+}

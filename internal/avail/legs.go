@@ -1,0 +1,162 @@
+package avail
+
+import (
+	"context"
+	"time"
+
+	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/lifecycle"
+	"github.com/narwhal-go/narwhal/internal/units"
+	"github.com/narwhal-go/narwhal/internal/vllm"
+)
+
+// Leg outcomes feed the breaker. Its verdicts act off the request path:
+// ejections at once, verifications in the background.
+
+// LegSucceeded records a leg that did its job on iid: kind is "prefill"
+// (a handoff extracted) or "decode" (a stream reached [DONE]).
+func (s *Supervisor) LegSucceeded(iid, kind string) { s.life.Success(iid, kind) }
+
+// Failure is one failed leg as the request path saw it.
+type Failure struct {
+	IID  string
+	Err  *vllm.Error
+	Peer string // the decode leg's producer; "" for a prefill leg
+	// Tokens is how many tokens the decode leg streamed before it failed:
+	// a stream that produced output and then ended is a cut.
+	Tokens int
+}
+
+// LegFailed records a failed leg and acts on the verdict: nothing for a
+// fault that is not the engine's, a hold for a refused credential or
+// refused KV, a rest and a breaker streak otherwise.
+func (s *Supervisor) LegFailed(f Failure) {
+	if isCut(f.Err, f.Tokens) {
+		s.streamCut(f.IID, f.Err)
+		return
+	}
+	iid, e := f.IID, f.Err
+	producer := ""
+	if f.Peer != iid {
+		producer = f.Peer
+	}
+	hs, refused := e.HandshakeRefusal()
+	switch {
+	case e.Reason == vllm.ReasonLocalPool:
+		return // not the engine's fault
+	case e.AuthFailed():
+		s.credentialRefused(iid, e) // held out, not a breaker fault: it answers, just not to us
+		return
+	case refused && producer != "":
+		s.kvRefused(iid, producer, hs) // incompatible, not broken: retrying this pair cannot work
+		return
+	case e.Reason == vllm.ReasonRejected:
+		s.life.Success(iid, "answered") // a 4xx: the engine is up
+		return
+	}
+	s.quarantine(iid)
+	switch s.life.Failure(iid, lifecycle.Class(e.Class)) {
+	case lifecycle.Eject:
+		s.eject(iid, string(lifecycle.Connection), false)
+	case lifecycle.VerifyHealth:
+		s.goBg(func(ctx context.Context) { s.verify(ctx, iid, false) })
+	case lifecycle.VerifyInference:
+		s.goBg(func(ctx context.Context) { s.verify(ctx, iid, true) })
+	}
+}
+
+// quarantine rests an engine whose leg just failed for
+// recovery.failure_quarantine_s, when another live engine covers its role.
+func (s *Supervisor) quarantine(iid string) { s.quarantineFor(iid, s.cfg.Recovery.FailureQuarantineS) }
+
+// releaseQuarantines returns engines whose timed hold ended.
+func (s *Supervisor) releaseQuarantines() {
+	for _, iid := range s.life.ReleaseQuarantines(s.now()) {
+		s.publishLive()
+		s.journalEvent(journal.Event{Name: journal.EventEngineHoldEnded, At: s.now(),
+			Fields: map[string]any{"iid": iid, "kind": "timed", "cause": "expired", "held_s": s.heldFor(iid)}})
+	}
+}
+
+// verify probes a suspect engine once: /health for timeout-shaped
+// failures, a direct completion for bad work. Only a failed probe ejects,
+// so a busy but healthy engine keeps serving.
+func (s *Supervisor) verify(ctx context.Context, iid string, inference bool) {
+	if _, busy := s.verifying.LoadOrStore(iid, true); busy {
+		return // one verification per engine at a time
+	}
+	defer s.verifying.Delete(iid)
+	var e *vllm.Error
+	if inference {
+		e = s.probes.Inference(ctx, iid)
+	} else {
+		e = s.healthProbe(ctx, iid)
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	if e == nil {
+		s.life.Success(iid, map[bool]string{true: "inference", false: "health"}[inference])
+		return
+	}
+	if e.AuthFailed() {
+		s.credentialRefused(iid, e) // held out instead of ejected
+		return
+	}
+	s.log.Warn("engine failed its verification probe", "iid", iid, "err", e.Msg)
+	s.eject(iid, string(lifecycle.Connection), true)
+}
+
+// healthProbe is GET /health and then the credential probe: vLLM's
+// /health is unauthenticated, so a wrong engine key would look healthy
+// while every request fails.
+func (s *Supervisor) healthProbe(ctx context.Context, iid string) *vllm.Error {
+	ctx, cancel := context.WithTimeout(ctx, s.probeTimeout())
+	defer cancel()
+	if e := s.probes.Health(ctx, iid); e != nil {
+		return e
+	}
+	return s.credentialProbe(ctx, iid)
+}
+
+func (s *Supervisor) probeTimeout() time.Duration {
+	return units.Seconds(s.cfg.Engine.HealthTimeoutS)
+}
+
+// eject takes iid out of placement. A probe failure (protect) never removes
+// the last live engine of a role; a connection ejection does, because the
+// engine is gone either way.
+func (s *Supervisor) eject(iid, cause string, protect bool) {
+	if protect && s.lastOfRole(iid) {
+		s.log.Warn("keeping the last live engine of its role in placement despite a failed probe", "iid", iid)
+		return
+	}
+	if !s.life.Eject(iid, cause) {
+		return
+	}
+	s.publishLive()
+	s.log.Warn("engine ejected", "iid", iid, "cause", cause)
+	s.metrics.Ejection(iid, cause)
+	s.journalEvent(journal.EngineEjected(s.now(), iid, cause))
+	s.holdWave(iid + " ejected (" + cause + ")")
+	s.changed()
+}
+
+// lastOfRole reports whether no other live engine has iid's role (iid
+// itself may be live or already held out).
+func (s *Supervisor) lastOfRole(iid string) bool {
+	snap := s.core.Snapshot()
+	var role fleet.Role
+	for _, e := range snap.Engines {
+		if e.IID == iid {
+			role = e.Role
+		}
+	}
+	for _, e := range snap.Engines {
+		if e.IID != iid && e.Live && e.Role == role {
+			return false
+		}
+	}
+	return true
+}

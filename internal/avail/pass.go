@@ -1,0 +1,52 @@
+package avail
+
+import "github.com/narwhal-go/narwhal/internal/lifecycle"
+
+// MonitorPass is the supervisor's share of one monitor pass, after the
+// core's Tick (runtime.md §3.4 stage order): drains settle, timed holds
+// end, readmission and hold probes, the liveness sweep when due, then the
+// lifecycle journal and gauges. It runs on the monitor goroutine only.
+func (s *Supervisor) MonitorPass() {
+	// Residents are read first: Settle holds the lifecycle lock, which
+	// must never be held while the core's mutex is taken.
+	resident := map[string]int{}
+	for _, e := range s.core.Snapshot().Engines {
+		resident[e.IID] = e.ResidentPrefill + e.ResidentDecode
+	}
+	s.life.Settle(s.wallNow(), func(iid string) int { return resident[iid] })
+	s.releaseQuarantines()
+	s.readmissionProbes(s.ctx)
+	s.holdProbes(s.ctx)
+	s.passes++
+	if every := s.cfg.Recovery.LivenessEvery; every > 0 && s.passes%every == 0 {
+		s.livenessSweep(s.ctx)
+	}
+	s.flushLifecycleEvents()
+	s.lifecycleGauges()
+	for iid, streaks := range s.life.Streaks() {
+		for class, n := range streaks {
+			s.metrics.SetStreak(iid, string(class), n)
+		}
+	}
+}
+
+// LivenessSweeps reports whether the monitor pass probes live engines
+// (recovery.liveness_every > 0); without sweeps the router refreshes what
+// their credential probes would have told it by other means.
+func (s *Supervisor) LivenessSweeps() bool { return s.cfg.Recovery.LivenessEvery > 0 }
+
+// RestoreEvents puts a handoff document's lifecycle events back; they are
+// already in the old run's journal, so they are not journalled again.
+func (s *Supervisor) RestoreEvents(evs []lifecycle.Event) {
+	s.life.RestoreEvents(evs)
+	s.evMu.Lock()
+	_, s.evSeen = s.life.TakeEvents(0)
+	s.evMu.Unlock()
+}
+
+// Restore applies a handoff document's lifecycle records, ejections and
+// accepted process starts, and publishes the liveness they imply.
+func (s *Supervisor) Restore(records []lifecycle.Record, ejected map[string]string, starts map[string]float64) {
+	s.life.Restore(records, ejected, starts)
+	s.publishLive()
+}

@@ -1,0 +1,119 @@
+package router
+
+import (
+	"context"
+	"strings"
+
+	"github.com/narwhal-go/narwhal/internal/avail"
+	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/sched"
+	"github.com/narwhal-go/narwhal/internal/vllm"
+)
+
+// The router's side of the availability supervisor (internal/avail): the
+// core as the supervisor may touch it, what a failed leg reports, and the
+// admin guard in front of the lifecycle routes.
+
+// coreSide is avail.Core over the router's scheduling core: every call
+// takes r.mu. The supervisor is the only caller of SetLive, and it
+// publishes holding its liveness lock, so that lock comes before r.mu:
+// nothing holding r.mu may call av.Usable or av.LiveCount (or anything
+// that publishes).
+type coreSide struct{ r *Router }
+
+func (c coreSide) SetLive(live map[string]bool) {
+	c.r.mu.Lock()
+	defer c.r.mu.Unlock()
+	for iid, ok := range live {
+		c.r.core.SetLive(iid, ok)
+	}
+}
+
+func (c coreSide) SetProbation(iid string, on bool) {
+	c.r.mu.Lock()
+	defer c.r.mu.Unlock()
+	c.r.core.SetProbation(iid, on)
+}
+
+func (c coreSide) Snapshot() *sched.Snapshot {
+	c.r.mu.Lock()
+	defer c.r.mu.Unlock()
+	return c.r.core.Snapshot(c.r.now())
+}
+
+func (c coreSide) DecodePace(now float64) []sched.Pace {
+	c.r.mu.Lock()
+	defer c.r.mu.Unlock()
+	return c.r.core.DecodePace(now)
+}
+
+// status is avail.Status: what the lifecycle document says of the router.
+type status struct{ r *Router }
+
+func (s status) ControlsFleet() bool { return s.r.controlsFleet() }
+func (s status) Ready() bool         { return s.r.ready() }
+
+// legSucceeded records a leg that did its job on iid.
+func (r *Router) legSucceeded(iid, kind string) { r.av.LegSucceeded(iid, kind) }
+
+// legFailedOn reports a failed prefill (or tokenize) leg on iid.
+func (r *Router) legFailedOn(iid string, e *vllm.Error) {
+	if e != errClientGone { // not the engine's fault
+		r.av.LegFailed(avail.Failure{IID: iid, Err: e})
+	}
+}
+
+// decodeFailedOn reports a failed decode leg on iid with producer p's KV,
+// after tokens tokens streamed: the supervisor tells a cut from a fault.
+func (r *Router) decodeFailedOn(iid, p string, e *vllm.Error, tokens int) {
+	if e != errClientGone {
+		r.av.LegFailed(avail.Failure{IID: iid, Err: e, Peer: p, Tokens: tokens})
+	}
+}
+
+// waveBlocked is the whole-wave hold's reason, or "".
+func (r *Router) waveBlocked() string { return r.av.WaveBlocked() }
+
+// liveCount is how many engines may take new placements.
+func (r *Router) liveCount() int { return r.av.LiveCount() }
+
+// captureIdentities records every engine's identity (start, takeover).
+func (r *Router) captureIdentities(ctx context.Context) { r.av.CaptureIdentities(ctx) }
+
+// wallNow is wall-clock Unix seconds, for the handoff document.
+func (r *Router) wallNow() float64 { return float64(r.clock.Now().UnixMicro()) / 1e6 }
+
+// coverageLocked is "" when live engines can take both legs, else what is
+// missing: a role needs a live engine of that role, or a live unpinned one
+// to fall back on. Called with r.mu held.
+func (r *Router) coverageLocked() string {
+	var missing []string
+	for _, role := range []fleet.Role{fleet.Prefill, fleet.Decode} {
+		covered := false
+		for _, iid := range r.order {
+			i := r.core.Instance(iid)
+			covered = covered || (i != nil && i.Live && (i.Role == role || !i.Pin))
+		}
+		if !covered {
+			missing = append(missing, string(role))
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return "no live engine can take the " + strings.Join(missing, " or ") + " leg"
+}
+
+// unready is the readiness reason when no engine, or no engine for a
+// role, can take work: it starts with reasonNoEngines and names the holds
+// behind it.
+func (r *Router) unready(missing string) string {
+	reason := reasonNoEngines
+	if missing != "" {
+		reason += ": " + missing
+	}
+	if held := r.av.HoldsReason(); held != "" {
+		reason += "; " + held
+	}
+	return reason
+}
