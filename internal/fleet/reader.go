@@ -15,14 +15,9 @@ type section struct {
 	lookup LookupFunc // resolves endpoint references
 }
 
-func (s section) field(key string) string {
-	if s.path == "" {
-		return key
-	}
-	return s.path + "." + key
-}
+func (s section) field(key string) string { return join(s.path, key) }
 
-// inner is the section of the object v at key.
+// inner is the section of the object m at key.
 func (s section) inner(key string, m map[string]any) section {
 	return section{path: s.field(key), m: m, ps: s.ps, lookup: s.lookup}
 }
