@@ -207,93 +207,18 @@ type EngineContract struct {
 }
 
 // Defaults returns a configuration with every optional field at its
-// default. Model, Engines and SLO are left empty: they are required.
+// default (table.go). Model, Engines and SLO are left empty: they are
+// required.
 func Defaults() Config {
-	return Config{
-		Controller: Controller{
-			MonitorIntervalS:    1.0,
-			MonitorFailureLimit: 5,
-			MinPrefill:          1,
-			MinDecode:           1,
-			FlipHistory:         1000,
-			Thresholds: Thresholds{
-				Expand:             1.0,
-				Shrink:             0.5,
-				CooldownS:          10.0,
-				SustainedIntervals: 3,
-			},
-			Reactive: Reactive{
-				WindowS:                    120.0,
-				Confirmations:              2,
-				Utilization:                0.8,
-				MinArrivals:                10,
-				DemandFloor:                0.5,
-				MovementMargin:             0.05,
-				StepS:                      5.0,
-				EvidenceSpanS:              60.0,
-				EvidenceMaxSpanS:           120.0,
-				EvidenceMinArrivals:        10,
-				DemandRiseTolerance:        0.25,
-				DecodeCorrectionMin:        0.5,
-				DecodeCorrectionMax:        2.0,
-				DecodeCorrectionAlpha:      0.2,
-				DecodeCorrectionMinSamples: 8,
-			},
-		},
-		Serving: Serving{
-			Admission:        AdmissionPredictive,
-			MaxConnections:   512,
-			RequestTimeoutS:  600.0,
-			PrefillTimeoutS:  120.0,
-			GracefulTimeoutS: 30.0,
-			MaxAttempts:      1,
-			RetryBaseS:       0.1,
-			RetryCapS:        1.0,
-			RetryBudget:      10,
-			RetryReplenish:   0.1,
-			MaxRequestBytes:  4 << 20,
-			MaxResponseBytes: 16 << 20,
-		},
-		Engine: EngineSettings{
-			Connector:          "nixl",
-			Dialect:            "vllm",
-			Tokenize:           true,
-			CharsPerToken:      3.8,
-			TokenizeTimeoutS:   2.0,
-			PoolTimeoutS:       5.0,
-			ConnectTimeoutS:    10.0,
-			HealthTimeoutS:     5.0,
-			DecodeReadTimeoutS: 60.0,
-			FirstTokenTimeoutS: 2.5,
-		},
-		Recovery: Recovery{
-			EjectAfter:          3,
-			ReadmitEvery:        10,
-			LivenessEvery:       10,
-			LivenessMisses:      2,
-			EngineRestartPolicy: RestartIndividual,
-			StatePath:           "runs/state.json",
-			Health: Health{
-				WindowS:           30.0,
-				DriftBand:         2.0,
-				MinSamples:        3,
-				ProbationWindows:  3,
-				EvictWindows:      5,
-				RecoveryWindows:   3,
-				ProbationPenaltyS: 1.5,
-				RelativeBand:      1.5,
-			},
-		},
-		Profiles: Profiles{
-			Path:             "runs/profiles.json",
-			MaxDecodeFitMAPE: 0.05,
-			MaxDecodeCVMAPE:  0.13,
-		},
-	}
+	var c Config
+	applyDefaults(c.fields())
+	return c
 }
 
 // DefaultContract is an engine_contract with every field at its default;
 // only vllm_version is required on top.
 func DefaultContract() EngineContract {
-	return EngineContract{Connector: "NixlConnector", EnforceHandshakeCompat: true}
+	var k EngineContract
+	applyDefaults(contractFields(&k))
+	return k
 }

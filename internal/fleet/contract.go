@@ -11,31 +11,27 @@ import (
 )
 
 // Missing lists the contract fields that are not declared, sorted. A field
-// is undeclared when it is null, "" or, for a count, 0. vllm_version,
-// connector and enforce_handshake_compat are not listed: validation already
-// requires them. Lifecycle drain and readmission need an empty list.
+// is undeclared when it is null, "" or, for a count, 0; a plain boolean
+// always declares a value. vllm_version and connector are not listed:
+// validation already requires them (mustSet), as it requires
+// enforce_handshake_compat to be true. Lifecycle drain and readmission
+// need an empty list.
 func (k *EngineContract) Missing() []string {
 	var out []string
-	check := func(name string, declared bool) {
-		if !declared {
-			out = append(out, name)
+	for _, f := range contractFields(k) {
+		undeclared := false
+		switch f.kind {
+		case kString:
+			undeclared = !f.nonEmpty && *f.str == ""
+		case kInt:
+			undeclared = *f.int == 0
+		case kOptBool:
+			undeclared = *f.opt == nil
+		}
+		if undeclared {
+			out = append(out, f.name)
 		}
 	}
-	check("image_digest", k.ImageDigest != "")
-	check("nixl_version", k.NIXLVersion != "")
-	check("nixl_connector_version", k.NIXLConnectorVersion != 0)
-	check("model_architecture", k.ModelArchitecture != "")
-	check("model_dtype", k.ModelDtype != "")
-	check("kv_heads", k.KVHeads != 0)
-	check("head_size", k.HeadSize != 0)
-	check("hidden_layers", k.HiddenLayers != 0)
-	check("attention_backend", k.AttentionBackend != "")
-	check("kv_cache_dtype", k.KVCacheDtype != "")
-	check("cross_layers_blocks", k.CrossLayersBlocks != nil)
-	check("hybrid_kv_cache_manager", k.HybridKVCacheManager != nil)
-	check("kv_role", k.KVRole != "")
-	check("transfer_mode", k.TransferMode != "")
-	check("speculative_config", k.SpeculativeConfig != "")
 	sort.Strings(out)
 	return out
 }
@@ -52,44 +48,37 @@ func (k *EngineContract) Fingerprint() string {
 	return hex.EncodeToString(sum[:])[:16]
 }
 
+// canonicalText is the contract as sorted, compact JSON with Python's
+// string escapes.
 func (k *EngineContract) canonicalText() string {
-	fields := map[string]string{
-		"vllm_version":             pyString(k.VLLMVersion),
-		"image_digest":             pyString(k.ImageDigest),
-		"nixl_version":             pyString(k.NIXLVersion),
-		"nixl_connector_version":   strconv.Itoa(k.NIXLConnectorVersion),
-		"model_architecture":       pyString(k.ModelArchitecture),
-		"model_dtype":              pyString(k.ModelDtype),
-		"kv_heads":                 strconv.Itoa(k.KVHeads),
-		"head_size":                strconv.Itoa(k.HeadSize),
-		"hidden_layers":            strconv.Itoa(k.HiddenLayers),
-		"attention_backend":        pyString(k.AttentionBackend),
-		"kv_cache_dtype":           pyString(k.KVCacheDtype),
-		"cross_layers_blocks":      pyOptBool(k.CrossLayersBlocks),
-		"hybrid_kv_cache_manager":  pyOptBool(k.HybridKVCacheManager),
-		"connector":                pyString(k.Connector),
-		"kv_role":                  pyString(k.KVRole),
-		"transfer_mode":            pyString(k.TransferMode),
-		"speculative_config":       pyString(k.SpeculativeConfig),
-		"enforce_handshake_compat": strconv.FormatBool(k.EnforceHandshakeCompat),
-	}
-	keys := make([]string, 0, len(fields))
-	for name := range fields {
-		keys = append(keys, name)
-	}
-	sort.Strings(keys)
+	fs := contractFields(k)
+	sort.Slice(fs, func(i, j int) bool { return fs[i].name < fs[j].name })
 	var b strings.Builder
 	b.WriteByte('{')
-	for i, name := range keys {
+	for i, f := range fs {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(pyString(name))
+		b.WriteString(pyString(f.name))
 		b.WriteByte(':')
-		b.WriteString(fields[name])
+		b.WriteString(canonicalValue(f))
 	}
 	b.WriteByte('}')
 	return b.String()
+}
+
+// canonicalValue is one contract value as the reference's json.dumps
+// writes it.
+func canonicalValue(f field) string {
+	switch f.kind {
+	case kInt:
+		return strconv.Itoa(*f.int)
+	case kOptBool:
+		return pyOptBool(*f.opt)
+	case kBool:
+		return strconv.FormatBool(*f.flag)
+	}
+	return pyString(*f.str)
 }
 
 func pyOptBool(b *bool) string {

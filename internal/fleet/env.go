@@ -9,27 +9,23 @@ import (
 // entire value is ${NAME}.
 var wholeReference = regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$`)
 
-// readEndpoint reads url or attestation_url of one engine entry, resolving
-// a whole-value ${NAME} reference from lookup. url loses every trailing '/'.
-func readEndpoint(s section, key string, lookup LookupFunc) string {
-	var raw string
-	v, present := s.m[key]
-	if !present {
+// readEndpoint reads the value v of url or attestation_url (base) of one
+// engine entry, resolving a whole-value ${NAME} reference from the
+// section's lookup. A base URL loses every trailing '/'.
+func readEndpoint(s section, key string, base bool, v any) string {
+	raw, isStr := v.(string)
+	if !isStr {
+		s.wrongKind(key, "a string")
 		return ""
 	}
-	if _, isStr := v.(string); !isStr {
-		s.str(key, &raw) // reports the kind problem
-		return ""
-	}
-	raw = v.(string)
-	resolved, msg := resolveReference(raw, lookup)
+	resolved, msg := resolveReference(raw, s.lookup)
 	if msg != "" {
 		s.ps.add(s.field(key), "%s%s", s.field(key), msg)
 		return ""
 	}
 	// Checked before trimming, so "http://" is "no host", not "no scheme".
-	checkEndpoint(s.ps, s.field(key), key == "url", resolved)
-	if key == "url" {
+	checkEndpoint(s.ps, s.field(key), base, resolved)
+	if base {
 		resolved = strings.TrimRight(resolved, "/")
 	}
 	return resolved

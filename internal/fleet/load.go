@@ -60,12 +60,12 @@ func Parse(source string, data []byte, lookup LookupFunc) (*Config, error) {
 	}
 	ps.stage = StageParse
 	duplicateKeys(data, ps)
-	top := section{m: root, ps: ps}
-	ps.stage = StageTopLevel
-	checkTopLevel(top)
-	ps.stage = StageFields
+	top := section{m: root, ps: ps, lookup: lookup}
 	cfg := Defaults()
-	readFields(top, &cfg, lookup)
+	ps.stage = StageTopLevel
+	checkTopLevel(top, cfg.fields())
+	ps.stage = StageFields
+	readFields(top, &cfg)
 	ps.stage = StageCross
 	cfg.validate(ps)
 	if err := ps.err(source); err != nil {
@@ -109,31 +109,19 @@ func versionMessage(n int, what string) string {
 	return "schema_version: fleet schema version " + itoa(n) + " " + what + " (writes and reads 1)"
 }
 
-var topLevelKeys = []string{"schema", "schema_version", "model", "hardware", "engines",
-	"engine_contract", "slo", "controller", "serving", "engine", "recovery", "profiles"}
-
 // checkTopLevel is stage 3: unknown top-level keys, then missing required ones.
-func checkTopLevel(top section) {
-	top.unknownKeys(topLevelKeys...)
-	for _, k := range []string{"model", "engines", "slo"} {
-		if _, ok := top.m[k]; !ok {
-			top.ps.add(k, "missing required key '%s'", k)
+func checkTopLevel(top section, fs []field) {
+	top.unknownKeys(append(names(fs), identityKeys...)...)
+	for _, f := range fs {
+		if _, ok := top.m[f.name]; f.required && !ok {
+			top.ps.add(f.name, "missing required key '%s'", f.name)
 		}
 	}
 }
 
 // readFields is stage 4, in document order; the engine identity problems
 // of stage 5 are found on the way.
-func readFields(top section, cfg *Config, lookup LookupFunc) {
-	top.str("model", &cfg.Model)
-	cfg.Engines = readEngines(top, lookup)
-	readSLO(top, &cfg.SLO)
-	readController(top, &cfg.Controller)
-	readServing(top, &cfg.Serving)
-	readEngineSettings(top, &cfg.Engine)
-	readRecovery(top, &cfg.Recovery)
-	readProfiles(top, &cfg.Profiles)
-	cfg.Hardware = readHardware(top)
-	cfg.EngineContract = readContract(top)
+func readFields(top section, cfg *Config) {
+	top.readFields(cfg.fields())
 	cfg.normalizePaths()
 }

@@ -1,25 +1,25 @@
 package fleet
 
 import (
-	"math"
 	"sort"
 	"strings"
 )
 
-// section reads one JSON object of the document into typed fields,
-// reporting kind problems with public paths. A field that is absent keeps
-// the value already in its destination (the default).
+// section reads one JSON object of the document into the fields of its
+// table, reporting kind problems with public paths. A field that is absent
+// keeps the value already in its destination (the default).
 type section struct {
-	path string // "" for the top level
-	m    map[string]any
-	ps   *problems
+	path   string // "" for the top level
+	m      map[string]any
+	ps     *problems
+	lookup LookupFunc // resolves endpoint references
 }
 
-func (s section) field(key string) string {
-	if s.path == "" {
-		return key
-	}
-	return s.path + "." + key
+func (s section) field(key string) string { return join(s.path, key) }
+
+// inner is the section of the object m at key.
+func (s section) inner(key string, m map[string]any) section {
+	return section{path: s.field(key), m: m, ps: s.ps, lookup: s.lookup}
 }
 
 // unknownKeys reports keys outside known, sorted; "_" keys are annotations.
@@ -44,120 +44,118 @@ func (s section) unknownKeys(known ...string) {
 	}
 }
 
-func (s section) str(key string, dst *string) {
-	v, ok := s.m[key]
-	if !ok {
-		return
-	}
-	if t, isStr := v.(string); isStr {
-		*dst = t
-		return
-	}
-	s.ps.add(s.field(key), "%s must be a string", s.field(key))
+// wrongKind reports that key's value is not what its kind needs.
+func (s section) wrongKind(key, what string) {
+	s.ps.add(s.field(key), "%s must be %s", s.field(key), what)
 }
 
-func (s section) boolean(key string, dst *bool) {
-	v, ok := s.m[key]
-	if !ok {
-		return
-	}
-	if t, isBool := v.(bool); isBool {
-		*dst = t
-		return
-	}
-	s.ps.add(s.field(key), "%s must be a boolean", s.field(key))
+// readSection checks a nested section's keys and reads its fields.
+func (s section) readSection(fs []field) {
+	s.unknownKeys(names(fs)...)
+	s.readFields(fs)
 }
 
-// optBool reads a bool-or-null field.
-func (s section) optBool(key string, dst **bool) {
-	v, ok := s.m[key]
-	if !ok || v == nil {
-		*dst = nil
-		return
+// readFields reads fs in table order. A required field that is absent
+// reads as null (a kind problem), except at the top level, whose missing
+// keys stage 3 has reported.
+func (s section) readFields(fs []field) {
+	for _, f := range fs {
+		v, present := s.m[f.name]
+		if !present && !(f.required && s.path != "") {
+			continue
+		}
+		s.read(f, v)
 	}
-	if t, isBool := v.(bool); isBool {
-		*dst = &t
-		return
-	}
-	s.ps.add(s.field(key), "%s must be a boolean or null", s.field(key))
 }
 
-func (s section) integer(key string, dst *int) {
-	v, ok := s.m[key]
-	if !ok {
-		return
+// read stores v in f, or reports why it cannot.
+func (s section) read(f field, v any) {
+	switch f.kind {
+	case kString:
+		if t, ok := v.(string); ok {
+			*f.str = t
+			return
+		}
+		s.wrongKind(f.name, "a string")
+	case kBool:
+		if t, ok := v.(bool); ok {
+			*f.flag = t
+			return
+		}
+		s.wrongKind(f.name, "a boolean")
+	case kOptBool:
+		s.readOptBool(f, v)
+	case kInt:
+		s.readInt(f, v)
+	case kNumber:
+		s.readNumber(f, v)
+	case kRole:
+		readRole(s, f.name, v, f.role)
+	case kBaseURL, kURL:
+		*f.str = readEndpoint(s, f.name, f.kind == kBaseURL, v)
+	case kSection:
+		s.readObject(f, v)
+	case kEngines:
+		*f.engines = readEngines(s, f.name, v)
 	}
-	if i, isInt := asInt(v); isInt {
-		*dst = i
-		return
-	}
-	s.ps.add(s.field(key), "%s must be an integer", s.field(key))
 }
 
-func (s section) number(key string, dst *float64) {
-	v, ok := s.m[key]
-	if !ok {
+func (s section) readOptBool(f field, v any) {
+	if v == nil {
+		*f.opt = nil
 		return
 	}
-	f, isNum, finite := asNumber(v)
+	if t, ok := v.(bool); ok {
+		*f.opt = &t
+		return
+	}
+	s.wrongKind(f.name, "a boolean or null")
+}
+
+// readInt reads an integer literal. A serving-policy field of the wrong
+// kind is not reported here: it takes a value its own check refuses.
+func (s section) readInt(f field, v any) {
+	if i, ok := asInt(v); ok {
+		*f.int = i
+		return
+	}
+	if f.policy {
+		f.placeholder()
+		return
+	}
+	s.wrongKind(f.name, "an integer")
+}
+
+func (s section) readNumber(f field, v any) {
+	n, isNum, finite := asNumber(v)
 	switch {
 	case finite:
-		*dst = f
+		*f.num = n
+	case f.policy:
+		f.placeholder()
 	case isNum:
-		s.ps.add(s.field(key), "%s must be finite", s.field(key))
+		s.wrongKind(f.name, "finite")
 	default:
-		s.ps.add(s.field(key), "%s must be a number", s.field(key))
+		s.wrongKind(f.name, "a number")
 	}
 }
 
-// required makes a missing key a kind error, as for slo and hardware
-// fields: the message is the one a wrong kind would give.
-func (s section) required(key string, read func(string)) {
-	if _, ok := s.m[key]; !ok {
-		s.m[key] = nil
+// readObject reads a nested section. A null optional section is absent;
+// a null required one is a kind problem.
+func (s section) readObject(f field, v any) {
+	if v == nil && !f.required {
+		return
 	}
-	read(key)
-}
-
-// object returns the sub-object at key. A null or absent optional section
-// is reported absent (ok false, no problem); a required one is a kind error.
-func (s section) object(key string, required bool) (section, bool) {
-	v, present := s.m[key]
-	if !present || (v == nil && !required) {
-		return section{}, false
-	}
-	m, isObj := v.(map[string]any)
-	if !isObj {
-		s.ps.add(s.field(key), "%s must be an object", s.field(key))
-		return section{}, false
-	}
-	return section{path: s.field(key), m: m, ps: s.ps}, true
-}
-
-// Serving-policy fields have their own messages: a wrong kind is reported
-// by the policy check, so the reader only marks it with a value that fails
-// that check.
-
-func (s section) policyInt(key string, dst *int, bad int) {
-	v, ok := s.m[key]
+	m, ok := v.(map[string]any)
 	if !ok {
+		s.wrongKind(f.name, "an object")
 		return
 	}
-	if i, isInt := asInt(v); isInt {
-		*dst = i
-		return
+	if f.open != nil {
+		f.open()
 	}
-	*dst = bad
-}
-
-func (s section) policyNumber(key string, dst *float64) {
-	v, ok := s.m[key]
-	if !ok {
-		return
+	s.inner(f.name, m).readSection(f.sub())
+	if f.whenRead != nil {
+		f.whenRead(s.ps)
 	}
-	if f, _, finite := asNumber(v); finite {
-		*dst = f
-		return
-	}
-	*dst = math.NaN()
 }
