@@ -28,7 +28,7 @@ func (r *Router) monitorPass() {
 		r.metrics.SetLifecycleState(rec.IID, string(rec.State))
 	}
 	var failed []string
-	if err := r.writeHandoff(); err != nil {
+	if err := r.ha.WriteHandoff(); err != nil {
 		r.stageFailed("handoff", "io", err)
 		failed = append(failed, "handoff io")
 	}

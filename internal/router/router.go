@@ -28,7 +28,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/ports"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/sched"
-	"github.com/narwhal-go/narwhal/internal/state"
+	"github.com/narwhal-go/narwhal/internal/takeover"
 	"github.com/narwhal-go/narwhal/internal/units"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
@@ -104,18 +104,13 @@ type Router struct {
 	holdLen sync.Map         // iid → seconds of its last timed hold, for the journal
 	drift   *lifecycle.Drift // decode pace health: probation and eviction (drift.go)
 
-	statePath string
-	handoffMu sync.Mutex
-	lease     *state.Lease
-	standbyOf string
-	ha        haState
-	follower  atomic.Value // *state.Follower while standby
-	sat       saturation
-	mon       monitoring
-	httpOpts  HTTPOptions            // with defaults applied
-	reads     bodyReads              // completion bodies being read, per client
-	models    modelLimits            // the engines' max_model_len
-	waveHold  atomic.Pointer[string] // whole-wave restart required: why
+	ha       *takeover.HA // lease, standby, handoff document, crash accounting
+	sat      saturation
+	mon      monitoring
+	httpOpts HTTPOptions            // with defaults applied
+	reads    bodyReads              // completion bodies being read, per client
+	models   modelLimits            // the engines' max_model_len
+	waveHold atomic.Pointer[string] // whole-wave restart required: why
 
 	bg       sync.WaitGroup // background probes
 	bgCtx    context.Context
@@ -155,11 +150,7 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 		engines: map[string]*engine{}, seats: make(chan struct{}, limit),
 		stop: make(chan struct{}), done: make(chan struct{}), freed: make(chan struct{}),
 		life: lifecycle.New(cfg), attestURL: map[string]string{}, adminToken: o.AdminToken, adminOpen: o.AdminOpen,
-		statePath: o.HA.StatePath, lease: o.HA.Lease, standbyOf: o.HA.StandbyOf,
 		httpOpts: o.HTTP.withDefaults(),
-	}
-	if r.standbyOf != "" && r.lease == nil {
-		return nil, errors.New("a standby needs a lease: pass --lease-path with --standby-of")
 	}
 	r.bgCtx, r.bgCancel = context.WithCancel(context.Background())
 	r.stats.credits = float64(cfg.Serving.RetryBudget)
@@ -179,9 +170,12 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 	}
 	sort.Strings(r.order)
 	r.drift = lifecycle.NewDrift(cfg.Recovery.Health, r.order)
+	if r.ha, err = r.newHA(o.HA); err != nil {
+		return nil, err
+	}
 	r.routes()
-	if o.HA.Resume && r.standbyOf == "" {
-		if err := r.resume(); err != nil {
+	if o.HA.Resume {
+		if err := r.ha.Resume(); err != nil {
 			return nil, err
 		}
 	}
@@ -240,7 +234,7 @@ func (r *Router) Metrics() *metrics.Metrics { return r.metrics }
 // engine.health_timeout_s), then runs the monitor loop until Close.
 func (r *Router) Start() {
 	if r.started.CompareAndSwap(false, true) {
-		r.startHA()
+		r.ha.Start()
 		r.captureIdentities(r.bgCtx) // its credential probes also learn max_model_len
 		if r.cfg.Recovery.LivenessEvery <= 0 {
 			r.background(r.watchModelLimits) // no sweeps to refresh it
@@ -266,7 +260,7 @@ func (r *Router) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		err = fmt.Errorf("graceful shutdown: %d requests still in flight: %w", r.retained.Load(), ctx.Err())
 	}
-	_ = r.writeHandoff() // the final state, while this router still holds the lease
+	_ = r.ha.WriteHandoff() // the final state, while this router still holds the lease
 	return err
 }
 
@@ -280,9 +274,7 @@ func (r *Router) Close() {
 		}
 		r.bgCancel()
 		r.bg.Wait()
-		if r.lease != nil && r.lease.Valid() {
-			_ = r.lease.Release()
-		}
+		r.ha.Close() // after the renewals stopped
 		for _, e := range r.engines {
 			e.client.Close()
 		}
