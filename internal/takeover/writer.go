@@ -3,6 +3,7 @@ package takeover
 import (
 	"log/slog"
 	"sync"
+	"sync/atomic"
 )
 
 // Writer writes the handoff document off the request path. Changed only
@@ -18,14 +19,14 @@ type Writer struct {
 	// io serialises calls of write: a background write and a Flush never
 	// overlap on the same file.
 	io sync.Mutex
-	// mu guards pending, running, closed and err; it is never held
-	// across a write, so Changed returns at once.
+	// mu guards pending, running and closed; it is never held across a
+	// write, so Changed returns at once.
 	mu      sync.Mutex
 	pending bool
 	running bool
 	closed  bool
-	err     error
-	drains  sync.WaitGroup // the running background write, for Close
+	drains  sync.WaitGroup        // the running background write, for Close
+	err     atomic.Pointer[error] // the last write's
 }
 
 // NewWriter returns a writer that saves the document with write and
@@ -66,12 +67,9 @@ func (w *Writer) drain() {
 func (w *Writer) take() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !w.pending {
-		w.running = false
-		return false
-	}
-	w.pending = false
-	return true
+	more := w.pending
+	w.pending, w.running = false, more
+	return more
 }
 
 // Flush writes now. A failure is logged and kept for Err until a write
@@ -83,17 +81,16 @@ func (w *Writer) Flush() error {
 	if err != nil {
 		w.log.Error("writing the handoff document failed; a restarted router would resume from an older one", "err", err)
 	}
-	w.mu.Lock()
-	w.err = err
-	w.mu.Unlock()
+	w.err.Store(&err)
 	return err
 }
 
 // Err is the last write's error, nil after a success.
 func (w *Writer) Err() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.err
+	if p := w.err.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // Close waits for the background write to write every change made
