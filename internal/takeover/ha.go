@@ -29,7 +29,7 @@ type Config struct {
 	Fleet   *fleet.Config   // model, pins, recovery policy, request timeout, engine contract
 	Engines []string        // the configured iids, sorted
 	Clock   ports.Clock     // reclaim pacing, takeover timing, the document's wall time
-	Log     *slog.Logger    // never nil
+	Log     *slog.Logger    // nil: no logs
 	Journal *journal.Writer // nil: no journal, no crash accounting rows
 	Metrics *metrics.Metrics
 	Life    Lifecycle
@@ -51,6 +51,9 @@ type HA struct {
 func New(cfg Config, rt Router) (*HA, error) {
 	if cfg.StandbyOf != "" && cfg.Lease == nil {
 		return nil, errors.New("a standby needs a lease: pass --lease-path with --standby-of")
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	h := &HA{cfg: cfg, rt: rt}
 	h.writer = NewWriter(h.write, cfg.Log.With("path", cfg.StatePath))
