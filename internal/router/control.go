@@ -14,7 +14,7 @@ func (r *Router) monitorPass() {
 	r.controlPass()
 	r.av.MonitorPass()
 	var failed []string
-	if err := r.writeHandoff(); err != nil {
+	if err := r.ha.WriteHandoff(); err != nil {
 		r.av.StageFailed("handoff", "io", err)
 		failed = append(failed, "handoff io")
 	}

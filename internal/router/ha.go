@@ -2,13 +2,14 @@ package router
 
 import (
 	"context"
-	"errors"
 	"net/http"
-	"sync/atomic"
-	"time"
 
+	"github.com/narwhal-go/narwhal/internal/avail"
+	"github.com/narwhal-go/narwhal/internal/lifecycle"
+
+	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/state"
-	"github.com/narwhal-go/narwhal/internal/units"
+	"github.com/narwhal-go/narwhal/internal/takeover"
 )
 
 // HA configures durable state and the fenced lease.
@@ -25,156 +26,112 @@ type HA struct {
 	StandbyOf string
 }
 
-// haState is the router's side of high availability.
-type haState struct {
-	standby atomic.Bool
-	blocked atomic.Value // string: why failover or control is blocked
+// newHA builds the router's high-availability side (internal/takeover).
+func (r *Router) newHA(o HA) (*takeover.HA, error) {
+	return takeover.New(takeover.Config{StatePath: o.StatePath, Lease: o.Lease, StandbyOf: o.StandbyOf,
+		Fleet: r.cfg, Engines: r.order, Clock: r.clock, Log: r.log, Journal: r.journal, Metrics: r.metrics,
+		Life: lifeSide{r.av.View(), r.av}}, haSide{r})
 }
 
-func (h *haState) blockedReason() string {
-	s, _ := h.blocked.Load().(string)
-	return s
+// haSide is the router as internal/takeover sees it.
+type haSide struct{ r *Router }
+
+func (s haSide) Now() float64                           { return s.r.now() }
+func (s haSide) SLOMet(row *journal.RequestRow) bool    { return s.r.sloMet(row) }
+func (s haSide) Background(f func(ctx context.Context)) { s.r.background(f) }
+func (s haSide) Identify(ctx context.Context)           { s.r.captureIdentities(ctx) }
+
+// Snapshot reads the roles and counters the handoff records at one
+// instant under r.mu, so its run_at matches them exactly.
+func (s haSide) Snapshot() takeover.Snapshot {
+	r := s.r
+	r.mu.Lock()
+	at := r.now()
+	snap := r.core.Snapshot(at)
+	st := r.stats
+	reasons := outcomeReasons(st.reasons)
+	r.mu.Unlock()
+	out := takeover.Snapshot{At: at, Reasons: reasons, Counters: state.Counters{Offered: int64(st.offered),
+		UnsizedOffered: int64(st.unsizedOffered), Served: int64(st.served), SLOMet: int64(st.sloMet),
+		Expired: int64(st.expired), InvalidRequests: int64(st.invalid), Failed: int64(st.failed),
+		Refused: int64(st.refused), Rejected: int64(st.rejected), Cancelled: int64(st.cancelled), Unserved: int64(snap.Unserved)}}
+	for _, e := range snap.Engines {
+		out.Roles = append(out.Roles, takeover.EngineRole{IID: e.IID, Role: e.Role})
+	}
+	return out
 }
 
-// startHA takes control, claims the lease, or starts following a primary.
-func (r *Router) startHA() {
-	if r.lease == nil {
-		return
+// Apply restores roles and counters, then re-syncs liveness with the
+// lifecycle takeover restored.
+func (s haSide) Apply(x takeover.Restored) {
+	r := s.r
+	r.mu.Lock()
+	for iid, role := range x.Roles {
+		r.core.SetRole(iid, role)
 	}
-	if r.standbyOf != "" {
-		r.ha.standby.Store(true)
-		r.background(r.follow)
-		return
+	c := x.Counters
+	r.stats.offered, r.stats.unsizedOffered, r.stats.served, r.stats.sloMet = int(c.Offered), int(c.UnsizedOffered), int(c.Served), int(c.SLOMet)
+	r.stats.expired, r.stats.invalid, r.stats.failed = int(c.Expired), int(c.InvalidRequests), int(c.Failed)
+	r.stats.refused, r.stats.rejected, r.stats.cancelled = int(c.Refused), int(c.Rejected), int(c.Cancelled)
+	r.stats.reasons = x.Reasons
+	r.mu.Unlock()
+	if x.Hold != "" {
+		r.av.HoldWave(x.Hold)
 	}
-	if _, err := r.lease.Claim(); err != nil {
-		r.ha.blocked.Store(claimReason(err))
-		r.log.Warn("not serving: the router lease is held elsewhere", "err", err)
-		r.background(r.reclaim)
-		return
-	}
-	r.background(r.renew)
 }
 
-func claimReason(err error) string {
-	var held *state.HeldError
-	if errors.As(err, &held) {
-		return "lease held by another router"
-	}
-	return "lease unavailable: " + err.Error()
+// lifeSide is the lifecycle as takeover records and restores it: read
+// through the supervisor's view, restored through the supervisor so it
+// publishes the liveness the restored records imply and counts restored
+// events as already journalled.
+type lifeSide struct {
+	avail.View
+	av *avail.Supervisor
 }
 
-// reclaim retries the lease until it is free (its holder died without a
-// standby taking over), then takes control.
-func (r *Router) reclaim(ctx context.Context) {
-	t := r.clock.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
+func (l lifeSide) Restore(records []lifecycle.Record, ejected map[string]string, starts map[string]float64) {
+	l.av.Restore(records, ejected, starts)
+}
+func (l lifeSide) RestoreEvents(ev []lifecycle.Event) { l.av.RestoreEvents(ev) }
+
+// AddLate adds the old run's late outcomes to the counters.
+func (s haSide) AddLate(l takeover.Late) {
+	r := s.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stats.offered += l.Offered
+	r.stats.unsizedOffered += l.UnsizedOffered
+	r.stats.sloMet += l.SLOMet
+	for o, n := range l.Outcomes {
+		for range n {
+			r.stats.count(o.Terminal, o.Reason)
 		}
-		if _, err := r.lease.Claim(); err != nil {
-			r.ha.blocked.Store(claimReason(err))
-			continue
-		}
-		r.ha.blocked.Store("")
-		r.log.Info("claimed the router lease", "epoch", r.lease.Epoch())
-		r.renew(ctx)
-		return
 	}
 }
 
-// renew keeps the lease; losing it fences this router for good: another
-// router may already be placing work.
-func (r *Router) renew(ctx context.Context) {
-	r.lease.RunRenewals(ctx, func(err error) {
-		r.ha.blocked.Store("lease renewal failed")
-		r.log.Error("lost the router lease: this router stops placing work", "err", err)
-	})
-}
-
-// follow shadows the primary until it fails, then takes over with its last
-// handoff document.
-func (r *Router) follow(ctx context.Context) {
-	f := &state.Follower{Primary: r.standbyOf, Lease: r.lease, Clock: r.clock, Engines: r.order,
-		Policy: r.cfg.Recovery.EngineRestartPolicy, StatePath: r.statePath, Logger: r.log}
-	r.follower.Store(f)
-	doc, epoch, err := f.Run(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			r.ha.blocked.Store("standby stopped: " + err.Error())
-			r.log.Error("standby stopped following the primary", "err", err)
-		}
-		return
-	}
-	start := r.clock.Now()
-	r.apply(doc)
-	// The old primary may be fenced rather than dead, still finishing its
-	// requests: close what it left open once they are all past deadline.
-	r.closeLost(doc, units.Seconds(r.cfg.Serving.RequestTimeoutS)+time.Second)
-	r.ha.standby.Store(false)
-	r.captureIdentities(ctx)
-	if !r.lease.Valid() {
-		r.ha.standby.Store(true)
-		r.ha.blocked.Store("lease expired during takeover")
-		_ = r.lease.Release()
-		return
-	}
-	r.log.Info("took over from the primary", "epoch", epoch, "takeover_s", r.clock.Now().Sub(start).Seconds())
-	_ = r.writeHandoff()
-	r.renew(ctx)
+// recordAdmission writes the call's admission record (crash accounting,
+// internal/takeover).
+func (c *call) recordAdmission() {
+	c.r.ha.Admitted(journal.Admission{RID: c.rid, ClientRID: c.clientRID, Arrived: c.arrived, Endpoint: c.endpoint})
 }
 
 // controlsFleet: this router places work — it is not a standby, and its
 // lease, when it has one, is valid.
-func (r *Router) controlsFleet() bool {
-	if r.ha.standby.Load() {
-		return false
-	}
-	return r.lease == nil || r.lease.Valid()
-}
-
-// notControlling is the reason a router that does not control the fleet
-// gives, or "".
-func (r *Router) notControlling() string {
-	if b := r.ha.blockedReason(); b != "" {
-		return b
-	}
-	if f, ok := r.follower.Load().(*state.Follower); ok && r.ha.standby.Load() {
-		if b := f.FailoverBlocked(); b != "" {
-			return b
-		}
-	}
-	switch {
-	case r.ha.standby.Load():
-		return "shadowing"
-	case r.lease != nil && !r.lease.Valid():
-		return "lease expired"
-	}
-	return ""
-}
+func (r *Router) controlsFleet() bool { return r.ha.Controls() }
 
 // healthStatus is /health's status word.
 func (r *Router) healthStatus() string {
 	switch {
 	case r.ready():
 		return "ok"
-	case r.ha.blockedReason() != "" || (!r.ha.standby.Load() && r.lease != nil && !r.lease.Valid()):
+	case r.ha.Fenced():
 		return "fenced"
-	case r.ha.standby.Load():
+	case r.ha.Standby():
 		return "standby"
 	case r.waveBlocked() != "":
 		return "maintenance"
 	}
 	return "degraded"
-}
-
-func (r *Router) leaseIdentity() (int, string) {
-	if r.lease == nil {
-		return 0, ""
-	}
-	return r.lease.Epoch(), r.lease.Holder()
 }
 
 // serveHealth is process liveness: always 200, with the router's status.
@@ -189,7 +146,7 @@ func (r *Router) serveReady(w http.ResponseWriter, _ *http.Request) {
 	if r.closing.Load() {
 		reason, ready = "shutting down", false
 	}
-	epoch, holder := r.leaseIdentity()
+	epoch, holder := r.ha.LeaseIdentity()
 	body := map[string]any{"status": "ready", "control_ready": r.controlsFleet(), "epoch": epoch, "holder": holder, "reason": reason,
 		"held": r.life.Holds()}
 	if !ready {
@@ -199,4 +156,14 @@ func (r *Router) serveReady(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	writeJSON(w, 200, body)
+}
+
+func (r *Router) serveHandoff(w http.ResponseWriter, _ *http.Request) {
+	b, err := state.Encode(r.ha.Handoff())
+	if err != nil {
+		serverError(http.StatusInternalServerError, "handoff", "handoff document: "+err.Error()).write(w)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
 }

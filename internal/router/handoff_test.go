@@ -33,7 +33,7 @@ func TestResumeRestoresRolesButNotPins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := a.handoff()
+	h := a.ha.Handoff()
 	h.Roles = map[string]string{"p0": "decode", "p1": "decode", "d0": "prefill"} // a controller moved them
 	h.Ejected = []string{"d0"}
 	h.Counters.Served = 7

@@ -188,12 +188,11 @@ func echoable(id string) bool {
 // lost). These answer 503 before any overload check, so a load balancer
 // sends the client to the router that can serve it.
 func (r *Router) controlGate() (outcome, bool) {
-	switch {
-	case r.closing.Load():
+	if r.closing.Load() {
 		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonNotReady, readiness: "shutting down",
 			err: unavailable("standby", "router is shutting down")}, true
-	case !r.controlsFleet() || r.ha.blockedReason() != "":
-		reason := r.notControlling()
+	}
+	if reason := r.ha.NotControlling(); reason != "" {
 		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonNotReady, readiness: reason,
 			err: unavailable("standby", reason)}, true
 	}
@@ -393,8 +392,8 @@ func mustRaw(v any) json.RawMessage {
 // readiness reports whether the router can place work, or the first
 // reason it cannot.
 func (r *Router) readiness() (string, bool) {
-	if !r.controlsFleet() || r.ha.blockedReason() != "" {
-		return r.notControlling(), false
+	if reason := r.ha.NotControlling(); reason != "" {
+		return reason, false
 	}
 	if b := r.waveBlocked(); b != "" {
 		return b, false
@@ -420,3 +419,8 @@ func (r *Router) ready() bool {
 	_, ok := r.readiness()
 	return ok && !r.closing.Load()
 }
+
+// stateChanged is called after every change the handoff document records:
+// it only asks takeover's writer for a write, so an ejection on a request
+// goroutine never waits for the disk.
+func (r *Router) stateChanged() { r.ha.Changed() }

@@ -58,7 +58,7 @@ func TestResumeCountsWhatTheHandoffMissed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := a.handoff()
+	h := a.ha.Handoff()
 	runAt := 10.0
 	h.Run, h.RunAt = old.Run(), &runAt
 	h.Counters = state.Counters{Offered: 5, Served: 3, SLOMet: 3}

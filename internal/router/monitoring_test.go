@@ -22,10 +22,7 @@ func TestMonitoringDegradesAndRecovers(t *testing.T) {
 		c.Controller.MonitorIntervalS = 0.05
 		c.Controller.MonitorFailureLimit = 3
 		c.Recovery.Health.WindowS = 1
-	})
-	h.router.handoffMu.Lock()
-	h.router.statePath = filepath.Join(blocker, "state.json") // its parent is a file
-	h.router.handoffMu.Unlock()
+	}, func(o *Options) { o.HA.StatePath = filepath.Join(blocker, "state.json") }) // its parent is a file
 	eventually(t, "degraded", func() bool { return strings.HasPrefix(h.router.av.DegradedReason(), "monitoring degraded: handoff") })
 	resp, _ := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "x", "max_tokens": 1})
 	if resp.StatusCode != 503 {

@@ -109,7 +109,7 @@ func TestErrorTypesAreOpenAIs(t *testing.T) {
 	}
 	h.engines.Engines[0].SetFaults(simengine.Faults{})
 
-	h.router.ha.blocked.Store("lease renewal failed")
+	h.router.ha.Fence("lease renewal failed")
 	resp, out = h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "x", "max_tokens": 2})
 	e, _ = openAIError(out)
 	if resp.StatusCode != 503 || e.Type != "service_unavailable_error" || e.Code == nil || *e.Code != "standby" {
@@ -125,7 +125,7 @@ func TestFencedRouterAnswers503NotSaturated(t *testing.T) {
 		h.router.sized(units.Seconds(h.cfg.SLO.TTFT))
 	}
 	h.router.sat.update(0, h.router.clock.Now())
-	h.router.ha.blocked.Store("lease renewal failed") // what renew does when the lease is lost
+	h.router.ha.Fence("lease renewal failed") // what renew does when the lease is lost
 	resp, out := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "x", "max_tokens": 1})
 	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("%d %s Retry-After %q, want 503 with Retry-After", resp.StatusCode, out, resp.Header.Get("Retry-After"))

@@ -28,7 +28,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/ports"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/sched"
-	"github.com/narwhal-go/narwhal/internal/state"
+	"github.com/narwhal-go/narwhal/internal/takeover"
 	"github.com/narwhal-go/narwhal/internal/units"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
@@ -98,18 +98,12 @@ type Router struct {
 	adminToken string
 	adminOpen  bool
 	identities atomic.Bool
-	stateDirty chan struct{} // a pending handoff write (statewriter.go)
 
-	statePath string
-	handoffMu sync.Mutex
-	lease     *state.Lease
-	standbyOf string
-	ha        haState
-	follower  atomic.Value // *state.Follower while standby
-	sat       saturation
-	httpOpts  HTTPOptions // with defaults applied
-	reads     bodyReads   // completion bodies being read, per client
-	models    modelLimits // the engines' max_model_len
+	ha       *takeover.HA // lease, standby, handoff document, crash accounting
+	sat      saturation
+	httpOpts HTTPOptions // with defaults applied
+	reads    bodyReads   // completion bodies being read, per client
+	models   modelLimits // the engines' max_model_len
 
 	bg       sync.WaitGroup // background probes
 	bgCtx    context.Context
@@ -148,12 +142,8 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 		metrics: metrics.New(cfg), epoch: o.Clock.Now(), limit: limit, core: core,
 		engines: map[string]*engine{}, seats: make(chan struct{}, limit),
 		stop: make(chan struct{}), done: make(chan struct{}), freed: make(chan struct{}),
-		attestURL: map[string]string{}, adminToken: o.AdminToken, adminOpen: o.AdminOpen, stateDirty: make(chan struct{}, 1),
-		statePath: o.HA.StatePath, lease: o.HA.Lease, standbyOf: o.HA.StandbyOf,
+		attestURL: map[string]string{}, adminToken: o.AdminToken, adminOpen: o.AdminOpen,
 		httpOpts: o.HTTP.withDefaults(),
-	}
-	if r.standbyOf != "" && r.lease == nil {
-		return nil, errors.New("a standby needs a lease: pass --lease-path with --standby-of")
 	}
 	r.bgCtx, r.bgCancel = context.WithCancel(context.Background())
 	r.stats.credits = float64(cfg.Serving.RetryBudget)
@@ -165,9 +155,12 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 		Metrics: r.metrics, Core: coreSide{r}, Probes: probes{r}, Status: status{r},
 		StateChanged: r.stateChanged, Reply: writeJSON, Context: r.bgCtx, Go: r.background})
 	r.life = r.av.View()
+	if r.ha, err = r.newHA(o.HA); err != nil {
+		return nil, err
+	}
 	r.routes()
-	if o.HA.Resume && r.standbyOf == "" {
-		if err := r.resume(); err != nil {
+	if o.HA.Resume {
+		if err := r.ha.Resume(); err != nil {
 			return nil, err
 		}
 	}
@@ -253,8 +246,7 @@ func (r *Router) Metrics() *metrics.Metrics { return r.metrics }
 // engine.health_timeout_s), then runs the monitor loop until Close.
 func (r *Router) Start() {
 	if r.started.CompareAndSwap(false, true) {
-		r.startHA()
-		r.background(func(ctx context.Context) { r.writeStates(ctx.Done()) })
+		r.ha.Start()
 		r.captureIdentities(r.bgCtx) // its credential probes also learn max_model_len
 		if !r.av.LivenessSweeps() {
 			r.background(r.watchModelLimits) // no sweeps to refresh it
@@ -280,7 +272,7 @@ func (r *Router) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		err = fmt.Errorf("graceful shutdown: %d requests still in flight: %w", r.retained.Load(), ctx.Err())
 	}
-	_ = r.writeHandoff() // the final state, while this router still holds the lease
+	_ = r.ha.WriteHandoff() // the final state, while this router still holds the lease
 	return err
 }
 
@@ -294,9 +286,7 @@ func (r *Router) Close() {
 		}
 		r.bgCancel()
 		r.bg.Wait()
-		if r.lease != nil && r.lease.Valid() {
-			_ = r.lease.Release()
-		}
+		r.ha.Close() // after the renewals stopped
 		for _, e := range r.engines {
 			e.client.Close()
 		}
