@@ -69,7 +69,7 @@ func (e *AttestError) Error() string {
 	case StageSidecar:
 		return fmt.Sprintf("%s attestation sidecar unreadable: %v (after an engine restart, restart its sidecar too)", e.IID, e.Err)
 	}
-	return fmt.Sprintf("%s attestation: %s", e.IID, strings.Join(e.Fails, "; "))
+	return fmt.Sprintf("%s attestation at %s: %s", e.IID, e.URL, strings.Join(e.Fails, "; "))
 }
 
 // Unwrap is the identity or sidecar failure.

@@ -1,0 +1,192 @@
+package probe_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/narwhal-go/narwhal/internal/attest"
+	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/probe"
+	"github.com/narwhal-go/narwhal/internal/simengine"
+	"github.com/narwhal-go/narwhal/internal/testkit/simkit"
+)
+
+// simFleet is n simengines serving model "m", each with a sidecar.
+type simFleet struct {
+	t        *testing.T
+	engines  []*simengine.Engine
+	sidecars []*attest.Server
+}
+
+func startFleet(t *testing.T, n int, tweak func(i int, c *simengine.Config)) *simFleet {
+	t.Helper()
+	f := &simFleet{t: t}
+	for i := range n {
+		c := simengine.Config{Model: "m", Profile: simkit.FastRow(fmt.Sprintf("e%d", i)), Seed: uint64(i)}
+		if tweak != nil {
+			tweak(i, &c)
+		}
+		e, err := simengine.Start(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		f.engines = append(f.engines, e)
+		f.sidecars = append(f.sidecars, simkit.Sidecar(t, e, "127.0.0.1:0"))
+	}
+	return f
+}
+
+// fleetOf is a fleet document for urls (attestation URLs beside them,
+// "" for none) with the given engine and serving sections' fields.
+func fleetOf(t *testing.T, urls, attestURLs []string, engineBlock string, servingBlock ...string) *fleet.Config {
+	t.Helper()
+	var engines []string
+	for i, u := range urls {
+		engines = append(engines, fmt.Sprintf(`{"iid":"e%d","url":%q,"attestation_url":%q}`, i, u, attestURLs[i]))
+	}
+	doc := `{"schema":"narwhal.fleet","schema_version":1,"model":"m","engines":[` + strings.Join(engines, ",") +
+		`],"slo":{"ttft_s":1,"tpot_s":0.05},"engine":{` + engineBlock + `},"serving":{` + strings.Join(servingBlock, ",") + `}}`
+	cfg, err := fleet.Parse("fleet.json", []byte(doc), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func (f *simFleet) config(t *testing.T, engineBlock string, servingBlock ...string) *fleet.Config {
+	t.Helper()
+	var urls, att []string
+	for i, e := range f.engines {
+		urls, att = append(urls, e.URL()), append(att, f.sidecars[i].AttestationURL())
+	}
+	return fleetOf(t, urls, att, engineBlock, servingBlock...)
+}
+
+func newProber(t *testing.T, cfg *fleet.Config, o probe.Options) *probe.Prober {
+	t.Helper()
+	p := probe.New(cfg, o)
+	t.Cleanup(p.Close)
+	return p
+}
+
+func TestFleetTimeouts(t *testing.T) {
+	cfg := fleetOf(t, []string{"http://e"}, []string{""}, `"health_timeout_s":3,"first_token_timeout_s":2,"decode_read_timeout_s":0`)
+	got := probe.FleetTimeouts(cfg)
+	want := probe.Timeouts{Control: 3 * time.Second, FirstToken: 3 * time.Second, DecodeRead: 0,
+		Prefill: units(cfg.Serving.PrefillTimeoutS), Request: units(cfg.Serving.RequestTimeoutS)}
+	if got != want {
+		t.Fatalf("timeouts %+v, want %+v (first token is max(first_token_timeout_s, health_timeout_s))", got, want)
+	}
+	cfg.Engine.FirstTokenTimeoutS = 4
+	if got := probe.FleetTimeouts(cfg).FirstToken; got != 4*time.Second {
+		t.Fatalf("first token %v, want 4s", got)
+	}
+}
+
+func units(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// TestHealthAndCredential: /health takes no credential, /v1/models does;
+// only a 401/403 is the credential probe's verdict (the router's
+// TestEngineCredential holds a refused engine out with 503).
+func TestHealthAndCredential(t *testing.T) {
+	tests := []struct {
+		name      string
+		key       string
+		unhealthy bool
+		health    bool // /health passes
+		refused   bool // Credential.Refused
+	}{
+		{"accepted", "secret", false, true, false},
+		{"wrong credential", "wrong", false, true, true},
+		{"no credential", "", false, true, true},
+		{"unhealthy", "secret", true, false, false},
+	}
+	f := startFleet(t, 1, func(_ int, c *simengine.Config) { c.APIKey = "secret" })
+	cfg := f.config(t, "")
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_ = f.engines[0].SetFaults(simengine.Faults{Unhealthy: tc.unhealthy})
+			p := newProber(t, cfg, probe.Options{APIKey: tc.key})
+			if e := p.Health(context.Background(), "e0"); (e == nil) != tc.health {
+				t.Fatalf("Health = %v, want passing %v", e, tc.health)
+			}
+			cred, e := p.HealthAndCredential(context.Background(), "e0")
+			if (e == nil) != tc.health {
+				t.Fatalf("HealthAndCredential /health = %v, want passing %v", e, tc.health)
+			}
+			if tc.health && (cred.Refused() != nil) != tc.refused {
+				t.Fatalf("Refused = %v, want refused %v", cred.Refused(), tc.refused)
+			}
+			if tc.health && !tc.refused && (cred.Err != nil || len(cred.Cards) != 1 || cred.Cards[0].ID != "m") {
+				t.Fatalf("accepted credential: cards %+v err %v", cred.Cards, cred.Err)
+			}
+			if direct := p.Credential(context.Background(), "e0"); (direct.Refused() != nil) != tc.refused {
+				t.Fatalf("Credential refused %v, want %v", direct.Refused(), tc.refused)
+			}
+		})
+	}
+}
+
+// TestServedModel: the messages the model gate (preflight and
+// readmission) shows.
+func TestServedModel(t *testing.T) {
+	f := startFleet(t, 2, func(i int, c *simengine.Config) {
+		if i == 1 {
+			c.Model = "other"
+		}
+	})
+	cfg := f.config(t, `"health_timeout_s":0.5`)
+	p := newProber(t, cfg, probe.Options{})
+	if err := p.ServedModel(context.Background(), "e0"); err != nil {
+		t.Fatalf("e0 serves m: %v", err)
+	}
+	err := p.ServedModel(context.Background(), "e1")
+	if want := `e1 does not serve model "m" (serves other); cross-model KV reuse corrupts output`; err == nil || err.Error() != want {
+		t.Fatalf("e1: %v, want %q", err, want)
+	}
+	f.engines[0].Close()
+	if err := p.ServedModel(context.Background(), "e0"); err == nil || !strings.HasPrefix(err.Error(), "e0 /v1/models unreadable: ") {
+		t.Fatalf("a closed engine: %v, want /v1/models unreadable", err)
+	}
+}
+
+// fakeIdentity serves /version and a /metrics without
+// process_start_time_seconds, as vLLM with several API servers does.
+func fakeIdentity(t *testing.T) string {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /version", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, `{"version":"0.21.0"}`) })
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "vllm:num_requests_running 0\n") })
+	s := httptest.NewServer(mux)
+	t.Cleanup(s.Close)
+	return s.URL
+}
+
+// TestLiveIdentity: a missing process start is tolerated (start 0) only
+// on an uncontracted fleet; Identity always requires it.
+func TestLiveIdentity(t *testing.T) {
+	url := fakeIdentity(t)
+	for _, contracted := range []bool{false, true} {
+		t.Run(fmt.Sprintf("contracted=%v", contracted), func(t *testing.T) {
+			cfg := fleetOf(t, []string{url}, []string{""}, "")
+			if contracted {
+				k := simengine.Contract(simengine.DefaultIdentity("m"))
+				cfg.EngineContract = &k
+			}
+			p := newProber(t, cfg, probe.Options{})
+			id, e := p.LiveIdentity(context.Background(), "e0")
+			if contracted != (e != nil) || (!contracted && (id.Version != "0.21.0" || id.ProcessStart != 0)) {
+				t.Fatalf("LiveIdentity = %+v, %v", id, e)
+			}
+			if _, e := p.Identity(context.Background(), "e0"); e == nil || !strings.Contains(e.Msg, "process_start_time_seconds") {
+				t.Fatalf("Identity without a process start: %v", e)
+			}
+		})
+	}
+}
