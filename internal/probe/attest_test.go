@@ -3,6 +3,9 @@ package probe_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -73,4 +76,39 @@ func kvHeads4(f *simFleet, cfg *fleet.Config) {
 	f.sidecars[0].Close()
 	f.sidecars[0] = simkit.Sidecar(f.t, f.engines[0], "127.0.0.1:0")
 	cfg.Engines[0].AttestationURL = f.sidecars[0].AttestationURL()
+}
+
+// fakeIdentity serves /version and a /metrics without
+// process_start_time_seconds, as vLLM with several API servers does.
+func fakeIdentity(t *testing.T) string {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /version", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, `{"version":"0.21.0"}`) })
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "vllm:num_requests_running 0\n") })
+	s := httptest.NewServer(mux)
+	t.Cleanup(s.Close)
+	return s.URL
+}
+
+// TestLiveIdentity: a missing process start is tolerated (start 0) only
+// on an uncontracted fleet; Identity always requires it.
+func TestLiveIdentity(t *testing.T) {
+	url := fakeIdentity(t)
+	for _, contracted := range []bool{false, true} {
+		t.Run(fmt.Sprintf("contracted=%v", contracted), func(t *testing.T) {
+			cfg := fleetOf(t, []string{url}, []string{""}, "")
+			if contracted {
+				k := simengine.Contract(simengine.DefaultIdentity("m"))
+				cfg.EngineContract = &k
+			}
+			p := newProber(t, cfg, probe.Options{})
+			id, e := p.LiveIdentity(context.Background(), "e0")
+			if contracted != (e != nil) || (!contracted && (id.Version != "0.21.0" || id.ProcessStart != 0)) {
+				t.Fatalf("LiveIdentity = %+v, %v", id, e)
+			}
+			if _, e := p.Identity(context.Background(), "e0"); e == nil || !strings.Contains(e.Msg, "process_start_time_seconds") {
+				t.Fatalf("Identity without a process start: %v", e)
+			}
+		})
+	}
 }

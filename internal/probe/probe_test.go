@@ -3,8 +3,6 @@ package probe_test
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -26,19 +24,7 @@ type simFleet struct {
 func startFleet(t *testing.T, n int, tweak func(i int, c *simengine.Config)) *simFleet {
 	t.Helper()
 	f := &simFleet{t: t}
-	for i := range n {
-		c := simengine.Config{Model: "m", Profile: simkit.FastRow(fmt.Sprintf("e%d", i)), Seed: uint64(i)}
-		if tweak != nil {
-			tweak(i, &c)
-		}
-		e, err := simengine.Start(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { e.Close() })
-		f.engines = append(f.engines, e)
-		f.sidecars = append(f.sidecars, simkit.Sidecar(t, e, "127.0.0.1:0"))
-	}
+	f.engines, f.sidecars = simkit.Fleet(t, n, tweak)
 	return f
 }
 
@@ -153,40 +139,5 @@ func TestServedModel(t *testing.T) {
 	f.engines[0].Close()
 	if err := p.ServedModel(context.Background(), "e0"); err == nil || !strings.HasPrefix(err.Error(), "e0 /v1/models unreadable: ") {
 		t.Fatalf("a closed engine: %v, want /v1/models unreadable", err)
-	}
-}
-
-// fakeIdentity serves /version and a /metrics without
-// process_start_time_seconds, as vLLM with several API servers does.
-func fakeIdentity(t *testing.T) string {
-	t.Helper()
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /version", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, `{"version":"0.21.0"}`) })
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "vllm:num_requests_running 0\n") })
-	s := httptest.NewServer(mux)
-	t.Cleanup(s.Close)
-	return s.URL
-}
-
-// TestLiveIdentity: a missing process start is tolerated (start 0) only
-// on an uncontracted fleet; Identity always requires it.
-func TestLiveIdentity(t *testing.T) {
-	url := fakeIdentity(t)
-	for _, contracted := range []bool{false, true} {
-		t.Run(fmt.Sprintf("contracted=%v", contracted), func(t *testing.T) {
-			cfg := fleetOf(t, []string{url}, []string{""}, "")
-			if contracted {
-				k := simengine.Contract(simengine.DefaultIdentity("m"))
-				cfg.EngineContract = &k
-			}
-			p := newProber(t, cfg, probe.Options{})
-			id, e := p.LiveIdentity(context.Background(), "e0")
-			if contracted != (e != nil) || (!contracted && (id.Version != "0.21.0" || id.ProcessStart != 0)) {
-				t.Fatalf("LiveIdentity = %+v, %v", id, e)
-			}
-			if _, e := p.Identity(context.Background(), "e0"); e == nil || !strings.Contains(e.Msg, "process_start_time_seconds") {
-				t.Fatalf("Identity without a process start: %v", e)
-			}
-		})
 	}
 }

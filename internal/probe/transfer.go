@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,15 +34,9 @@ type Transfer struct {
 }
 
 func (t Transfer) withDefaults() Transfer {
-	if t.Prompt == "" {
-		t.Prompt = "narwhal transfer probe"
-	}
-	if t.Tokens <= 0 {
-		t.Tokens = 2
-	}
-	if t.Label == "" {
-		t.Label = "narwhal-probe"
-	}
+	t.Prompt = cmp.Or(t.Prompt, "narwhal transfer probe")
+	t.Tokens = cmp.Or(max(t.Tokens, 0), 2)
+	t.Label = cmp.Or(t.Label, "narwhal-probe")
 	return t
 }
 
