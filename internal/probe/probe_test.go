@@ -78,8 +78,8 @@ func TestFleetTimeouts(t *testing.T) {
 func units(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // TestHealthAndCredential: /health takes no credential, /v1/models does;
-// only a 401/403 is the credential probe's verdict (the router's
-// TestEngineCredential holds a refused engine out with 503).
+// only a 401/403 is the credential probe's verdict (on it the router's
+// TestWrongEngineKeyIsHeldOut holds the engine out).
 func TestHealthAndCredential(t *testing.T) {
 	tests := []struct {
 		name      string

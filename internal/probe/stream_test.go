@@ -90,7 +90,8 @@ func TestReadStream(t *testing.T) {
 }
 
 // TestStream: the probe an engine ejected for cutting streams must pass
-// (the router's TestStreamCutsEject keeps a cutting engine out with it).
+// (with it the router's TestMidStreamCutsEjectAtTheBreakerThreshold
+// keeps a cutting engine out).
 func TestStream(t *testing.T) {
 	tests := []struct {
 		mode    string
