@@ -2,7 +2,6 @@ package probe
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -54,6 +53,8 @@ type AttestError struct {
 	Stage string // one of the Stage constants
 	Err   error  // the identity or sidecar failure
 	Fails []string
+
+	ident *vllm.Error // Err at StageIdentity
 }
 
 func (e *AttestError) Error() string {
@@ -61,11 +62,7 @@ func (e *AttestError) Error() string {
 	case StageURL:
 		return fmt.Sprintf("attestation_url is not configured for %s: engine_contract needs a narwhal-attest sidecar beside every engine (set engines[%d].attestation_url)", e.IID, e.Index)
 	case StageIdentity:
-		var ve *vllm.Error
-		if errors.As(e.Err, &ve) {
-			return IdentityUnreadable(e.IID, ve).Error()
-		}
-		return fmt.Sprintf("%s engine identity unreadable: %v", e.IID, e.Err)
+		return IdentityUnreadable(e.IID, e.ident).Error()
 	case StageSidecar:
 		return fmt.Sprintf("%s attestation sidecar unreadable: %v (after an engine restart, restart its sidecar too)", e.IID, e.Err)
 	}
@@ -118,7 +115,7 @@ func (p *Prober) Attestation(ctx context.Context, iid string, declared *fleet.En
 	live, e := p.Identity(ctx, iid)
 	if e != nil {
 		fail := p.attestFailure(iid)
-		fail.Stage, fail.Err = StageIdentity, e
+		fail.Stage, fail.Err, fail.ident = StageIdentity, e, e
 		return nil, fail
 	}
 	return p.Attest(ctx, iid, live, declared)
