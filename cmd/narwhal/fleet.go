@@ -8,11 +8,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -20,7 +18,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/attest"
 	"github.com/narwhal-go/narwhal/internal/cli"
 	"github.com/narwhal-go/narwhal/internal/fleet"
-	"github.com/narwhal-go/narwhal/internal/vllm"
+	"github.com/narwhal-go/narwhal/internal/probe"
 )
 
 // newFleetCmd is the fleet tree: finalisation of engine_contract from the
@@ -133,10 +131,10 @@ func liveContract(ctx context.Context, cfg *fleet.Config, key string) (*fleet.En
 	var first *fleet.EngineContract
 	var firstIID string
 	var diffs []string
-	sidecars := &http.Client{Transport: &http.Transport{Proxy: nil}}
-	defer sidecars.CloseIdleConnections()
+	probes := probe.New(cfg, probe.Options{APIKey: key})
+	defer probes.Close()
 	for _, e := range cfg.Engines {
-		k, err := engineContract(ctx, cfg, e, key, sidecars)
+		k, err := engineContract(ctx, probes, e.IID)
 		if err != nil {
 			return nil, err
 		}
@@ -165,29 +163,15 @@ func describeDiff(d []attest.FieldDiff) string {
 	return strings.Join(parts, ", ")
 }
 
-func engineContract(ctx context.Context, cfg *fleet.Config, e fleet.Engine, key string, sidecars *http.Client) (*fleet.EngineContract, error) {
-	if e.AttestationURL == "" {
-		return nil, fmt.Errorf("engine %s has no attestation_url: run narwhal-attest beside it and set engines[].attestation_url", e.IID)
-	}
-	timeout := time.Duration(cfg.Engine.HealthTimeoutS * float64(time.Second))
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	c := vllm.NewClient(e.URL, vllm.Options{APIKey: key})
-	defer c.Close()
-	id, verr := c.Identity(ctx)
-	if verr != nil {
-		return nil, fmt.Errorf("engine %s identity unreadable: %s", e.IID, verr.Msg)
-	}
-	raw, err := attest.Fetch(ctx, sidecars, e.AttestationURL)
+// engineContract is iid's attested contract: its payload verified
+// against itself and the live process, and complete.
+func engineContract(ctx context.Context, probes *probe.Prober, iid string) (*fleet.EngineContract, error) {
+	p, err := probes.Attestation(ctx, iid, nil)
 	if err != nil {
-		return nil, fmt.Errorf("engine %s attestation: %w", e.IID, err)
-	}
-	p, fails := attest.Verify(raw, nil, id)
-	if len(fails) > 0 {
-		return nil, fmt.Errorf("engine %s attestation at %s: %s", e.IID, e.AttestationURL, strings.Join(fails, "; "))
+		return nil, err
 	}
 	if miss := p.Contract.Missing(); len(miss) > 0 {
-		return nil, fmt.Errorf("engine %s attests an incomplete contract, missing %s; capture them into its attestation document", e.IID, strings.Join(miss, ", "))
+		return nil, fmt.Errorf("engine %s attests an incomplete contract, missing %s; capture them into its attestation document", iid, strings.Join(miss, ", "))
 	}
 	return &p.Contract, nil
 }

@@ -108,7 +108,7 @@ type Options struct {
 	// multiple of its profile's prefill_time(n) (or of the fleet median).
 	PaceTolerance float64
 	ProbeWords    int          // produce/consume/tokenize prompt words; default 64
-	Sidecars      *http.Client // default: a plain client without credentials
+	Sidecars      *http.Client // default: probe's direct client without credentials
 }
 
 // Report is the outcome of a run.
@@ -159,9 +159,6 @@ func (o *Options) defaults() {
 	}
 	if o.ProbeWords <= 0 {
 		o.ProbeWords = 64
-	}
-	if o.Sidecars == nil {
-		o.Sidecars = &http.Client{Transport: &http.Transport{Proxy: nil}}
 	}
 }
 

@@ -28,20 +28,9 @@ type testFleet struct {
 func startFleet(t *testing.T, n int, tweak func(i int, c *simengine.Config)) *testFleet {
 	t.Helper()
 	tf := &testFleet{store: &profile.Store{Schema: "narwhal.profiles", SchemaVersion: 1}}
-	for i := 0; i < n; i++ {
-		iid := fmt.Sprintf("e%d", i)
-		c := simengine.Config{Model: "m", Profile: simkit.FastRow(iid), Seed: uint64(i)}
-		if tweak != nil {
-			tweak(i, &c)
-		}
-		e, err := simengine.Start(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { e.Close() })
-		tf.engines = append(tf.engines, e)
-		tf.store.Profiles = append(tf.store.Profiles, simkit.FastRow(iid))
-		tf.sidecars = append(tf.sidecars, simkit.Sidecar(t, e, "127.0.0.1:0"))
+	tf.engines, tf.sidecars = simkit.Fleet(t, n, tweak)
+	for i := range n {
+		tf.store.Profiles = append(tf.store.Profiles, simkit.FastRow(fmt.Sprintf("e%d", i)))
 	}
 	tf.cfg = fleetFor(t, tf)
 	return tf

@@ -180,7 +180,7 @@ func (r *run) paceProbe(ctx context.Context, iid string) (paceTime, error) {
 			"stream": false, "cache_salt": r.o.IDs.NewID()})
 		c, cancel := context.WithTimeout(ctx, units.Seconds(r.cfg.Serving.PrefillTimeoutS))
 		start := time.Now()
-		out, err := r.clients[iid].Complete(c, body)
+		out, err := r.probes.Client(iid).Complete(c, body)
 		elapsed := time.Since(start).Seconds()
 		cancel()
 		if err != nil && err.Status == 400 && shrink < 6 && n > 1 {

@@ -2,23 +2,24 @@ package check
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/narwhal-go/narwhal/internal/attest"
 	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/probe"
 	"github.com/narwhal-go/narwhal/internal/units"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
 // run is one preflight's state: what each gate learned about each engine.
 type run struct {
-	o       Options
-	cfg     *fleet.Config
-	clients map[string]*vllm.Client
+	o      Options
+	cfg    *fleet.Config
+	probes *probe.Prober
 
 	live         map[string]bool            // answered /health 200
 	identity     map[string]vllm.Identity   // read by the contract gate
@@ -33,35 +34,19 @@ type run struct {
 }
 
 func newRun(o Options) *run {
-	r := &run{o: o, cfg: o.Fleet, clients: map[string]*vllm.Client{}, live: map[string]bool{},
-		identity: map[string]vllm.Identity{}, attested: map[string]*attest.Payload{},
+	return &run{o: o, cfg: o.Fleet, probes: probe.New(o.Fleet, probe.Options{APIKey: o.APIKey, Sidecars: o.Sidecars, IDs: o.IDs}),
+		live: map[string]bool{}, identity: map[string]vllm.Identity{}, attested: map[string]*attest.Payload{},
 		incompatible: map[string]string{}, slow: map[string]bool{}, handoffs: map[string]bool{},
 		kvOK: map[string]bool{}, kvFail: map[string]bool{}, kvTried: map[string]bool{}}
-	es := o.Fleet.Engine
-	for _, e := range o.Fleet.Engines {
-		r.clients[e.IID] = vllm.NewClient(e.URL, vllm.Options{APIKey: o.APIKey, ConnectTimeout: units.Seconds(es.ConnectTimeoutS),
-			MaxConns: es.ControlConnections, IdleConns: max(1, es.ControlConnections/2), MaxResponse: int64(o.Fleet.Serving.MaxResponseBytes)})
-	}
-	return r
 }
 
-func (r *run) close() {
-	for _, c := range r.clients {
-		c.Close()
-	}
-	r.o.Sidecars.CloseIdleConnections()
-}
+func (r *run) close() { r.probes.Close() }
 
 func sprintf(format string, args ...any) string {
 	if len(args) == 0 {
 		return format
 	}
 	return fmt.Sprintf(format, args...)
-}
-
-// healthCtx bounds one control request by engine.health_timeout_s.
-func (r *run) healthCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, units.Seconds(r.cfg.Engine.HealthTimeoutS))
 }
 
 // liveEngines are the reachable engines in configuration order.
@@ -85,10 +70,7 @@ func (r *run) skipUnreachable(g *Gate) {
 
 func (r *run) reach(ctx context.Context, g *Gate) {
 	for _, e := range r.cfg.Engines {
-		c, cancel := r.healthCtx(ctx)
-		err := r.clients[e.IID].Health(c)
-		cancel()
-		if err != nil {
+		if err := r.probes.Health(ctx, e.IID); err != nil {
 			g.add(Fail, e.IID, "%s /health did not answer 200: %s", e.IID, err.Msg)
 			continue
 		}
@@ -147,11 +129,9 @@ func describeVersions(v map[string][]string) string {
 }
 
 func (r *run) readIdentity(ctx context.Context, g *Gate, e fleet.Engine) (vllm.Identity, bool) {
-	c, cancel := r.healthCtx(ctx)
-	defer cancel()
-	id, err := r.clients[e.IID].Identity(c)
+	id, err := r.probes.Identity(ctx, e.IID)
 	if err != nil {
-		g.add(Fail, e.IID, "%s engine identity unreadable (/version and process_start_time_seconds on /metrics): %s", e.IID, err.Msg)
+		g.add(Fail, e.IID, "%s", probe.IdentityUnreadable(e.IID, err))
 		r.incompatible[e.IID] = "identity unreadable"
 		return vllm.Identity{}, false
 	}
@@ -160,68 +140,40 @@ func (r *run) readIdentity(ctx context.Context, g *Gate, e fleet.Engine) (vllm.I
 }
 
 func (r *run) attestEngine(ctx context.Context, g *Gate, e fleet.Engine, k *fleet.EngineContract, id vllm.Identity) {
-	fail := func(format string, args ...any) {
-		g.add(Fail, e.IID, e.IID+" "+format, args...)
+	fail := func(msg string) {
+		g.add(Fail, e.IID, "%s", msg)
 		r.incompatible[e.IID] = "contract"
 	}
 	if id.Version != k.VLLMVersion {
-		fail("runs vLLM %s, engine_contract.vllm_version is %s", id.Version, k.VLLMVersion)
+		fail(fmt.Sprintf("%s runs vLLM %s, engine_contract.vllm_version is %s", e.IID, id.Version, k.VLLMVersion))
 		return
 	}
-	if e.AttestationURL == "" {
-		fail("has no attestation_url; engine_contract needs a narwhal-attest sidecar beside every engine")
-		return
-	}
-	raw, err := r.fetchAttestation(ctx, e.AttestationURL)
-	if err != nil {
-		fail("attestation unreadable: %v", err)
-		return
-	}
-	p, fails := attest.Verify(raw, k, id)
-	if len(fails) > 0 {
-		for _, f := range fails {
-			fail("attestation: %s", f)
+	p, err := r.probes.Attest(ctx, e.IID, id, k)
+	var ae *probe.AttestError
+	switch {
+	case errors.As(err, &ae) && ae.Stage == probe.StageVerify:
+		for _, f := range ae.Fails {
+			fail(e.IID + " attestation: " + f) // one line per failed field
 		}
+		return
+	case err != nil:
+		fail(err.Error())
 		return
 	}
 	r.attested[e.IID] = p
 	g.add(OK, e.IID, "%s contract %s attested for process %.6f", e.IID, k.Fingerprint(), id.ProcessStart)
 }
 
-// fetchAttestation GETs a sidecar. Sidecar calls never carry the engine
-// credential: the sidecar holds no secret and may sit on another host.
-func (r *run) fetchAttestation(ctx context.Context, url string) ([]byte, error) {
-	c, cancel := r.healthCtx(ctx)
-	defer cancel()
-	return attest.Fetch(c, r.o.Sidecars, url)
-}
-
 func (r *run) model(ctx context.Context, g *Gate) {
 	for _, e := range r.liveEngines() {
-		c, cancel := context.WithTimeout(ctx, 15*time.Second)
-		ids, err := r.clients[e.IID].Models(c)
-		cancel()
-		switch {
-		case err != nil:
-			g.add(Fail, e.IID, "%s /v1/models unreadable: %s", e.IID, err.Msg)
+		if err := r.probes.ServedModel(ctx, e.IID); err != nil {
+			g.add(Fail, e.IID, "%s", err)
 			r.incompatible[e.IID] = "model"
-		case !contains(ids, r.cfg.Model):
-			g.add(Fail, e.IID, "%s does not serve model %q (serves %s); cross-model KV reuse corrupts output", e.IID, r.cfg.Model, strings.Join(ids, ", "))
-			r.incompatible[e.IID] = "model"
-		default:
-			g.add(OK, e.IID, "%s serves %s", e.IID, r.cfg.Model)
+			continue
 		}
+		g.add(OK, e.IID, "%s serves %s", e.IID, r.cfg.Model)
 	}
 	r.skipUnreachable(g)
-}
-
-func contains(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }
 
 func (r *run) tokenize(ctx context.Context, g *Gate) {
@@ -232,7 +184,7 @@ func (r *run) tokenize(ctx context.Context, g *Gate) {
 	body := mustJSON(map[string]any{"model": r.cfg.Model, "prompt": words(r.o.ProbeWords)})
 	for _, e := range r.liveEngines() {
 		c, cancel := context.WithTimeout(ctx, units.Seconds(r.cfg.Engine.TokenizeTimeoutS))
-		n, err := r.clients[e.IID].Tokenize(c, body)
+		n, err := r.probes.Client(e.IID).Tokenize(c, body)
 		cancel()
 		switch {
 		case err != nil:
