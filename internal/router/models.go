@@ -45,14 +45,12 @@ func (r *Router) maxModelLen() int {
 // every sweep's credential probe reads the same document.
 func (r *Router) learnModelLimits(ctx context.Context) {
 	avail.ForEach(ctx, r.order, func(ctx context.Context, iid string) {
-		cctx, cancel := context.WithTimeout(ctx, r.probeTimeout())
-		defer cancel()
-		cards, e := r.engines[iid].client.ModelCards(cctx)
-		if e != nil {
-			r.log.Debug("engine /v1/models unavailable; its context length stays as last seen", "iid", iid, "err", e.Msg)
+		c := r.probe.Credential(ctx, iid)
+		if c.Err != nil {
+			r.log.Debug("engine /v1/models unavailable; its context length stays as last seen", "iid", iid, "err", c.Err.Msg)
 			return
 		}
-		r.noteModelCards(iid, cards)
+		r.noteModelCards(iid, c.Cards)
 	})
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/metrics"
 	"github.com/narwhal-go/narwhal/internal/ports"
+	"github.com/narwhal-go/narwhal/internal/probe"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/sched"
 	"github.com/narwhal-go/narwhal/internal/takeover"
@@ -93,8 +94,8 @@ type Router struct {
 	// av is the availability supervisor: breaker, holds, drift, waves,
 	// readmission, and the only writer of liveness into core.
 	av         *avail.Supervisor
-	life       avail.View // the lifecycle state, read-only (writes go through av)
-	attestURL  map[string]string
+	life       avail.View    // the lifecycle state, read-only (writes go through av)
+	probe      *probe.Prober // engine checks, one client policy and set of bounds (probes.go)
 	adminToken string
 	adminOpen  bool
 	identities atomic.Bool
@@ -142,7 +143,7 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 		metrics: metrics.New(cfg), epoch: o.Clock.Now(), limit: limit, core: core,
 		engines: map[string]*engine{}, seats: make(chan struct{}, limit),
 		stop: make(chan struct{}), done: make(chan struct{}), freed: make(chan struct{}),
-		attestURL: map[string]string{}, adminToken: o.AdminToken, adminOpen: o.AdminOpen,
+		adminToken: o.AdminToken, adminOpen: o.AdminOpen,
 		httpOpts: o.HTTP.withDefaults(),
 	}
 	r.bgCtx, r.bgCancel = context.WithCancel(context.Background())
@@ -151,6 +152,7 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 	r.metrics.AdmissionInflightLimit.Set(float64(limit))
 	r.metrics.HTTPRetainedLimit.Set(float64(limit + cfg.Serving.QueueCapacity))
 	r.addEngines(key)
+	r.probe = r.newProber()
 	r.av = avail.New(avail.Config{Fleet: cfg, Log: r.log, Clock: r.clock, Epoch: r.epoch, Journal: r.journal,
 		Metrics: r.metrics, Core: coreSide{r}, Probes: probes{r}, Status: status{r},
 		StateChanged: r.stateChanged, Reply: writeJSON, Context: r.bgCtx, Go: r.background})
@@ -180,7 +182,6 @@ func (r *Router) addEngines(key string) {
 			MaxResponse:    int64(cfg.Serving.MaxResponseBytes),
 		})}
 		r.order = append(r.order, e.IID)
-		r.attestURL[e.IID] = e.AttestationURL
 	}
 	sort.Strings(r.order)
 }
@@ -287,6 +288,7 @@ func (r *Router) Close() {
 		r.bgCancel()
 		r.bg.Wait()
 		r.ha.Close() // after the renewals stopped
+		r.probe.Close()
 		for _, e := range r.engines {
 			e.client.Close()
 		}
