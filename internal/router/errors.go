@@ -2,11 +2,9 @@ package router
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strconv"
 
-	"github.com/narwhal-go/narwhal/internal/sched"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -128,23 +126,4 @@ func legError(phase string, e *vllm.Error) *apiError {
 		msg = "the engine refused the request as invalid"
 	}
 	return &apiError{Status: e.Status, Type: typeInvalid, Code: strp(vllm.ReasonRejected), Param: optional(e.ClientParam), Message: msg}
-}
-
-// refusalError is what a predictive refusal means to the client. A prompt
-// whose own prefill cannot meet the TTFT target is the client's to fix, so
-// it is a 400 saying how (the reference answers 429, which every SDK
-// retries in vain); the others are load that passes, 429 with Retry-After.
-func (c *call) refusalError(ref *sched.Refusal, pl sched.Placement) *apiError {
-	if ref.Cause != sched.CausePrompt {
-		return overloaded(ref.Cause, ref.Message, ref.RetryAfter)
-	}
-	param := "prompt"
-	if c.chat {
-		param = "messages"
-	}
-	s := c.r.cfg
-	budget := s.SLO.TTFT * (1 + s.Serving.AdmissionMargin)
-	return badRequest("prompt_exceeds_ttft_slo", param, fmt.Sprintf(
-		"the prompt (%d tokens) alone takes about %.3gs to prefill on the fastest engine, over the TTFT target of %gs "+
-			"(slo.ttft_s × (1 + serving.admission_margin)): shorten the prompt, or raise slo.ttft_s", c.inputLen, pl.OwnPrefill, budget))
 }
