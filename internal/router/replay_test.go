@@ -84,7 +84,7 @@ func checkStepMix(t *testing.T, log []sched.Step) {
 	t.Helper()
 	n := map[string]int{}
 	for _, s := range log {
-		k := string(s.Kind)
+		k := s.Kind.String()
 		if s.Kind == sched.StepPlace && s.Refusal != nil {
 			k = "refused"
 		}

@@ -1,27 +1,38 @@
 package sched
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
 )
 
 // StepKind names one of the core's inputs.
-type StepKind string
+type StepKind uint8
 
 // The inputs a Step records.
 const (
-	StepTrack        StepKind = "track"
-	StepPlace        StepKind = "place"
-	StepPlaceDecode  StepKind = "place_decode"
-	StepPrefillDone  StepKind = "prefill_done"
-	StepOutputTokens StepKind = "output_tokens"
-	StepFinished     StepKind = "finished"
-	StepTick         StepKind = "tick"
-	StepSetLive      StepKind = "set_live"
-	StepSetRole      StepKind = "set_role"
-	StepSetProbation StepKind = "set_probation"
+	StepTrack StepKind = iota + 1
+	StepPlace
+	StepPlaceDecode
+	StepPrefillDone
+	StepOutputTokens
+	StepFinished
+	StepTick
+	StepSetLive
+	StepSetRole
+	StepSetProbation
 )
+
+var stepNames = [...]string{"", "track", "place", "place_decode", "prefill_done", "output_tokens", "finished", "tick",
+	"set_live", "set_role", "set_probation"}
+
+func (k StepKind) String() string {
+	if int(k) < len(stepNames) {
+		return stepNames[k]
+	}
+	return fmt.Sprintf("StepKind(%d)", uint8(k))
+}
 
 // Step is one input the core took, with its arguments and its answer. A
 // log of steps fed into a core built from the same fleet and profiles gets

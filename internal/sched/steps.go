@@ -35,27 +35,8 @@ func (a Attempt) admits() bool { return a.N <= 1 && !a.FailedOver }
 // A refusal at 3 or 4 still returns the placement, so callers can report
 // its price; any refusal leaves the request undispatched.
 func (c *Core) Place(now float64, rid string, exclude map[string]bool, a Attempt) (Placement, *Refusal) {
-	pl, ref := c.place(now, rid, exclude, a)
-	if c.rec != nil {
-		c.rec(Step{Kind: StepPlace, Now: now, RID: rid, Exclude: sortedSet(exclude), Attempt: a, Placement: pl, Refusal: ref})
-	}
-	return pl, ref
-}
-
-func (c *Core) place(now float64, rid string, exclude map[string]bool, a Attempt) (Placement, *Refusal) {
-	r := c.requests[rid]
-	if r == nil {
-		return Placement{}, untracked(rid)
-	}
-	pl, ref := c.choosePrefill(r, exclude)
-	if ref != nil {
-		return pl, ref
-	}
-	if !pl.MeetsSLO {
-		c.unserved++
-		pl = c.arrowGrow(now, Prefill, r, exclude, pl)
-	}
-	if a.admits() && c.opt.Predictive {
+	r, pl, ref := c.choose(now, Prefill, rid, exclude)
+	if ref == nil && a.admits() && c.opt.Predictive {
 		ref = c.admitTTFT(pl, now-r.arrived)
 	}
 	if ref == nil {
@@ -63,6 +44,9 @@ func (c *Core) place(now float64, rid string, exclude map[string]bool, a Attempt
 	}
 	if ref == nil {
 		c.dispatched(now, pl.IID, rid, Prefill)
+	}
+	if c.rec != nil {
+		c.rec(Step{Kind: StepPlace, Now: now, RID: rid, Exclude: sortedSet(exclude), Attempt: a, Placement: pl, Refusal: ref})
 	}
 	return pl, ref
 }
@@ -74,28 +58,34 @@ func (c *Core) place(now float64, rid string, exclude map[string]bool, a Attempt
 // (arrowGrow); then mark the leg dispatched. A refusal (no engine, or
 // every one at its seats: Wait) dispatches nothing.
 func (c *Core) PlaceDecode(now float64, rid string, exclude map[string]bool) (Placement, *Refusal) {
-	pl, ref := c.placeDecode(now, rid, exclude)
+	_, pl, ref := c.choose(now, Decode, rid, exclude)
+	if ref == nil {
+		c.dispatched(now, pl.IID, rid, Decode)
+	}
 	if c.rec != nil {
 		c.rec(Step{Kind: StepPlaceDecode, Now: now, RID: rid, Exclude: sortedSet(exclude), Placement: pl, Refusal: ref})
 	}
 	return pl, ref
 }
 
-func (c *Core) placeDecode(now float64, rid string, exclude map[string]bool) (Placement, *Refusal) {
+// choose is the part both placement steps share: find rid, choose the
+// phase's engine and, when none meets the SLO, count the placement
+// unserved and let Arrow grow the pool (arrowGrow).
+func (c *Core) choose(now float64, phase Phase, rid string, exclude map[string]bool) (*Request, Placement, *Refusal) {
 	r := c.requests[rid]
 	if r == nil {
-		return Placement{}, untracked(rid)
+		return nil, Placement{}, untracked(rid)
 	}
-	pl, ref := c.chooseDecode(r, exclude)
-	if ref != nil {
-		return pl, ref
+	choose := c.choosePrefill
+	if phase == Decode {
+		choose = c.chooseDecode
 	}
-	if !pl.MeetsSLO {
+	pl, ref := choose(r, exclude)
+	if ref == nil && !pl.MeetsSLO {
 		c.unserved++
-		pl = c.arrowGrow(now, Decode, r, exclude, pl)
+		pl = c.arrowGrow(now, phase, r, exclude, pl)
 	}
-	c.dispatched(now, pl.IID, rid, Decode)
-	return pl, nil
+	return r, pl, ref
 }
 
 func untracked(rid string) *Refusal {
