@@ -7,8 +7,10 @@
 // clock, sleeps, starts a goroutine or touches the network or disk. Time
 // comes in as an argument (seconds on a monotonic scale chosen by the
 // caller), so the router drives it with the real clock and the simulator
-// with a virtual one. A Core is not safe for concurrent use; the router
-// serialises calls with one mutex.
+// with a virtual one. Its inputs are steps: Track, the compound placement
+// steps Place and PlaceDecode (steps.go), the monitor events and Tick;
+// Record logs each with its arguments and answer. A Core is not safe for
+// concurrent use; the router serialises calls with one mutex.
 package sched
 
 import (

@@ -32,8 +32,7 @@ func (rn *runner) arrive(r *request, a Arrival, idx int) {
 }
 
 // refused ends a request the core would not place: an admission check's
-// refusal is refused (load the router answers 429, or 400 for a prompt
-// over the TTFT target), anything else — no engine, no seat — failed.
+// refusal counts as refused, anything else (no engine, no seat) as failed.
 func (rn *runner) refused(r *request, ref *sched.Refusal) {
 	rn.res.RefusedBy[ref.Cause]++
 	if admissionCause(ref.Cause) {
