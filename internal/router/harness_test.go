@@ -35,6 +35,7 @@ type harness struct {
 	t       *testing.T
 	engines *simengine.Fleet
 	cfg     *fleet.Config
+	store   *profile.Store // the router's profiles
 	router  *Router
 	srv     *httptest.Server
 	jpath   string
@@ -62,6 +63,7 @@ type harnessOptions struct {
 	logger   *slog.Logger
 	lookup   fleet.LookupFunc // the router's environment (engine credential)
 	router   []func(*Options) // adjust the router's options last
+	built    func(*Router)    // sees the router after New, before Start
 }
 
 func startHarness(t *testing.T, roles []fleet.Role, o harnessOptions) *harness {
@@ -92,7 +94,7 @@ func startHarness(t *testing.T, roles []fleet.Role, o harnessOptions) *harness {
 		row := simengine.DefaultProfile(iid)
 		store.Profiles = append(store.Profiles, row)
 	}
-	h := &harness{t: t, engines: fl, cfg: &cfg, jpath: filepath.Join(t.TempDir(), "journal.jsonl")}
+	h := &harness{t: t, engines: fl, cfg: &cfg, store: store, jpath: filepath.Join(t.TempDir(), "journal.jsonl")}
 	if o.sidecars {
 		h.startSidecars()
 	}
@@ -117,6 +119,9 @@ func startHarness(t *testing.T, roles []fleet.Role, o harnessOptions) *harness {
 	h.router, err = New(&cfg, store, ro)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if o.built != nil {
+		o.built(h.router)
 	}
 	h.router.Start()
 	h.srv = httptest.NewServer(h.router)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/openai"
 	"github.com/narwhal-go/narwhal/internal/sched"
 	"github.com/narwhal-go/narwhal/internal/units"
 	"github.com/narwhal-go/narwhal/internal/vllm"
@@ -111,9 +112,9 @@ func (c *call) decodePhase(ctx context.Context, n int, exclude map[string]bool, 
 	}
 }
 
-// placePrefill chooses the prefill engine and dispatches the leg in the
-// core. The TTFT check runs on the first attempt only; the decode check on
-// every attempt.
+// placePrefill takes the core's prefill step (sched.Core.Place: the TTFT
+// check on the first admission only, the decode check on every attempt,
+// dispatch), waiting for a prefill seat within the queue budget.
 func (c *call) placePrefill(ctx context.Context, n int, exclude map[string]bool) (string, bool) {
 	for {
 		iid, wait, ok := c.tryPrefill(n, exclude)
@@ -131,8 +132,7 @@ func (c *call) placePrefill(ctx context.Context, n int, exclude map[string]bool)
 			c.ended(ctx)
 			return "", false
 		case !freed:
-			c.fail(outcome{terminal: journal.TerminalExpired, reason: journal.ReasonQueueTimeout, detail: "no prefill seat within serving.queue_timeout_s",
-				err: serverError(504, "expired", "no prefill seat freed within the queue timeout")})
+			c.refused(prefillLeg(n), &sched.Refusal{Cause: sched.CauseSeats}, sched.Placement{}) // the wait ran out
 			return "", false
 		}
 	}
@@ -155,13 +155,13 @@ func (c *call) waitSeat(ctx context.Context, seat <-chan struct{}, d time.Durati
 	return false
 }
 
-// tryPrefill places and dispatches the prefill leg once. wait is non-nil
-// when every candidate is at its seats: it closes when a seat frees.
+// tryPrefill takes the prefill step once. wait is non-nil when every
+// candidate is at its seats: it closes when a seat frees.
 func (c *call) tryPrefill(n int, exclude map[string]bool) (string, <-chan struct{}, bool) {
 	r := c.r
 	r.mu.Lock()
 	now := r.now()
-	pl, ref := r.core.StartPrefill(now, c.sreq, exclude, now-c.arrived, n == 1 && !c.failedOver)
+	pl, ref := r.core.Place(now, c.rid, exclude, sched.Attempt{N: n, FailedOver: c.failedOver})
 	if pl.IID != "" {
 		c.price = &journal.Price{PriceS: now - c.arrived + pl.Cost.Secondary, ElapsedS: now - c.arrived,
 			BacklogS: pl.Cost.Secondary - pl.OwnPrefill, OwnPrefillS: pl.OwnPrefill}
@@ -186,46 +186,29 @@ func (c *call) tryPrefill(n int, exclude map[string]bool) (string, <-chan struct
 	case ref != nil && ref.Wait:
 		return "", freed, false
 	case ref != nil:
-		c.refused(n, ref, pl)
+		c.refused(prefillLeg(n), ref, pl)
 		return "", nil, false
 	}
 	return pl.IID, nil, true
 }
 
-// refused ends the call with a placement refusal; the router, not the
-// core, decides what each cause means to a client (refusalError).
-func (c *call) refused(n int, ref *sched.Refusal, pl sched.Placement) {
-	o := outcome{detail: ref.Message}
-	switch {
-	case ref.Cause != sched.CauseNoEngine:
-		o.terminal, o.reason = journal.TerminalRefused, ref.Cause
-		o.err = c.refusalError(ref, pl)
-	case n == 1:
-		o.terminal, o.reason = journal.TerminalFailed, journal.ReasonNoEngine
-		o.err = unavailable("no_schedulable_engines", "no engine can take this request now")
-	default:
-		o.terminal, o.reason = journal.TerminalFailed, journal.ReasonNoEngine
-		o.err = unavailable("backend_unavailable", "no engine is left to retry on")
-		c.noteNotDispatched()
+// prefillLeg is which prefill step attempt n's refusal came from.
+func prefillLeg(n int) refusalLeg {
+	if n == 1 {
+		return firstPrefill
 	}
-	c.fail(o)
+	return retryPrefill
 }
 
-// noteNotDispatched marks the last failure's retry as not dispatched.
-func (c *call) noteNotDispatched() {
-	if k := len(c.failures); k > 0 {
-		c.failures[k-1].RetryReason = "not_dispatched"
-	}
-}
-
-// placeDecode places and dispatches the decode leg, waiting for a decode
-// seat while the KV handoff is young enough (handoffStart is when the
-// prefill leg started). expired is the handoff error when it is not.
+// placeDecode takes the core's decode step (sched.Core.PlaceDecode),
+// waiting for a decode seat while the KV handoff is young enough
+// (handoffStart is when the prefill leg started). expired is the handoff
+// error when it is not.
 func (c *call) placeDecode(ctx context.Context, exclude map[string]bool, handoffStart float64) (iid string, expired *vllm.Error, ok bool) {
 	r := c.r
 	for {
 		r.mu.Lock()
-		pl, ref := r.core.StartDecode(r.now(), c.sreq, exclude)
+		pl, ref := r.core.PlaceDecode(r.now(), c.rid, exclude)
 		if ref == nil {
 			r.stats.decodeAttempts++
 			r.metrics.DecodeAttempts.Inc()
@@ -236,8 +219,7 @@ func (c *call) placeDecode(ctx context.Context, exclude map[string]bool, handoff
 		case ref == nil:
 			return pl.IID, nil, true
 		case !ref.Wait:
-			c.fail(outcome{terminal: journal.TerminalFailed, reason: journal.ReasonNoEngine, detail: ref.Message,
-				err: unavailable("backend_unavailable", "no engine can take the decode leg now")})
+			c.refused(decodeLeg, ref, pl)
 			return "", nil, false
 		}
 		left := c.deadline.Sub(r.clock.Now())
@@ -471,7 +453,7 @@ func (c *call) outputFailed(ctx context.Context, e *vllm.Error) {
 	c.recordFailureAfterOutput(e)
 	c.streamError("failed")
 	c.settle(outcome{terminal: journal.TerminalFailed, reason: e.Reason, status: 200, detail: e.Msg,
-		err: &apiError{Status: 200, Type: typeServer, Code: strp("failed")}})
+		err: &apiError{Status: 200, Type: openai.TypeServer, Code: strp("failed")}})
 }
 
 func (c *call) recordFailureAfterOutput(e *vllm.Error) {

@@ -85,7 +85,6 @@ func (k *controller) meanPrefill(n int) float64 {
 func (c *Core) Tick(now float64) []Decision {
 	k := c.ctl
 	k.observeTime(now)
-	c.now = max(c.now, now)
 	k.settleDrains(now)
 	k.sampleResidency(now)
 	// Loads are read from the interval that is closing, before Roll starts
@@ -110,6 +109,7 @@ func (c *Core) Tick(now float64) []Decision {
 	for i := range out {
 		k.record(&out[i])
 	}
+	c.log(Step{Kind: StepTick, Now: now, Decisions: out})
 	return out
 }
 

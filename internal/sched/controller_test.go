@@ -170,7 +170,7 @@ func TestArrowMonitorMovesTowardDecodeUnderLoad(t *testing.T) {
 	c.opt.Policy = PolicyArrow
 	// A decode engine ticking at 0.06 s per token: above the 0.05 s target.
 	c.Track(0, req("a", 100, 1000))
-	c.Dispatched(0, "d0", "a", Decode)
+	c.dispatched(0, "d0", "a", Decode)
 	now := 0.0
 	var ds []Decision
 	for s := 0; s < 30; s++ {

@@ -1,7 +1,9 @@
 package sched
 
 import (
+	"cmp"
 	"math"
+	"slices"
 )
 
 // The demand model prices recent arrivals in engines' worth of work: how
@@ -142,7 +144,8 @@ type demand struct {
 func (k *controller) estimate(from, span float64) demand {
 	arrivals, prefillS, shapes := k.hist.since(from)
 	d := demand{arrivals: arrivals, prefill: prefillS / span, complete: true}
-	for s, n := range shapes {
+	for _, s := range sortedShapes(shapes) {
+		n := shapes[s]
 		out, ok := k.outputs.expected(fromOctave8(s.want))
 		capacity := 0.0
 		if ok {
@@ -156,6 +159,17 @@ func (k *controller) estimate(from, span float64) demand {
 	}
 	d.decode = math.Max(d.decode, k.residentDemand())
 	return d
+}
+
+// sortedShapes is the shapes of m in (in, want) order: summing floats in
+// map order would make the same history price differently run to run.
+func sortedShapes(m map[shape]int) []shape {
+	out := make([]shape, 0, len(m))
+	for s := range m {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b shape) int { return cmp.Or(cmp.Compare(a.in, b.in), cmp.Compare(a.want, b.want)) })
+	return out
 }
 
 // capacity is the fleet-mean decode request rate one engine sustains at

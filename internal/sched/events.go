@@ -2,21 +2,23 @@ package sched
 
 // Monitor events. The router (or the simulator) reports what happened on
 // the wire; the core keeps resident work and the per-interval windows.
+// Dispatching a leg is not an event callers report: the placement steps
+// (Place, PlaceDecode) do it themselves.
 
 // Track registers a sized request that arrived at arrived, so that later
-// events can find it; the controller's demand model counts it.
+// steps can find it by rid; the controller's demand model counts it.
 func (c *Core) Track(arrived float64, r Request) *Request {
 	req := r
+	req.arrived = arrived
 	c.requests[r.RID] = &req
-	c.now = max(c.now, arrived)
 	c.ctl.arrival(arrived, &req)
+	c.log(Step{Kind: StepTrack, Now: arrived, RID: r.RID, InputLen: r.InputLen, WantedLen: r.WantedLen})
 	return &req
 }
 
-// Dispatched records a leg sent to engine iid.
-func (c *Core) Dispatched(now float64, iid, rid string, phase Phase) {
+// dispatched records a leg sent to engine iid.
+func (c *Core) dispatched(now float64, iid, rid string, phase Phase) {
 	i, r := c.byIID[iid], c.requests[rid]
-	c.now = max(c.now, now)
 	if i == nil || r == nil {
 		return
 	}
@@ -42,12 +44,18 @@ func (c *Core) PrefillDone(now float64, iid, rid string) {
 	if r := c.requests[rid]; r != nil && r.at == iid && r.phase == Prefill {
 		c.unplace(r, now)
 	}
+	c.log(Step{Kind: StepPrefillDone, Now: now, IID: iid, RID: rid})
 }
 
 // OutputTokens records n decode tokens of rid on engine iid. The gap
 // before the first token on an engine is not an inter-token gap: it spans
 // the KV transfer and queueing.
 func (c *Core) OutputTokens(now float64, iid, rid string, n int) {
+	c.outputTokens(now, iid, rid, n)
+	c.log(Step{Kind: StepOutputTokens, Now: now, IID: iid, RID: rid, Tokens: n})
+}
+
+func (c *Core) outputTokens(now float64, iid, rid string, n int) {
 	i, r := c.byIID[iid], c.requests[rid]
 	if i == nil || r == nil || n <= 0 {
 		return
@@ -67,6 +75,7 @@ func (c *Core) Finished(now float64, rid string) {
 		c.ctl.finished(r)
 		delete(c.requests, rid)
 	}
+	c.log(Step{Kind: StepFinished, Now: now, RID: rid})
 }
 
 // unplace removes r from the engine it is resident on.

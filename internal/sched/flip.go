@@ -39,7 +39,7 @@ func (k *controller) flip(now float64, target fleet.Role, by string, o flipOpts)
 func (k *controller) flipGuards(now float64, target fleet.Role, o flipOpts) string {
 	t := k.cfg.Thresholds
 	if target == fleet.Decode && !o.ignoreCooldown && now-k.lastP2D < t.CooldownS {
-		if !k.panicNow() {
+		if !k.panicNow(now) {
 			return "decode cooldown has not elapsed"
 		}
 		k.bypasses++
@@ -150,13 +150,13 @@ func (k *controller) refuse(now float64, target fleet.Role, why string) {
 }
 
 // panicNow: decode has been far over its target while prefill idles, for
-// sustained passes; live loads are re-read at fire time.
-func (k *controller) panicNow() bool {
+// sustained passes; live loads are re-read at now, the flip's time.
+func (k *controller) panicNow(now float64) bool {
 	t := k.cfg.Thresholds
 	if t.PanicRatio <= 0 || k.panicRun < t.SustainedIntervals {
 		return false
 	}
-	l := k.c.PoolLoads(k.c.now)
+	l := k.c.PoolLoads(now)
 	return l.Decode >= t.PanicRatio*t.Expand && l.Prefill <= t.Shrink
 }
 

@@ -61,7 +61,8 @@ func (c *Core) DecodePace(now float64) []Pace {
 // SetProbation puts an engine on drift probation (its prices carry
 // recovery.health.probation_penalty_s) or takes it off.
 func (c *Core) SetProbation(iid string, on bool) {
-	if i := c.byIID[iid]; i != nil {
+	if i := c.byIID[iid]; i != nil && i.Probation != on {
 		i.Probation = on
+		c.log(Step{Kind: StepSetProbation, IID: iid, On: on})
 	}
 }

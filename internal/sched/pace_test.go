@@ -29,7 +29,7 @@ func TestPaceResidual(t *testing.T) {
 func TestDecodePaceReadsTheClosingInterval(t *testing.T) {
 	c := newCore(t, "p0:prefill", "d0:decode", "d1:decode")
 	c.Track(0, req("a", 100, 100))
-	c.Dispatched(0, "d0", "a", Decode)
+	c.dispatched(0, "d0", "a", Decode)
 	now := 0.0
 	for k := 0; k < 10; k++ { // a token every 40 ms on d0
 		now += 0.04
@@ -53,7 +53,7 @@ func TestDecodePaceReadsTheClosingInterval(t *testing.T) {
 		t.Errorf("after Roll the interval is empty, got %+v", p)
 	}
 	c.Track(now, req("b", 100, 8))
-	c.Dispatched(now, "p0", "b", Prefill)
+	c.dispatched(now, "p0", "b", Prefill)
 	if p := c.DecodePace(now)[2]; !p.PrefillPaused {
 		t.Errorf("p0 holds prefill work: %+v", p)
 	}

@@ -45,17 +45,19 @@ type Placement struct {
 	OwnPrefill float64 // T(r, i) alone, without queue or penalty
 }
 
-// Refusal is a reason the core will not place a leg now.
+// Refusal is why the core will not place a leg now. It names a cause and
+// what the core projects, never what the cause means to a client: the
+// router maps causes to HTTP statuses and error types (router/refusal.go),
+// the simulator to its own outcome counts.
 type Refusal struct {
+	Cause string // one of the Cause constants: refused_cause / reason for the journal
 	// Wait: every candidate is at its phase seats; the caller may wait for
-	// one to free and place again. Status and Type are the answer when the
-	// wait runs out.
-	Wait       bool
-	Status     int    // HTTP status the router answers with
-	Type       string // error type and code
-	Cause      string // refused_cause / reason for the journal
-	RetryAfter int    // seconds; 0 means no Retry-After header
-	Message    string
+	// one to free and place again.
+	Wait bool
+	// RetryAfter is when the core projects room, in whole seconds; 0 when
+	// waiting will not help (the prompt alone is over the target).
+	RetryAfter int
+	Message    string // what the core found, for a person
 }
 
 func (r *Refusal) Error() string { return r.Message }
@@ -69,7 +71,15 @@ const (
 	CauseKVCapacity        = "kv_capacity"
 	CauseNoEngine          = "no_engine"
 	CauseSeats             = "seats"
+	// CauseUntracked: the step named a request the core was never told of
+	// (Track), or has forgotten (Finished): a caller's bug.
+	CauseUntracked = "untracked"
 )
+
+// Causes is every refusal cause, for callers that map each one.
+func Causes() []string {
+	return []string{CausePrompt, CauseQueue, CauseAggregateUnpriced, CauseTPOT, CauseKVCapacity, CauseNoEngine, CauseSeats, CauseUntracked}
+}
 
 // candidates returns the live engines of role outside exclude, or under
 // aggregate fallback every live unpinned engine outside exclude.
@@ -124,11 +134,11 @@ func (c *Core) seatFree(i *Instance, phase Phase) bool {
 // seatsFull is the refusal for a leg that must wait for a phase seat.
 func seatsFull(phase Phase) *Refusal {
 	if phase == Prefill {
-		return &Refusal{Wait: true, Status: 504, Type: "expired", Cause: CauseSeats,
+		return &Refusal{Wait: true, Cause: CauseSeats,
 			Message: "every engine that can take the prefill leg is at its prefill seats"}
 	}
-	return &Refusal{Wait: true, Status: 504, Type: "handoff_expired", Cause: CauseSeats,
-		Message: "KV handoff bound reached while waiting for a decode seat"}
+	return &Refusal{Wait: true, Cause: CauseSeats,
+		Message: "every engine that can take the decode leg is at its decode seats"}
 }
 
 // cheapest returns the lexicographically cheapest candidate that meets the
@@ -145,44 +155,35 @@ func cheapest(cands []*Instance, cost func(*Instance) Cost, meets func(Cost) boo
 	return best, bestCost, met
 }
 
-// PlacePrefill chooses the prefill engine for r (Algorithm 1 steps 2 and 4;
-// placement never changes roles). With check set and predictive admission
-// on, it also runs the TTFT admission check with elapsed seconds already
-// spent by the request.
-func (c *Core) PlacePrefill(r *Request, exclude map[string]bool, elapsed float64, check bool) (Placement, *Refusal) {
+// choosePrefill chooses the prefill engine for r (Algorithm 1 steps 2 and
+// 4). It changes nothing: growing a pool is the Place step's (arrowGrow).
+func (c *Core) choosePrefill(r *Request, exclude map[string]bool) (Placement, *Refusal) {
 	cands, fallback := c.candidates(fleet.Prefill, exclude)
 	if len(cands) == 0 {
-		return Placement{}, &Refusal{Status: 503, Type: "no_schedulable_engines", Cause: CauseNoEngine, RetryAfter: 1,
-			Message: "no engine can take the prefill leg"}
+		return Placement{}, &Refusal{Cause: CauseNoEngine, RetryAfter: 1, Message: "no engine can take the prefill leg"}
 	}
 	cands, full := c.seated(cands, Prefill)
 	if full {
 		return Placement{}, seatsFull(Prefill)
 	}
-	cost := func(i *Instance) Cost {
-		k := c.PrefillCost(r, i)
-		if fallback && len(i.decode) > 0 {
-			// An engine busy decoding cannot price a prefill it would have
-			// to interleave with that work.
-			k.Secondary = math.Inf(1)
-		}
-		return k
+	best, k, met := cheapest(cands, func(i *Instance) Cost { return c.prefillCost(r, i, fallback) },
+		func(k Cost) bool { return k.Secondary <= c.opt.TTFT })
+	return c.prefillOn(r, best, k, met, fallback), nil
+}
+
+// prefillCost is cost_P(r, i) as placement prices it: under aggregate
+// fallback an engine busy decoding cannot price a prefill it would have to
+// interleave with that work.
+func (c *Core) prefillCost(r *Request, i *Instance, fallback bool) Cost {
+	k := c.PrefillCost(r, i)
+	if fallback && len(i.decode) > 0 {
+		k.Secondary = math.Inf(1)
 	}
-	best, k, met := cheapest(cands, cost, func(k Cost) bool { return k.Secondary <= c.opt.TTFT })
-	if !met {
-		c.unserved++
-		if j := c.arrowInline(Prefill, exclude); j != nil {
-			best, k = j, cost(j)
-			met = k.Secondary <= c.opt.TTFT
-		}
-	}
-	p := Placement{IID: best.IID, Cost: k, MeetsSLO: met, Fallback: fallback, OwnPrefill: best.prof.PrefillTime(r.InputLen)}
-	if check && c.opt.Predictive {
-		if ref := c.admitTTFT(p, elapsed); ref != nil {
-			return p, ref
-		}
-	}
-	return p, nil
+	return k
+}
+
+func (c *Core) prefillOn(r *Request, i *Instance, k Cost, met, fallback bool) Placement {
+	return Placement{IID: i.IID, Cost: k, MeetsSLO: met, Fallback: fallback, OwnPrefill: i.prof.PrefillTime(r.InputLen)}
 }
 
 // admitTTFT refuses when the cheapest prefill path cannot meet the TTFT
@@ -196,21 +197,22 @@ func (c *Core) admitTTFT(p Placement, elapsed float64) *Refusal {
 	}
 	switch {
 	case math.IsInf(p.Cost.Secondary, 1):
-		return &Refusal{Status: 429, Type: "server_overloaded_error", Cause: CauseAggregateUnpriced, RetryAfter: 1,
+		return &Refusal{Cause: CauseAggregateUnpriced, RetryAfter: 1,
 			Message: "no prefill engine is live and every fallback engine is busy decoding; retry shortly"}
 	case p.OwnPrefill > b:
-		return &Refusal{Status: 429, Type: "server_overloaded_error", Cause: CausePrompt,
+		return &Refusal{Cause: CausePrompt,
 			Message: "the prompt alone cannot be prefilled within the TTFT target: shorten the prompt or raise slo.ttft_s"}
 	}
-	return &Refusal{Status: 429, Type: "server_overloaded_error", Cause: CauseQueue,
+	return &Refusal{Cause: CauseQueue,
 		RetryAfter: max(1, int(math.Ceil(price-elapsed-b))),
 		Message:    "prefill queues cannot meet the TTFT target now; retry later"}
 }
 
-// PlaceDecode chooses the decode engine for r. The producer is avoided
+// chooseDecode chooses the decode engine for r. The producer is avoided
 // whenever any other candidate exists; decode runs on it only when it is
-// the only engine left.
-func (c *Core) PlaceDecode(r *Request, exclude map[string]bool) (Placement, *Refusal) {
+// the only engine left. Aggregated, decode stays on the producer. Like
+// choosePrefill it changes nothing.
+func (c *Core) chooseDecode(r *Request, exclude map[string]bool) (Placement, *Refusal) {
 	if p := c.byIID[r.producer]; c.opt.Aggregated && p != nil && p.Live && !exclude[p.IID] {
 		return Placement{IID: p.IID, Cost: c.DecodeCost(r, p), MeetsSLO: true}, nil
 	}
@@ -227,8 +229,7 @@ func (c *Core) PlaceDecode(r *Request, exclude map[string]bool) (Placement, *Ref
 		}
 	}
 	if len(cands) == 0 {
-		return Placement{}, &Refusal{Status: 503, Type: "backend_unavailable", Cause: CauseNoEngine, RetryAfter: 1,
-			Message: "no engine can take the decode leg"}
+		return Placement{}, &Refusal{Cause: CauseNoEngine, RetryAfter: 1, Message: "no engine can take the decode leg"}
 	}
 	cands, full := c.seated(cands, Decode)
 	if full {
@@ -236,22 +237,15 @@ func (c *Core) PlaceDecode(r *Request, exclude map[string]bool) (Placement, *Ref
 	}
 	best, k, met := cheapest(cands, func(i *Instance) Cost { return c.DecodeCost(r, i) },
 		func(k Cost) bool { return k.Secondary <= 0 })
-	if !met {
-		c.unserved++
-		if j := c.arrowInline(Decode, exclude); j != nil {
-			best, k = j, c.DecodeCost(r, j)
-			met = k.Secondary <= 0
-		}
-	}
 	return Placement{IID: best.IID, Cost: k, MeetsSLO: met, Fallback: fallback}, nil
 }
 
-// AdmitDecode is the decode admission check, reduced to what the core can
+// admitDecode is the decode admission check, reduced to what the core can
 // project without seats: the request's KV must fit the live decode pool's
 // token bounds (unless it would be alone), and some live decode engine
 // must meet the TPOT target with it added — or it would miss the target
 // even on an idle engine, in which case refusing it helps nobody.
-func (c *Core) AdmitDecode(r *Request) *Refusal {
+func (c *Core) admitDecode(r *Request) *Refusal {
 	if !c.opt.Predictive {
 		return nil
 	}
@@ -276,7 +270,7 @@ func (c *Core) AdmitDecode(r *Request) *Refusal {
 		resident += i.decodeTokens
 	}
 	if bounded && resident > 0 && resident+peak > limit {
-		return &Refusal{Status: 429, Type: "server_overloaded_error", Cause: CauseKVCapacity, RetryAfter: 1,
+		return &Refusal{Cause: CauseKVCapacity, RetryAfter: 1,
 			Message: "the decode pool's KV capacity is full; retry shortly"}
 	}
 	meets, idleMeets := false, false
@@ -289,7 +283,7 @@ func (c *Core) AdmitDecode(r *Request) *Refusal {
 		}
 	}
 	if !meets && idleMeets {
-		return &Refusal{Status: 429, Type: "server_overloaded_error", Cause: CauseTPOT, RetryAfter: 1,
+		return &Refusal{Cause: CauseTPOT, RetryAfter: 1,
 			Message: "no decode engine can meet the TPOT target with this request now; retry shortly"}
 	}
 	return nil

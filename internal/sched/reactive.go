@@ -52,12 +52,8 @@ func (k *controller) evaluate(now float64) *Decision {
 	if p+d < 2 {
 		return nil
 	}
-	held := func(reason string) *Decision {
-		k.proposal.count = 0
-		return &Decision{At: now, Prefill: p, Decode: d, By: "reactive", Reason: reason, Result: ResultHeld}
-	}
 	if (ap > 0 && p == 0) || (ad > 0 && d == 0) {
-		return held("fleet health is changing")
+		return k.held(now, p, d, "fleet health is changing")
 	}
 	span := math.Min(r.WindowS, math.Max(r.StepS, now-k.start))
 	long := k.estimate(now-span, span)
@@ -65,12 +61,12 @@ func (k *controller) evaluate(now float64) *Decision {
 		return nil // an idle fleet has nothing to decide
 	}
 	if long.arrivals < r.MinArrivals || long.prefill+long.decode < r.DemandFloor {
-		return held("insufficient demand history")
+		return k.held(now, p, d, "insufficient demand history")
 	}
 	resident := k.residentPrefill()
 	recoveryPrefill := math.Max(loads.Prefill, resident/(float64(p)*c.opt.TTFT))
 	if !long.complete && math.Max(recoveryPrefill, loads.Decode) < t.Expand {
-		return held("incomplete demand requires observed phase pressure and fleet profiles")
+		return k.held(now, p, d, "incomplete demand requires observed phase pressure and fleet profiles")
 	}
 	confSpan := math.Min(span, r.StepS*float64(max(r.Confirmations, t.SustainedIntervals)))
 	short := k.estimate(now-confSpan, confSpan)
@@ -82,14 +78,34 @@ func (k *controller) evaluate(now float64) *Decision {
 	cur := k.score(p, d, p, d, basis, loads, resident)
 	m := k.bestMove(p, d, basis, long, short, loads, resident, cur)
 	if m == nil {
-		return held(fmt.Sprintf("no adjacent split improves the worst projected SLO ratio %.3g by movement_margin", cur.objective))
+		return k.held(now, p, d, fmt.Sprintf("no adjacent split improves the worst projected SLO ratio %.3g by movement_margin", cur.objective))
 	}
-	rule, ok := k.rule(m, steady, recoveryPrefill)
+	return k.propose(now, p, d, m, cur, moveFacts{steady: steady, recoveryPrefill: recoveryPrefill, short: short, long: long})
+}
+
+// held is an evaluation that decided to keep the split; it resets the
+// confirmations.
+func (k *controller) held(now float64, p, d int, reason string) *Decision {
+	k.proposal.count = 0
+	return &Decision{At: now, Prefill: p, Decode: d, By: "reactive", Reason: reason, Result: ResultHeld}
+}
+
+// moveFacts is what evaluate learnt that propose's checks read.
+type moveFacts struct {
+	steady          bool
+	recoveryPrefill float64
+	short, long     demand
+}
+
+// propose takes the best move m from the p/d split through its rule, the
+// consolidation gate, its confirmations and finally flip().
+func (k *controller) propose(now float64, p, d int, m *move, cur splitScore, pr moveFacts) *Decision {
+	rule, ok := k.rule(m, pr.steady, pr.recoveryPrefill)
 	if !ok {
-		return held(rule)
+		return k.held(now, p, d, rule)
 	}
 	if m.target == fleet.Prefill {
-		if gate := k.consolidationGate(now, short, long); gate != "" {
+		if gate := k.consolidationGate(now, pr.short, pr.long); gate != "" {
 			k.proposal.count = 0
 			return &Decision{At: now, Prefill: m.prefill, Decode: p + d - m.prefill, By: "reactive",
 				Reason: "consolidation toward prefill waits for " + gate, Result: ResultBlocked, Details: m.details(cur)}

@@ -7,8 +7,10 @@
 // clock, sleeps, starts a goroutine or touches the network or disk. Time
 // comes in as an argument (seconds on a monotonic scale chosen by the
 // caller), so the router drives it with the real clock and the simulator
-// with a virtual one. A Core is not safe for concurrent use; the router
-// serialises calls with one mutex.
+// with a virtual one. Its inputs are steps: Track, the compound placement
+// steps Place and PlaceDecode (steps.go), the monitor events and Tick;
+// Record logs each with its arguments and answer. A Core is not safe for
+// concurrent use; the router serialises calls with one mutex.
 package sched
 
 import (
@@ -90,6 +92,7 @@ type Request struct {
 	WantedLen int // output cap; 0 when uncapped
 	OutputLen int // decode tokens observed so far
 
+	arrived    float64 // Track's time: the TTFT check counts elapsed seconds from it
 	phase      Phase
 	producer   string // iid of the prefill leg's engine, once dispatched
 	at         string // iid where it is resident now, "" when not resident
@@ -134,7 +137,7 @@ type Core struct {
 
 	unserved int
 	ctl      *controller
-	now      float64 // the latest time any call reported
+	rec      func(Step) // Record's hook; nil when no one listens
 }
 
 // New builds a core for the fleet's engines with one profile row each,
@@ -167,15 +170,17 @@ func (c *Core) Instance(iid string) *Instance { return c.byIID[iid] }
 
 // SetLive puts an engine in or out of placement (lifecycle, breaker).
 func (c *Core) SetLive(iid string, live bool) {
-	if i := c.byIID[iid]; i != nil {
+	if i := c.byIID[iid]; i != nil && i.Live != live {
 		i.Live = live
+		c.log(Step{Kind: StepSetLive, IID: iid, On: live})
 	}
 }
 
 // SetRole relabels an engine; resident work finishes where it is.
 func (c *Core) SetRole(iid string, role fleet.Role) {
-	if i := c.byIID[iid]; i != nil {
+	if i := c.byIID[iid]; i != nil && i.Role != role {
 		i.Role = role
+		c.log(Step{Kind: StepSetRole, IID: iid, Role: role})
 	}
 }
 

@@ -64,23 +64,23 @@ func TestPrefillPlacement(t *testing.T) {
 		exclude  []string
 		want     string
 		fallback bool
-		status   int
+		cause    string
 	}{
 		{name: "lowest iid on a tie", engines: []string{"p1:prefill", "p0:prefill", "d0:decode"}, want: "p0"},
 		{name: "shorter queue wins", engines: []string{"p0:prefill", "p1:prefill", "d0:decode"},
-			setup: func(c *Core) { c.Track(0, req("x", 4000, 8)); c.Dispatched(0, "p0", "x", Prefill) }, want: "p1"},
+			setup: func(c *Core) { c.Track(0, req("x", 4000, 8)); c.dispatched(0, "p0", "x", Prefill) }, want: "p1"},
 		{name: "less decode KV wins before queue length", engines: []string{"p0:prefill", "p1:prefill", "d0:decode"},
 			setup: func(c *Core) {
 				c.Track(0, req("q", 100, 8))
-				c.Dispatched(0, "p1", "q", Prefill)
+				c.dispatched(0, "p1", "q", Prefill)
 				c.Track(0, req("d", 100, 8))
-				c.Dispatched(0, "p0", "d", Decode)
+				c.dispatched(0, "p0", "d", Decode)
 			}, want: "p1"},
 		{name: "exclusions", engines: []string{"p0:prefill", "p1:prefill"}, exclude: []string{"p0"}, want: "p1"},
 		{name: "dead engines are skipped", engines: []string{"p0:prefill", "p1:prefill"}, setup: func(c *Core) { c.SetLive("p0", false) }, want: "p1"},
 		{name: "aggregate fallback takes unpinned engines", engines: []string{"p0:prefill", "d0:decode!", "d1:decode"},
 			exclude: []string{"p0"}, want: "d1", fallback: true},
-		{name: "every fallback candidate pinned", engines: []string{"p0:prefill", "d0:decode!"}, exclude: []string{"p0"}, status: 503},
+		{name: "every fallback candidate pinned", engines: []string{"p0:prefill", "d0:decode!"}, exclude: []string{"p0"}, cause: CauseNoEngine},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -88,15 +88,15 @@ func TestPrefillPlacement(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(c)
 			}
-			r := c.Track(0, req("r", 1000, 16))
+			c.Track(0, req("r", 1000, 16))
 			ex := map[string]bool{}
 			for _, e := range tc.exclude {
 				ex[e] = true
 			}
-			p, ref := c.PlacePrefill(r, ex, 0, true)
-			if tc.status != 0 {
-				if ref == nil || ref.Status != tc.status {
-					t.Fatalf("refusal = %+v, want status %d", ref, tc.status)
+			p, ref := c.Place(0, "r", ex, First)
+			if tc.cause != "" {
+				if ref == nil || ref.Cause != tc.cause {
+					t.Fatalf("refusal = %+v, want cause %s", ref, tc.cause)
 				}
 				return
 			}
@@ -113,9 +113,9 @@ func TestPrefillPlacement(t *testing.T) {
 func TestPrefillCostPair(t *testing.T) {
 	c := newCore(t, "p0:prefill", "d0:decode")
 	c.Track(0, req("a", 2000, 8))
-	c.Dispatched(0, "p0", "a", Prefill)
+	c.dispatched(0, "p0", "a", Prefill)
 	c.Track(0, req("b", 500, 8))
-	c.Dispatched(0, "p0", "b", Decode)
+	c.dispatched(0, "p0", "b", Decode)
 	c.OutputTokens(1, "p0", "b", 3)
 	r := req("r", 1000, 8)
 	got := c.PrefillCost(&r, c.Instance("p0"))
@@ -151,14 +151,14 @@ func TestDecodeAvoidsProducer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCore(t, tc.engines...)
-			r := c.Track(0, req("r", 100, 8))
+			c.Track(0, req("r", 100, 8))
 			producer := "p0"
 			if c.Instance("p0") == nil {
 				producer = "d0"
 			}
-			c.Dispatched(0, producer, "r", Prefill)
+			c.dispatched(0, producer, "r", Prefill)
 			c.PrefillDone(0.1, producer, "r")
-			p, ref := c.PlaceDecode(r, nil)
+			p, ref := c.PlaceDecode(0.1, "r", nil)
 			if ref != nil || p.IID != tc.want {
 				t.Errorf("decode on %s (%v), want %s", p.IID, ref, tc.want)
 			}
@@ -169,24 +169,24 @@ func TestDecodeAvoidsProducer(t *testing.T) {
 func TestTTFTAdmission(t *testing.T) {
 	c := newCore(t, "p0:prefill", "d0:decode")
 	// A 100k-token prompt alone takes 1.01 s > 1 s budget.
-	long := c.Track(0, req("long", 100000, 8))
-	if _, ref := c.PlacePrefill(long, nil, 0, true); ref == nil || ref.Cause != CausePrompt || ref.RetryAfter != 0 {
+	c.Track(0, req("long", 100000, 8))
+	if _, ref := c.Place(0, "long", nil, First); ref == nil || ref.Cause != CausePrompt || ref.RetryAfter != 0 {
 		t.Errorf("long prompt: refusal %+v, want cause prompt without Retry-After", ref)
 	}
 	// Fill the queue with 2.5 s of work: a small request is refused for the queue.
 	for k := 0; k < 5; k++ {
 		id := fmt.Sprintf("q%d", k)
 		c.Track(0, req(id, 49000, 8))
-		c.Dispatched(0, "p0", id, Prefill)
+		c.dispatched(0, "p0", id, Prefill)
 	}
-	small := c.Track(0, req("small", 100, 8))
-	_, ref := c.PlacePrefill(small, nil, 0.2, true)
+	c.Track(0, req("small", 100, 8))
+	_, ref := c.Place(0.2, "small", nil, First) // 0.2 s after it arrived
 	if ref == nil || ref.Cause != CauseQueue || ref.RetryAfter != 2 {
 		t.Errorf("deep queue: refusal %+v, want cause queue, Retry-After 2", ref)
 	}
 	// Open admission never refuses predictively.
 	c.opt.Predictive = false
-	if _, ref := c.PlacePrefill(small, nil, 0.2, true); ref != nil {
+	if _, ref := c.Place(0.2, "small", nil, First); ref != nil {
 		t.Errorf("open admission refused: %+v", ref)
 	}
 }
@@ -195,9 +195,9 @@ func TestAggregateUnpriced(t *testing.T) {
 	c := newCore(t, "p0:prefill", "d0:decode")
 	c.SetLive("p0", false)
 	c.Track(0, req("busy", 100, 8))
-	c.Dispatched(0, "d0", "busy", Decode)
-	r := c.Track(0, req("r", 100, 8))
-	_, ref := c.PlacePrefill(r, nil, 0, true)
+	c.dispatched(0, "d0", "busy", Decode)
+	c.Track(0, req("r", 100, 8))
+	_, ref := c.Place(0, "r", nil, First)
 	if ref == nil || ref.Cause != CauseAggregateUnpriced || ref.RetryAfter != 1 {
 		t.Errorf("refusal %+v, want aggregate_unpriced with Retry-After 1", ref)
 	}
@@ -207,18 +207,18 @@ func TestDecodeAdmission(t *testing.T) {
 	c := newCore(t, "p0:prefill", "d0:decode")
 	// Fill d0 close to its 100k-token bound.
 	c.Track(0, req("big", 90000, 8))
-	c.Dispatched(0, "d0", "big", Decode)
-	if ref := c.AdmitDecode(&Request{RID: "r", InputLen: 20000, WantedLen: 100}); ref == nil || ref.Cause != CauseKVCapacity {
+	c.dispatched(0, "d0", "big", Decode)
+	if ref := c.admitDecode(&Request{RID: "r", InputLen: 20000, WantedLen: 100}); ref == nil || ref.Cause != CauseKVCapacity {
 		t.Errorf("kv: refusal %+v, want kv_capacity", ref)
 	}
 	c.Finished(1, "big")
 	// 45k resident tokens push the interval to 0.055 s > 0.05 s target.
 	c.Track(0, req("mid", 45000, 8))
-	c.Dispatched(1, "d0", "mid", Decode)
-	if ref := c.AdmitDecode(&Request{RID: "r", InputLen: 1000}); ref == nil || ref.Cause != CauseTPOT {
+	c.dispatched(1, "d0", "mid", Decode)
+	if ref := c.admitDecode(&Request{RID: "r", InputLen: 1000}); ref == nil || ref.Cause != CauseTPOT {
 		t.Errorf("tpot: refusal %+v, want tpot", ref)
 	}
-	if ref := c.AdmitDecode(&Request{RID: "r2", InputLen: 50000}); ref != nil {
+	if ref := c.admitDecode(&Request{RID: "r2", InputLen: 50000}); ref != nil {
 		t.Errorf("a request that misses TPOT even alone is admitted, got %+v", ref)
 	}
 }
@@ -226,9 +226,9 @@ func TestDecodeAdmission(t *testing.T) {
 func TestEventsKeepRunningSums(t *testing.T) {
 	c := newCore(t, "p0:prefill", "d0:decode")
 	c.Track(0, req("a", 100, 8))
-	c.Dispatched(0, "p0", "a", Prefill)
+	c.dispatched(0, "p0", "a", Prefill)
 	c.PrefillDone(0.1, "p0", "a")
-	c.Dispatched(0.1, "d0", "a", Decode)
+	c.dispatched(0.1, "d0", "a", Decode)
 	c.OutputTokens(0.2, "d0", "a", 1)
 	c.OutputTokens(0.25, "d0", "a", 2)
 	s := c.Snapshot(0.3)
@@ -249,7 +249,7 @@ func TestEventsKeepRunningSums(t *testing.T) {
 func TestDecodeLoadAndCorrection(t *testing.T) {
 	c := newCore(t, "p0:prefill", "d0:decode")
 	c.Track(0, req("a", 100, 100))
-	c.Dispatched(0, "d0", "a", Decode)
+	c.dispatched(0, "d0", "a", Decode)
 	// Tokens every 0.04 s: floor 0.01 s, target 0.05 s → load 0.75.
 	now := 0.0
 	for k := 0; k < 20; k++ {
@@ -280,7 +280,7 @@ func TestPrefillLoadIntegratesBetweenArrivals(t *testing.T) {
 	c := newCore(t, "p0:prefill", "d0:decode")
 	c.Roll(0)
 	c.Track(0, req("a", 49000, 8)) // 0.5 s of prefill
-	c.Dispatched(0, "p0", "a", Prefill)
+	c.dispatched(0, "p0", "a", Prefill)
 	c.PrefillDone(0.5, "p0", "a")
 	// Resident price is 0 now, but half of the interval held 0.5 s of work.
 	if l := c.PoolLoads(1).Prefill; math.Abs(l-0.25) > 1e-9 {
@@ -308,15 +308,15 @@ func BenchmarkPlace64Engines1000Resident(b *testing.B) {
 		if k%64%4 == 0 {
 			phase = Prefill
 		}
-		c.Dispatched(0, iid, id, phase)
+		c.dispatched(0, iid, id, phase)
 	}
-	r := c.Track(0, req("new", 1000, 100))
+	c.Track(0, req("new", 1000, 100))
 	b.ResetTimer()
 	for n := 0; n < b.N; n++ {
-		if _, ref := c.PlacePrefill(r, nil, 0, true); ref != nil {
+		if _, ref := c.Place(0, "new", nil, First); ref != nil {
 			b.Fatal(ref)
 		}
-		if _, ref := c.PlaceDecode(r, nil); ref != nil {
+		if _, ref := c.PlaceDecode(0, "new", nil); ref != nil {
 			b.Fatal(ref)
 		}
 	}
@@ -326,15 +326,14 @@ func TestAggregatedPlacement(t *testing.T) {
 	c := newCore(t, "p0:prefill", "d0:decode", "d1:decode")
 	c.opt.Aggregated = true
 	c.Track(0, req("busy", 30000, 8))
-	c.Dispatched(0, "p0", "busy", Prefill)
-	r := c.Track(0, req("r", 100, 8))
-	p, ref := c.PlacePrefill(r, nil, 0, true)
+	c.dispatched(0, "p0", "busy", Prefill)
+	c.Track(0, req("r", 100, 8))
+	p, ref := c.Place(0, "r", nil, First)
 	if ref != nil || p.IID != "d0" {
 		t.Fatalf("prefill on %s (%v), want d0: every engine takes both legs", p.IID, ref)
 	}
-	c.Dispatched(0, p.IID, "r", Prefill)
 	c.PrefillDone(0.1, p.IID, "r")
-	if d, _ := c.PlaceDecode(r, nil); d.IID != "d0" {
+	if d, _ := c.PlaceDecode(0.1, "r", nil); d.IID != "d0" {
 		t.Errorf("decode on %s, want the producer d0", d.IID)
 	}
 }
@@ -343,22 +342,23 @@ func TestPhaseSeats(t *testing.T) {
 	c := newCore(t, "p0:prefill", "p1:prefill", "d0:decode")
 	c.opt.PrefillSeats, c.opt.DecodeSeats = 1, 1
 	c.Track(0, req("a", 100, 8))
-	c.Dispatched(0, "p0", "a", Prefill)
-	r := c.Track(0, req("b", 100, 8))
-	if p, ref := c.PlacePrefill(r, nil, 0, true); ref != nil || p.IID != "p1" {
+	c.dispatched(0, "p0", "a", Prefill)
+	c.Track(0, req("b", 100, 8))
+	if p, ref := c.Place(0, "b", nil, First); ref != nil || p.IID != "p1" {
 		t.Fatalf("with p0 at its seat: %v %+v, want p1", p.IID, ref)
 	}
-	c.Dispatched(0, "p1", "b", Prefill)
-	if _, ref := c.PlacePrefill(c.Track(0, req("c", 100, 8)), nil, 0, true); ref == nil || !ref.Wait {
+	c.Track(0, req("c", 100, 8))
+	if _, ref := c.Place(0, "c", nil, First); ref == nil || !ref.Wait {
 		t.Fatalf("every prefill seat taken: refusal %+v, want a wait", ref)
 	}
 	c.Track(0, req("d", 100, 8))
-	c.Dispatched(0, "d0", "d", Decode)
-	if _, ref := c.PlaceDecode(r, nil); ref == nil || !ref.Wait || ref.Type != "handoff_expired" {
+	c.dispatched(0, "d0", "d", Decode)
+	if _, ref := c.PlaceDecode(0, "b", nil); ref == nil || !ref.Wait || ref.Cause != CauseSeats {
 		t.Fatalf("decode seat taken: %+v, want a wait", ref)
 	}
 	c.Finished(1, "a")
-	if p, ref := c.PlacePrefill(c.Track(1, req("e", 100, 8)), nil, 0, true); ref != nil || p.IID != "p0" {
+	c.Track(1, req("e", 100, 8))
+	if p, ref := c.Place(1, "e", nil, First); ref != nil || p.IID != "p0" {
 		t.Errorf("after p0's seat freed: %v %+v", p.IID, ref)
 	}
 }

@@ -7,16 +7,16 @@ import (
 	"github.com/narwhal-go/narwhal/internal/sched"
 )
 
-// arrive sizes, admits and places a request's prefill leg, as the router
-// does: placement with the TTFT admission check, then the decode check.
+// arrive sizes a request and takes its prefill step (sched.Core.Place:
+// placement, the admission checks, dispatch), as the router does.
 func (rn *runner) arrive(r *request, a Arrival, idx int) {
 	*r = request{a: a, rid: fmt.Sprintf("r%07d", idx), arrived: rn.now}
 	r.prefillID, r.decodeID = r.rid+"/p", r.rid+"/d"
 	rn.open++
 	now := rn.nowS()
-	r.sr = rn.core.Track(now, sched.Request{RID: r.rid, InputLen: a.InputLen, WantedLen: a.OutputLen})
-	pl, ref := rn.core.StartPrefill(now, r.sr, nil, 0, true)
-	rn.observe() // the Arrow policy flips inline during placement
+	rn.d.arrive(now, r.rid, a.InputLen, a.OutputLen)
+	pl, ref := rn.d.place(now, r.rid)
+	rn.observe() // the Arrow policy grows a pool inside the placement step
 	if ref != nil {
 		rn.refused(r, ref)
 		return
@@ -31,13 +31,26 @@ func (rn *runner) arrive(r *request, a Arrival, idx int) {
 	rn.add(e, enginemodel.Request{ID: r.prefillID, PromptTokens: a.InputLen, MaxTokens: 1, Hold: true}, leg{r, legPrefill})
 }
 
+// refused ends a request the core would not place: an admission check's
+// refusal counts as refused, anything else (no engine, no seat) as failed.
 func (rn *runner) refused(r *request, ref *sched.Refusal) {
 	rn.res.RefusedBy[ref.Cause]++
-	if ref.Status == 429 {
+	if admissionCause(ref.Cause) {
 		rn.end(r, &rn.res.Refused)
 		return
 	}
 	rn.end(r, &rn.res.Failed)
+}
+
+// admissionCause reports whether cause is an admission check's: the TTFT
+// check's (prompt, queue, aggregate_unpriced) or the decode check's
+// (kv_capacity, tpot).
+func admissionCause(cause string) bool {
+	switch cause {
+	case sched.CausePrompt, sched.CauseQueue, sched.CauseAggregateUnpriced, sched.CauseKVCapacity, sched.CauseTPOT:
+		return true
+	}
+	return false
 }
 
 // add queues a leg on e's model; a request no engine could ever hold fails.
@@ -83,13 +96,14 @@ func (rn *runner) legEvent(e *engine, l leg, ev enginemodel.Event) error {
 	return nil
 }
 
-// handoff is the producer's completion: TTFT ends here; the decode leg is
-// placed and its KV sent (no transfer when decode stays on the producer).
+// handoff is the producer's completion: TTFT ends here; the decode step
+// places the leg and its KV is sent (no transfer when decode stays on the
+// producer).
 func (rn *runner) handoff(r *request, p *engine) {
 	now := rn.nowS()
 	r.prefillDone = rn.now
-	rn.core.PrefillDone(now, p.iid, r.rid)
-	pl, ref := rn.core.StartDecode(now, r.sr, nil)
+	rn.d.prefilled(now, p.iid, r.rid)
+	pl, ref := rn.d.placeDecode(now, r.rid)
 	rn.observe()
 	if ref != nil {
 		p.m.Release(r.prefillID)
@@ -117,16 +131,19 @@ func (rn *runner) kvArrived(r *request) {
 }
 
 // prefillHere is an aggregated request's first token: its prefill is done
-// and its decode leg stays on the same engine request.
+// and its decode leg stays on the same engine request, which the core's
+// aggregated decode step must agree with.
 func (rn *runner) prefillHere(r *request, e *engine) error {
 	now := rn.nowS()
 	r.prefillDone = rn.now
-	rn.core.PrefillDone(now, e.iid, r.rid)
-	pl, ref := rn.core.PlaceDecode(r.sr, nil)
-	if ref == nil && pl.IID != e.iid {
+	rn.d.prefilled(now, e.iid, r.rid)
+	pl, ref := rn.d.placeDecode(now, r.rid)
+	switch {
+	case ref != nil:
+		return fmt.Errorf("sim: sched refused aggregated request %s's decode on its producer %s: %s", r.rid, e.iid, ref.Message)
+	case pl.IID != e.iid:
 		return fmt.Errorf("sim: sched placed aggregated request %s's decode on %s, away from its producer %s", r.rid, pl.IID, e.iid)
 	}
-	rn.core.Dispatched(now, e.iid, r.rid, sched.Decode)
 	r.cons = e
 	rn.token(r, e)
 	return nil
@@ -135,7 +152,7 @@ func (rn *runner) prefillHere(r *request, e *engine) error {
 func (rn *runner) token(r *request, e *engine) {
 	r.tokens++
 	r.last = rn.now
-	rn.core.OutputTokens(rn.nowS(), e.iid, r.rid, 1)
+	rn.d.tokens(rn.nowS(), e.iid, r.rid, 1)
 }
 
 // finish scores a completed request: TTFT is arrival to prefill done,
@@ -172,5 +189,5 @@ func (rn *runner) end(r *request, bucket *int) {
 	r.done = true
 	rn.open--
 	*bucket++
-	rn.core.Finished(rn.nowS(), r.rid)
+	rn.d.finish(rn.nowS(), r.rid)
 }

@@ -39,7 +39,6 @@ type leg struct {
 type request struct {
 	a                   Arrival
 	rid                 string
-	sr                  *sched.Request
 	arrived             int64
 	prefillDone, last   int64
 	tokens              int
@@ -54,7 +53,7 @@ type runner struct {
 	f       Fleet
 	arm     Arm
 	slo     fleet.SLO
-	core    *sched.Core
+	d       driver // every step into the scheduling core
 	engines []*engine
 	byIID   map[string]*engine
 	q       queue
@@ -98,7 +97,7 @@ func newRunner(f Fleet, arm Arm, tr Trace) (*runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
-	rn := &runner{f: f, arm: arm, slo: cfg.SLO, core: core, byIID: map[string]*engine{}, tr: tr,
+	rn := &runner{f: f, arm: arm, slo: cfg.SLO, d: driver{core}, byIID: map[string]*engine{}, tr: tr,
 		reqs: make([]request, len(tr.Arrivals)), res: &Result{Arm: arm.Name, Offered: len(tr.Arrivals),
 			ByResult: map[string]int{}, RefusedBy: map[string]int{}},
 		tickNS: nanos(cfg.Controller.MonitorIntervalS), endNS: nanos(tr.DurationS)}
@@ -178,7 +177,7 @@ func (rn *runner) handle(ev event) error {
 // tick is one monitor pass; the next is scheduled while there is traffic
 // to come, work open, or offer window left.
 func (rn *runner) tick() {
-	for _, d := range rn.core.Tick(rn.nowS()) {
+	for _, d := range rn.d.tick(rn.nowS()) {
 		rn.res.Decisions++
 		rn.res.ByResult[d.Result]++
 	}
@@ -204,8 +203,8 @@ func (rn *runner) kick(e *engine) {
 
 // observe reads every engine's label from the core: counts flips, pinned
 // moves and floors, and records split changes. Labels change only inside
-// core calls (Tick, or placement under the Arrow policy), so the runner
-// observes after each.
+// core steps (Tick, or the placement steps under the Arrow policy), so the
+// runner observes after each.
 func (rn *runner) observe() {
 	var pools [2]int
 	for _, e := range rn.engines {

@@ -1,0 +1,84 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/narwhal-go/narwhal/internal/sched"
+)
+
+// driver is how the simulator steps the core: every core step the runner
+// takes goes through one of its methods, and Replay drives the same
+// methods from a recorded log. The steps are the router's own (the core's
+// compound steps, sched.Core.Place and PlaceDecode); what the simulator
+// fixes is their arguments: it never excludes an engine and every
+// placement is a request's first, because it models no engine failures
+// to retry or fail over from.
+type driver struct{ core *sched.Core }
+
+// arrive registers a sized arrival.
+func (d driver) arrive(now float64, rid string, in, out int) {
+	d.core.Track(now, sched.Request{RID: rid, InputLen: in, WantedLen: out})
+}
+
+// place is a request's prefill step.
+func (d driver) place(now float64, rid string) (sched.Placement, *sched.Refusal) {
+	return d.core.Place(now, rid, nil, sched.First)
+}
+
+// prefilled is the producer's completion.
+func (d driver) prefilled(now float64, iid, rid string) { d.core.PrefillDone(now, iid, rid) }
+
+// placeDecode is a request's decode step.
+func (d driver) placeDecode(now float64, rid string) (sched.Placement, *sched.Refusal) {
+	return d.core.PlaceDecode(now, rid, nil)
+}
+
+func (d driver) tokens(now float64, iid, rid string, n int) { d.core.OutputTokens(now, iid, rid, n) }
+
+func (d driver) finish(now float64, rid string) { d.core.Finished(now, rid) }
+
+func (d driver) tick(now float64) []sched.Decision { return d.core.Tick(now) }
+
+// Replay feeds log, the steps another driver (the router) took, through
+// the simulator's driver into core, a core built from the same fleet and
+// profiles, and returns the steps core recorded this time. The core is
+// deterministic, so the two logs are equal exactly when the simulator
+// takes the same steps with the same arguments and gets the same answers.
+// A step the simulator never takes (an engine's liveness, role or
+// probation changing) is an error.
+func Replay(core *sched.Core, log []sched.Step) ([]sched.Step, error) {
+	var got []sched.Step
+	core.Record(func(s sched.Step) { got = append(got, s) })
+	defer core.Record(nil)
+	d := driver{core}
+	for k, s := range log {
+		if err := d.replay(s); err != nil {
+			return got, fmt.Errorf("sim: replaying step %d (%s at %gs): %w", k, s.Kind, s.Now, err)
+		}
+	}
+	return got, nil
+}
+
+// replay takes one recorded step through the driver method the runner
+// uses for it.
+func (d driver) replay(s sched.Step) error {
+	switch s.Kind {
+	case sched.StepTrack:
+		d.arrive(s.Now, s.RID, s.InputLen, s.WantedLen)
+	case sched.StepPlace:
+		d.place(s.Now, s.RID)
+	case sched.StepPrefillDone:
+		d.prefilled(s.Now, s.IID, s.RID)
+	case sched.StepPlaceDecode:
+		d.placeDecode(s.Now, s.RID)
+	case sched.StepOutputTokens:
+		d.tokens(s.Now, s.IID, s.RID, s.Tokens)
+	case sched.StepFinished:
+		d.finish(s.Now, s.RID)
+	case sched.StepTick:
+		d.tick(s.Now)
+	default:
+		return fmt.Errorf("the simulator takes no %s step: it models no engine failures, restarts or drift", s.Kind)
+	}
+	return nil
+}
