@@ -80,8 +80,6 @@ func (r *Router) liveCount() int { return r.av.LiveCount() }
 // captureIdentities records every engine's identity (start, takeover).
 func (r *Router) captureIdentities(ctx context.Context) { r.av.CaptureIdentities(ctx) }
 
-// wallNow is wall-clock Unix seconds, for the handoff document.
-func (r *Router) wallNow() float64 { return float64(r.clock.Now().UnixMicro()) / 1e6 }
 
 // coverageLocked is "" when live engines can take both legs, else what is
 // missing: a role needs a live engine of that role, or a live unpinned one
