@@ -80,7 +80,6 @@ func (r *Router) liveCount() int { return r.av.LiveCount() }
 // captureIdentities records every engine's identity (start, takeover).
 func (r *Router) captureIdentities(ctx context.Context) { r.av.CaptureIdentities(ctx) }
 
-
 // coverageLocked is "" when live engines can take both legs, else what is
 // missing: a role needs a live engine of that role, or a live unpinned one
 // to fall back on. Called with r.mu held.
