@@ -124,11 +124,28 @@ func (CompressedTensors) Detect(cfg *Config, h artifact.Headers) (QuantizationSp
 	if err := json.Unmarshal(cfg.Canonical, &c); err != nil {
 		return unsupported(cfg.Method, "compressed-tensors config: "+err.Error())
 	}
+	scheme, reason := c.scheme()
+	if reason != "" {
+		return unsupported(cfg.Method, reason)
+	}
+	x := index(h)
+	var f findings
+	found, moe := checkCT(&f, x, scheme)
+	spec := c.spec(cfg.Method, scheme)
+	if moe {
+		spec.MoEScheme = spec.LinearScheme
+	}
+	return spec, verdictOf(&f, found == 0, "compressed-tensors config but no quantized linear tensors of its scheme in the headers")
+}
+
+// scheme is the one scheme every config group uses; the reason says why
+// the config is not recognised (sparsity, no groups, mixed schemes).
+func (c ctConfig) scheme() (ctScheme, string) {
 	if sp := sparsity(c.SparsityConfig); sp != "" {
-		return unsupported(cfg.Method, "compressed-tensors sparsity format "+sp+" is not recognised")
+		return ctScheme{}, "compressed-tensors sparsity format " + sp + " is not recognised"
 	}
 	if len(c.ConfigGroups) == 0 {
-		return unsupported(cfg.Method, "compressed-tensors config has no config_groups")
+		return ctScheme{}, "compressed-tensors config has no config_groups"
 	}
 	top := ""
 	if c.Format != nil {
@@ -143,18 +160,21 @@ func (CompressedTensors) Detect(cfg *Config, h artifact.Headers) (QuantizationSp
 	for i, n := range names {
 		s, err := classifyCT(c.ConfigGroups[n], top)
 		if err != nil {
-			return unsupported(cfg.Method, "compressed-tensors group "+n+": "+err.Error())
+			return ctScheme{}, "compressed-tensors group " + n + ": " + err.Error()
 		}
 		if i > 0 && (s.name != scheme.name || !slices.Equal(s.block, scheme.block) || ptrDiffer(s.group, scheme.group)) {
-			return unsupported(cfg.Method, fmt.Sprintf("compressed-tensors groups %s and %s use different schemes (%s, %s); mixed-scheme checkpoints are not recognised", names[0], n, scheme.name, s.name))
+			return ctScheme{}, fmt.Sprintf("compressed-tensors groups %s and %s use different schemes (%s, %s); mixed-scheme checkpoints are not recognised", names[0], n, scheme.name, s.name)
 		}
 		scheme = s
 	}
-	x := index(h)
-	var f findings
-	found, moe := checkCT(&f, x, scheme)
+	return scheme, ""
+}
+
+// spec states the scheme as a QuantizationSpec, with the KV cache format
+// and the Marlin repack workspace of weight-only int schemes.
+func (c ctConfig) spec(method string, scheme ctScheme) QuantizationSpec {
 	spec := QuantizationSpec{
-		Method: cfg.Method, WeightFormat: scheme.weight, ActivationFormat: &scheme.activation,
+		Method: method, WeightFormat: scheme.weight, ActivationFormat: &scheme.activation,
 		LinearScheme: &scheme.name, Bits: &scheme.bits, GroupSize: scheme.group, BlockShape: scheme.block,
 		ScaleRepresentation: ctScaleRepr(scheme), ExcludedModules: sortedCopy(c.Ignore), ProducerVersion: c.Version,
 		Workspaces: []Workspace{},
@@ -173,15 +193,12 @@ func (CompressedTensors) Detect(cfg *Config, h artifact.Headers) (QuantizationSp
 		}
 		spec.KVCacheFormat = &k
 	}
-	if moe {
-		spec.MoEScheme = spec.LinearScheme
-	}
 	if scheme.name == "w4a16_int_group" || scheme.name == "w4a16_int_channel" || scheme.name == "w8a16_int_group" || scheme.name == "w8a16_int_channel" {
 		if scheme.group == nil || slices.Contains(marlinGroups, *scheme.group) {
 			spec.Workspaces = []Workspace{marlinRepack(false)}
 		}
 	}
-	return spec, verdictOf(&f, found == 0, "compressed-tensors config but no quantized linear tensors of its scheme in the headers")
+	return spec
 }
 
 // ptrDiffer reports whether two optional ints differ.
