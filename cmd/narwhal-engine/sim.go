@@ -7,8 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -224,10 +222,7 @@ func startErr(err error) error {
 
 // waitSignal blocks until SIGINT, SIGTERM or ctx ends.
 func waitSignal(ctx context.Context) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := cli.UntilSignal(ctx)
 	defer stop()
 	<-ctx.Done()
 }
