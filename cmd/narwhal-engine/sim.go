@@ -106,6 +106,19 @@ func (f *simFlags) prepare(c *cobra.Command) (func(), error) {
 	return closeLog, nil
 }
 
+// setup checks the flags, opens the start-up log and loads the profile
+// store; every error is bad input. closeLog closes the start-up log.
+func (f *simFlags) setup(c *cobra.Command) (st *profile.Store, closeLog func(), err error) {
+	if closeLog, err = f.prepare(c); err != nil {
+		return nil, nil, cli.Invalid(err)
+	}
+	if st, err = f.store(); err != nil {
+		closeLog()
+		return nil, nil, cli.Invalid(err)
+	}
+	return st, closeLog, nil
+}
+
 func (f *simFlags) store() (*profile.Store, error) {
 	if f.profilePath == "" {
 		return nil, nil
@@ -120,15 +133,11 @@ func newSimCmd() *cobra.Command {
 		Short: "Serve one simulated vLLM engine (NixlConnector, kv_both) until SIGINT/SIGTERM",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			closeLog, err := f.prepare(c)
+			st, closeLog, err := f.setup(c)
 			if err != nil {
-				return cli.Invalid(err)
+				return err
 			}
 			defer closeLog()
-			st, err := f.store()
-			if err != nil {
-				return cli.Invalid(err)
-			}
 			cfg, err := f.config(st, 0)
 			if err != nil {
 				return cli.Invalid(err)
@@ -164,15 +173,11 @@ func newSimFleetCmd() *cobra.Command {
 		Short: "Serve N simulated vLLM engines on free loopback ports and print their URLs",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			closeLog, err := f.prepare(c)
+			st, closeLog, err := f.setup(c)
 			if err != nil {
-				return cli.Invalid(err)
+				return err
 			}
 			defer closeLog()
-			st, err := f.store()
-			if err != nil {
-				return cli.Invalid(err)
-			}
 			if n <= 0 {
 				return cli.Invalid(fmt.Errorf("--engines must be ≥ 1, got %d", n))
 			}
