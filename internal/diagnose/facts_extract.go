@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -156,18 +157,15 @@ func unitBytes(unit string) (int64, bool) {
 // "None" and "auto" mean the setting is absent: no candidate, no rejection.
 func textValue(f fieldID, s string) (val, *extractError) {
 	refuse := func(r RejectReason) (val, *extractError) { return val{}, &extractError{field: f, reason: r} }
+	if slices.Contains(absentText[f], s) {
+		return refuse("")
+	}
 	switch f {
 	case fDType:
-		if s == "auto" {
-			return refuse("")
-		}
 		if _, ok := ParseDType(s); !ok {
 			return refuse(RejectNotInEnum)
 		}
 	case fQuant:
-		if s == "None" || s == "none" {
-			return refuse("")
-		}
 		if _, ok := ParseQuantMethod(s); !ok {
 			return refuse(RejectNotInEnum)
 		}
