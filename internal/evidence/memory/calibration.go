@@ -122,7 +122,7 @@ func SeedCalibration() (CalibrationSet, error) {
 // ParseCalibration decodes a calibration set strictly.
 func ParseCalibration(b []byte) (CalibrationSet, error) {
 	var s CalibrationSet
-	if err := strictUnmarshal(b, &s); err != nil {
+	if err := canon.DecodeStrict(b, &s); err != nil {
 		return CalibrationSet{}, fmt.Errorf("calibration set: %w", err)
 	}
 	if s.Schema != CalibrationSchema || s.SchemaVersion != CalibrationSchemaVersion {

@@ -2,7 +2,6 @@ package memory
 
 import (
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -226,7 +225,7 @@ func loadFactsFile() (FactsFile, error) {
 // fields, a wrong schema or an entry without its core facts are errors.
 func parseFactsFile(b []byte) (FactsFile, error) {
 	var f FactsFile
-	if err := strictUnmarshal(b, &f); err != nil {
+	if err := canon.DecodeStrict(b, &f); err != nil {
 		return FactsFile{}, fmt.Errorf("engine facts: %w", err)
 	}
 	if f.Schema != FactsSchema || f.SchemaVersion != FactsSchemaVersion {
@@ -311,17 +310,4 @@ func normalizeVersion(v string) string {
 		v += ".0"
 	}
 	return v
-}
-
-// strictUnmarshal decodes JSON refusing unknown fields and trailing data.
-func strictUnmarshal(b []byte, v any) error {
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return fmt.Errorf("trailing data after the JSON document")
-	}
-	return nil
 }

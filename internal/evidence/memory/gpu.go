@@ -52,7 +52,7 @@ var (
 
 func loadGPUTable() (GPUTable, string, error) {
 	gpuOnce.Do(func() {
-		if gpuErr = strictUnmarshal(gpusJSON, &gpuTable); gpuErr != nil {
+		if gpuErr = canon.DecodeStrict(gpusJSON, &gpuTable); gpuErr != nil {
 			gpuErr = fmt.Errorf("gpu table: %w", gpuErr)
 			return
 		}
