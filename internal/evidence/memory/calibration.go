@@ -104,29 +104,17 @@ const gib = 1 << 30
 //go:embed data/calibration_seed.json
 var seedJSON []byte
 
-var (
-	seedOnce sync.Once
-	seedSet  CalibrationSet
-	seedErr  error
-)
+var seedCalibration = sync.OnceValues(func() (CalibrationSet, error) { return ParseCalibration(seedJSON) })
 
 // SeedCalibration returns the seed calibration set shipped with this
 // build.
-func SeedCalibration() (CalibrationSet, error) {
-	seedOnce.Do(func() {
-		seedSet, seedErr = ParseCalibration(seedJSON)
-	})
-	return seedSet, seedErr
-}
+func SeedCalibration() (CalibrationSet, error) { return seedCalibration() }
 
 // ParseCalibration decodes a calibration set strictly.
 func ParseCalibration(b []byte) (CalibrationSet, error) {
 	var s CalibrationSet
-	if err := canon.DecodeStrict(b, &s); err != nil {
-		return CalibrationSet{}, fmt.Errorf("calibration set: %w", err)
-	}
-	if s.Schema != CalibrationSchema || s.SchemaVersion != CalibrationSchemaVersion {
-		return CalibrationSet{}, fmt.Errorf("calibration set: schema %q v%d, want %q v%d", s.Schema, s.SchemaVersion, CalibrationSchema, CalibrationSchemaVersion)
+	if err := decodeVersioned("calibration set", b, &s, CalibrationSchema, CalibrationSchemaVersion); err != nil {
+		return CalibrationSet{}, err
 	}
 	seen := map[string]bool{}
 	for i, e := range s.Entries {

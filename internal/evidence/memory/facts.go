@@ -2,6 +2,7 @@ package memory
 
 import (
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -208,28 +209,14 @@ const (
 //go:embed data/engine_facts.json
 var factsJSON []byte
 
-var (
-	factsOnce sync.Once
-	factsFile FactsFile
-	factsErr  error
-)
-
-func loadFactsFile() (FactsFile, error) {
-	factsOnce.Do(func() {
-		factsFile, factsErr = parseFactsFile(factsJSON)
-	})
-	return factsFile, factsErr
-}
+var loadFactsFile = sync.OnceValues(func() (FactsFile, error) { return parseFactsFile(factsJSON) })
 
 // parseFactsFile decodes and checks a facts file strictly: unknown
 // fields, a wrong schema or an entry without its core facts are errors.
 func parseFactsFile(b []byte) (FactsFile, error) {
 	var f FactsFile
-	if err := canon.DecodeStrict(b, &f); err != nil {
-		return FactsFile{}, fmt.Errorf("engine facts: %w", err)
-	}
-	if f.Schema != FactsSchema || f.SchemaVersion != FactsSchemaVersion {
-		return FactsFile{}, fmt.Errorf("engine facts: schema %q v%d, want %q v%d", f.Schema, f.SchemaVersion, FactsSchema, FactsSchemaVersion)
+	if err := decodeVersioned("engine facts", b, &f, FactsSchema, FactsSchemaVersion); err != nil {
+		return FactsFile{}, err
 	}
 	for i := range f.Entries {
 		e := &f.Entries[i]
@@ -310,4 +297,22 @@ func normalizeVersion(v string) string {
 		v += ".0"
 	}
 	return v
+}
+
+// decodeVersioned strictly decodes one of the calculator's data files into
+// v and checks it names the schema and version this build reads; what
+// names the file in errors.
+func decodeVersioned(what string, b []byte, v any, schema string, version int) error {
+	if err := canon.DecodeStrict(b, v); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	var h struct {
+		Schema        string `json:"schema"`
+		SchemaVersion int    `json:"schema_version"`
+	}
+	_ = json.Unmarshal(b, &h) // DecodeStrict has read b already
+	if h.Schema != schema || h.SchemaVersion != version {
+		return fmt.Errorf("%s: schema %q v%d, want %q v%d", what, h.Schema, h.SchemaVersion, schema, version)
+	}
+	return nil
 }
