@@ -30,14 +30,8 @@ func specOf(t *testing.T, s fixture.Spec) quant.ArtifactSpec {
 
 func specOfDir(t *testing.T, dir string) quant.ArtifactSpec {
 	t.Helper()
-	h, err := artifact.ReadHeaders(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	config, err := artifact.ReadConfig(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := fixture.MustHeaders(t, dir)
+	config := fixture.MustConfig(t, dir)
 	qc, found, err := artifact.ReadQuantConfig(dir, config)
 	if err != nil {
 		t.Fatal(err)
