@@ -242,7 +242,7 @@ func checkCT(f *findings, x tensors, s ctScheme) (int, bool) {
 			found++
 			moe = moe || isExpert(b)
 			if p.DType != "U8" || len(p.Shape) != 2 || sc.DType != "F8_E4M3" || !shapeIs(sc, p.Shape[0], p.Shape[1]*2/16) {
-				f.add("nvfp4", fmt.Sprintf("nvfp4: %s packed %s %s with scale %s %s, want U8 [out, in/2] and F8_E4M3 [out, in/16]", b, p.DType, shapeText(p.Shape), sc.DType, shapeText(sc.Shape)))
+				f.add("nvfp4", fmt.Sprintf("nvfp4: %s packed %s %s with scale %s %s, want U8 [out, in/2] and F8_E4M3 [out, in/16]", b, p.DType, artifact.ShapeText(p.Shape), sc.DType, artifact.ShapeText(sc.Shape)))
 			}
 			if _, ok := x[b+".weight_global_scale"]; !ok {
 				f.add("global scale", fmt.Sprintf("global scale: %s has no weight_global_scale", b))
@@ -254,12 +254,12 @@ func checkCT(f *findings, x tensors, s ctScheme) (int, bool) {
 			found++
 			moe = moe || isExpert(b)
 			if p.DType != "I32" || len(p.Shape) != 2 || len(sc.Shape) != 2 {
-				f.add("packed", fmt.Sprintf("packed: %s.weight_packed %s %s, want I32 [out, in·bits/32] with a 2-D weight_scale", b, p.DType, shapeText(p.Shape)))
+				f.add("packed", fmt.Sprintf("packed: %s.weight_packed %s %s, want I32 [out, in·bits/32] with a 2-D weight_scale", b, p.DType, artifact.ShapeText(p.Shape)))
 				continue
 			}
 			in := p.Shape[1] * 32 / int64(s.bits)
 			if s.group != nil && *s.group > 0 && sc.Shape[1]*int64(*s.group) != in {
-				f.add("group_size", fmt.Sprintf("group_size: %s weight_scale %s over %d inputs implies group %d, config says %d", b, shapeText(sc.Shape), in, groupOf(in, sc.Shape[1]), *s.group))
+				f.add("group_size", fmt.Sprintf("group_size: %s weight_scale %s over %d inputs implies group %d, config says %d", b, artifact.ShapeText(sc.Shape), in, groupOf(in, sc.Shape[1]), *s.group))
 			}
 			if _, ok := x[b+".weight_zero_point"]; !s.symmetric && !ok {
 				f.add("zero point", fmt.Sprintf("zero point: %s is asymmetric but has no weight_zero_point", b))

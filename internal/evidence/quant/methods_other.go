@@ -154,7 +154,7 @@ func modeloptNVFP4(spec *QuantizationSpec, f *findings, x tensors, group *int) i
 		w, s := x[b+".weight"], x[b+".weight_scale"]
 		found++
 		if w.DType != "U8" || len(w.Shape) != 2 || s.DType != "F8_E4M3" || !shapeIs(s, w.Shape[0], w.Shape[1]*2/int64(g)) {
-			f.add("nvfp4", fmt.Sprintf("nvfp4: %s weight %s %s with scale %s %s, want U8 [out, in/2] and F8_E4M3 [out, in/%d]", b, w.DType, shapeText(w.Shape), s.DType, shapeText(s.Shape), g))
+			f.add("nvfp4", fmt.Sprintf("nvfp4: %s weight %s %s with scale %s %s, want U8 [out, in/2] and F8_E4M3 [out, in/%d]", b, w.DType, artifact.ShapeText(w.Shape), s.DType, artifact.ShapeText(s.Shape), g))
 		}
 	}
 	return found
