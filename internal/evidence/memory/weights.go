@@ -362,42 +362,9 @@ func (wc weightCalc) perRank(t artifact.Tensor, m tensorMatch) (WeightBreakdown,
 	if err != nil {
 		return WeightBreakdown{}, err
 	}
-	tp := int64(wc.topo.TP)
-	a := wc.arch
-	one := func(v int64) WeightBreakdown { return WeightBreakdown{TensorBytes: v, Tensors: 1} }
 	switch m.rule.Kind {
 	case "replicated":
-		return one(b), nil
-	case "column":
-		v, err := splitDim(t, b, m.param.OutDim, tp)
-		return one(v), err
-	case "row":
-		v, err := splitDim(t, b, m.param.InDim, tp)
-		return one(v), err
-	case "qkv_q":
-		if a.NumHeads%tp != 0 {
-			return WeightBreakdown{}, fmt.Errorf("num_attention_heads %d is not divisible by tp %d (vLLM refuses the split)", a.NumHeads, tp)
-		}
-		v, err := splitDim(t, b, m.param.OutDim, tp)
-		return one(v), err
-	case "qkv_kv":
-		kv := a.NumKVHeads
-		if kv >= tp {
-			if kv%tp != 0 {
-				return WeightBreakdown{}, fmt.Errorf("num_key_value_heads %d is not divisible by tp %d (vLLM refuses the split)", kv, tp)
-			}
-			v, err := splitDim(t, b, m.param.OutDim, tp)
-			return one(v), err
-		}
-		if tp%kv != 0 {
-			return WeightBreakdown{}, fmt.Errorf("tp %d is not a multiple of num_key_value_heads %d (vLLM refuses the replication)", tp, kv)
-		}
-		// TP exceeds the KV heads: each rank keeps one whole head.
-		v, err := splitDim(t, b, m.param.OutDim, kv)
-		return one(v), err
-	case "heads":
-		v, err := splitDim(t, b, m.rule.TPDim, tp)
-		return one(v), err
+		return WeightBreakdown{TensorBytes: b, Tensors: 1}, nil
 	case "vocab":
 		return wc.vocab(t, b, m)
 	case "expert_column", "expert_row":
@@ -405,7 +372,46 @@ func (wc weightCalc) perRank(t artifact.Tensor, m tensorMatch) (WeightBreakdown,
 	case "fused_expert":
 		return wc.fusedExpert(t, b, m)
 	}
-	return WeightBreakdown{}, fmt.Errorf("tensor %s: sharding kind %q is not implemented", t.Name, m.rule.Kind)
+	dim, parts, err := wc.splitAxis(t.Name, m)
+	if err != nil {
+		return WeightBreakdown{}, err
+	}
+	v, err := splitDim(t, b, dim, parts)
+	return WeightBreakdown{TensorBytes: v, Tensors: 1}, err
+}
+
+// splitAxis is the dimension a tensor-parallel kind splits and into how
+// many parts, refusing the head counts vLLM refuses to split.
+func (wc weightCalc) splitAxis(name string, m tensorMatch) (dim int, parts int64, err error) {
+	tp := int64(wc.topo.TP)
+	a := wc.arch
+	switch m.rule.Kind {
+	case "column":
+		return m.param.OutDim, tp, nil
+	case "row":
+		return m.param.InDim, tp, nil
+	case "heads":
+		return m.rule.TPDim, tp, nil
+	case "qkv_q":
+		if a.NumHeads%tp != 0 {
+			return 0, 0, fmt.Errorf("num_attention_heads %d is not divisible by tp %d (vLLM refuses the split)", a.NumHeads, tp)
+		}
+		return m.param.OutDim, tp, nil
+	case "qkv_kv":
+		kv := a.NumKVHeads
+		if kv >= tp {
+			if kv%tp != 0 {
+				return 0, 0, fmt.Errorf("num_key_value_heads %d is not divisible by tp %d (vLLM refuses the split)", kv, tp)
+			}
+			return m.param.OutDim, tp, nil
+		}
+		if tp%kv != 0 {
+			return 0, 0, fmt.Errorf("tp %d is not a multiple of num_key_value_heads %d (vLLM refuses the replication)", tp, kv)
+		}
+		// TP exceeds the KV heads: each rank keeps one whole head.
+		return m.param.OutDim, kv, nil
+	}
+	return 0, 0, fmt.Errorf("tensor %s: sharding kind %q is not implemented", name, m.rule.Kind)
 }
 
 // splitDim divides a tensor along dim into parts; a dimension of size 1
