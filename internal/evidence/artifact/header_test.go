@@ -299,26 +299,27 @@ func TestMalformedHeaders(t *testing.T) {
 	}
 }
 
-// BenchmarkReadHeaders405B reads a 30-shard Llama-3.1-405B-shaped
-// checkpoint (1,137 tensors, 811 GB claimed, sparse on disk).
-func BenchmarkReadHeaders405B(b *testing.B) {
-	dir := b.TempDir()
-	write(b, dir, fixture.Build(fixture.Llama31_405B(), 30))
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := artifact.ReadHeaders(dir); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func BenchmarkReadHeadersQwen3MoE(b *testing.B) {
-	dir := b.TempDir()
-	write(b, dir, fixture.Build(fixture.Qwen3_30B_A3B(), 16))
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := artifact.ReadHeaders(dir); err != nil {
-			b.Fatal(err)
-		}
+// BenchmarkReadHeaders reads a 30-shard Llama-3.1-405B-shaped checkpoint
+// (1,137 tensors, 811 GB claimed, sparse on disk) and a 16-shard
+// Qwen3-30B-A3B (MoE: many small expert tensors).
+func BenchmarkReadHeaders(b *testing.B) {
+	for _, c := range []struct {
+		name   string
+		model  fixture.Model
+		shards int
+	}{
+		{"405B", fixture.Llama31_405B(), 30},
+		{"Qwen3MoE", fixture.Qwen3_30B_A3B(), 16},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			dir := b.TempDir()
+			write(b, dir, fixture.Build(c.model, c.shards))
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := artifact.ReadHeaders(dir); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
