@@ -8,13 +8,11 @@ import (
 )
 
 func TestAddr(t *testing.T) {
-	for _, c := range []struct {
-		host string
-		port int
-		want string
-	}{{"127.0.0.1", 8000, "127.0.0.1:8000"}, {"::1", 0, "[::1]:0"}} {
-		if got := Addr(c.host, c.port); got != c.want {
-			t.Errorf("Addr(%q, %d) = %q, want %q", c.host, c.port, got, c.want)
+	// An IPv6 host needs brackets, which is why this is not host+":"+port.
+	want := map[string]string{"127.0.0.1": "127.0.0.1:8000", "::1": "[::1]:8000"}
+	for host, w := range want {
+		if got := Addr(host, 8000); got != w {
+			t.Errorf("Addr(%q, 8000) = %q, want %q", host, got, w)
 		}
 	}
 }
