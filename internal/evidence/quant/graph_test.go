@@ -97,7 +97,7 @@ func TestNoQuantizationString(t *testing.T) {
 			t.Errorf("%s accepted", in)
 		}
 	}
-	spec, _ := quant.Detect(cfg(t, "config.json", `{"quant_method":"awq","bits":4,"group_size":128}`), headers(t, fixture.Must(fixture.AWQ(fixture.Build(tiny(), 1), 128))), quant.Methods())
+	spec, _ := quant.Detect(cfg(t, "config.json", `{"quant_method":"awq","bits":4,"group_size":128}`), fixture.InMemory(t, fixture.Must(fixture.AWQ(fixture.Build(tiny(), 1), 128))), quant.Methods())
 	b, err := canon.Marshal(spec)
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +113,7 @@ func TestNoQuantizationString(t *testing.T) {
 }
 
 func TestWorkspaceIsNotIdentity(t *testing.T) {
-	spec, _ := quant.Detect(cfg(t, "config.json", `{"quant_method":"awq","bits":4,"group_size":128}`), headers(t, fixture.Must(fixture.AWQ(fixture.Build(tiny(), 1), 128))), quant.Methods())
+	spec, _ := quant.Detect(cfg(t, "config.json", `{"quant_method":"awq","bits":4,"group_size":128}`), fixture.InMemory(t, fixture.Must(fixture.AWQ(fixture.Build(tiny(), 1), 128))), quant.Methods())
 	other := spec
 	other.Workspaces = nil
 	a, _ := quant.Fingerprint(spec)
