@@ -11,6 +11,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -116,4 +118,20 @@ func Get(t testing.TB, url string) (*http.Response, []byte) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp, b
+}
+
+// Tool is the path of the external program name a test drives. Missing,
+// it fails the test in CI (where make test installs it) and skips it
+// elsewhere; install says how to get it.
+func Tool(t testing.TB, name, install string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err == nil {
+		return p
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s is missing in CI: make test installs it (%s)", name, install)
+	}
+	t.Skipf("%s not installed; %s", name, install)
+	return ""
 }

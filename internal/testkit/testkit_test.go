@@ -25,3 +25,19 @@ func TestSyncBufferCount(t *testing.T) {
 		t.Fatalf("Count = %d, want 1", n)
 	}
 }
+
+func TestToolFindsAndSkips(t *testing.T) {
+	if p := Tool(t, "sh", "any POSIX system has it"); p == "" {
+		t.Fatal("Tool found no path for sh")
+	}
+	var sub *testing.T
+	t.Run("missing", func(t *testing.T) {
+		sub = t
+		t.Setenv("CI", "")
+		Tool(t, "narwhal-no-such-tool", "not installable")
+		t.Error("Tool returned for a missing program outside CI; it should skip")
+	})
+	if !sub.Skipped() {
+		t.Error("a missing tool outside CI did not skip the test")
+	}
+}
