@@ -114,12 +114,7 @@ func TestAPIKey(t *testing.T) {
 		if c.key != "" {
 			req.Header.Set("Authorization", "Bearer "+c.key)
 		}
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != c.want {
+		if resp, _ := testkit.Do(t, req); resp.StatusCode != c.want {
 			t.Errorf("%s with key %q: %d, want %d", c.path, c.key, resp.StatusCode, c.want)
 		}
 	}

@@ -111,7 +111,18 @@ var client = &http.Client{Timeout: 20 * time.Second}
 // closed) and the body; a transport error fails the test.
 func Get(t testing.TB, url string) (*http.Response, []byte) {
 	t.Helper()
-	resp, err := client.Get(url)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Do(t, req)
+}
+
+// Do sends req and returns the response (its body already read and
+// closed) and the body; a transport error fails the test.
+func Do(t testing.TB, req *http.Request) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
