@@ -146,3 +146,14 @@ func Tool(t testing.TB, name, install string) string {
 	t.Skipf("%s not installed; %s", name, install)
 	return ""
 }
+
+// Mentions fails the test, once for each, for the wants text does not
+// contain; what names the text in the message.
+func Mentions(t testing.TB, what, text string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(text, want) {
+			t.Errorf("%s lacks %q:\n%s", what, want, text)
+		}
+	}
+}

@@ -1,6 +1,10 @@
 package testkit
 
-import "testing"
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
 
 func TestSSEDataAndStreamText(t *testing.T) {
 	body := "data: {\"choices\":[{\"text\":\"he\"}]}\n\n" +
@@ -39,5 +43,25 @@ func TestToolFindsAndSkips(t *testing.T) {
 	})
 	if !sub.Skipped() {
 		t.Error("a missing tool outside CI did not skip the test")
+	}
+}
+
+// recordTB keeps the failures a helper reports instead of failing.
+type recordTB struct {
+	testing.TB
+	errs []string
+}
+
+func (r *recordTB) Helper() {}
+func (r *recordTB) Errorf(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+
+func TestMentionsReportsEachMissingWant(t *testing.T) {
+	r := &recordTB{TB: t}
+	Mentions(r, "stdout", "alpha beta", "alpha", "gamma", "beta", "delta")
+	want := []string{"stdout lacks \"gamma\":\nalpha beta", "stdout lacks \"delta\":\nalpha beta"}
+	if !slices.Equal(r.errs, want) {
+		t.Errorf("failures %q, want %q", r.errs, want)
 	}
 }
