@@ -5,15 +5,9 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
-	"net"
-	"os"
-	"os/signal"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -73,17 +67,15 @@ func run(c *cobra.Command, f *flags) error {
 	log := slog.New(slog.NewTextHandler(c.ErrOrStderr(), nil))
 	base := strings.TrimRight(f.engineBase, "/")
 	client := vllm.NewClient(base, vllm.Options{ConnectTimeout: 5 * time.Second})
-	ctx := c.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx, stop := cli.UntilSignal(c.Context())
+	defer stop()
 	sc, err := attest.New(ctx, attest.Options{Document: doc, Engine: client, EngineBase: base,
 		Timeout: time.Duration(f.timeoutS * float64(time.Second)), Logger: log})
 	if err != nil {
 		client.Close()
 		return cli.Failed(err)
 	}
-	srv, err := sc.Listen(net.JoinHostPort(f.host, strconv.Itoa(f.port)))
+	srv, err := sc.Listen(cli.Addr(f.host, f.port))
 	if err != nil {
 		client.Close()
 		return cli.Failed(err)
@@ -93,8 +85,6 @@ func run(c *cobra.Command, f *flags) error {
 	if f.ready != nil {
 		f.ready(srv)
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	<-ctx.Done()
 	return srv.Close()
 }

@@ -3,10 +3,9 @@ package main
 import (
 	"context"
 	"log/slog"
-	"net"
-	"strconv"
 
 	"github.com/narwhal-go/narwhal/internal/attest"
+	"github.com/narwhal-go/narwhal/internal/cli"
 	"github.com/narwhal-go/narwhal/internal/simengine"
 )
 
@@ -17,5 +16,5 @@ func startSidecar(ctx context.Context, e *simengine.Engine, host string, port in
 	if err != nil {
 		return nil, err
 	}
-	return attest.Serve(ctx, doc, e.URL(), net.JoinHostPort(host, strconv.Itoa(port)), log)
+	return attest.Serve(ctx, doc, e.URL(), cli.Addr(host, port), log)
 }

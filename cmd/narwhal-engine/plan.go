@@ -13,15 +13,15 @@ import (
 	"github.com/narwhal-go/narwhal/internal/launch"
 )
 
-func newPlanCmd() *cobra.Command {
-	var path, out, bindHost string
-	var scBase int
-	var open bool
-	var adv adviceFlags
-	c := &cobra.Command{
-		Use:   "plan --fleet PATH [--out runs/engine-launch-<timestamp>/]",
-		Short: "Render each engine's vllm serve command, environment and attestation skeleton from the fleet",
-		Long: `Render each engine's vllm serve command, environment and attestation
+// planOpts are plan's flags.
+type planOpts struct {
+	path, out, bindHost string
+	scBase              int
+	open                bool
+	adv                 adviceFlags
+}
+
+const planLong = `Render each engine's vllm serve command, environment and attestation
 skeleton from the fleet into a fresh launch directory.
 
 The engines authenticate the router with the key in the variable
@@ -39,51 +39,62 @@ for the model's headers on hardware.accelerator at hardware.tensor_parallel
 and the contract's vLLM version: the largest feasible context unless
 --max-model-len asks for one. A model the calculator says does not fit, or
 cannot predict, is refused (exit 1). The fleet schema has no model
-directory field, so it is a flag.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if path == "" {
-				return cli.Usage("--fleet is required: name the fleet file to plan launches for")
-			}
-			cfg, err := fleet.Load(path)
-			if err != nil {
-				return cli.Invalid(err)
-			}
-			advice, note, err := memoryAdvice(cfg, adv)
-			if err != nil {
-				return err
-			}
-			if note != "" {
-				fmt.Fprintln(cmd.ErrOrStderr(), note)
-			}
-			plans, err := launch.Plan(cfg, launch.Options{BindHost: bindHost, SideChannelBase: scBase, AllowUnauthenticated: open, Memory: advice})
-			if err != nil {
-				return cli.Invalid(fmt.Errorf("%s: %w", path, err))
-			}
-			if len(plans) > 0 && plans[0].Unauthenticated {
-				fmt.Fprintf(cmd.ErrOrStderr(), "WARNING: the plan starts vLLM without an API key on --host %s (--allow-unauthenticated): anyone who reaches an engine's port can use it; set engine.engine_api_key_env to fix\n", bindHost)
-			}
-			if out == "" {
-				out = filepath.Join("runs", fmt.Sprintf("engine-launch-%s-%d", time.Now().UTC().Format("20060102T150405Z"), os.Getpid()))
-			}
-			files, err := launch.Write(out, cfg, plans)
-			if err != nil {
-				return cli.Failed(err)
-			}
-			for _, f := range files {
-				fmt.Fprintln(cmd.OutOrStdout(), f)
-			}
-			return nil
-		},
+directory field, so it is a flag.`
+
+func newPlanCmd() *cobra.Command {
+	var o planOpts
+	c := &cobra.Command{
+		Use:   "plan --fleet PATH [--out runs/engine-launch-<timestamp>/]",
+		Short: "Render each engine's vllm serve command, environment and attestation skeleton from the fleet",
+		Long:  planLong,
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runPlan(cmd, o) },
 	}
-	c.Flags().StringVar(&path, "fleet", "", "fleet file (narwhal.fleet v1)")
-	c.Flags().StringVar(&out, "out", "", "fresh launch directory (default runs/engine-launch-<UTC>-<pid>)")
-	c.Flags().StringVar(&bindHost, "bind-host", "0.0.0.0", "vllm serve --host")
-	c.Flags().IntVar(&scBase, "side-channel-base", 5600, "engine i's NIXL side-channel port is base+i")
-	c.Flags().BoolVar(&open, "allow-unauthenticated", false, "render engines without an API key when the fleet sets no engine.engine_api_key_env (the plan says so loudly)")
-	c.Flags().StringVar(&adv.modelDir, "model-dir", "", "the model's directory (config.json, *.safetensors): size every engine with the memory calculator")
-	c.Flags().Int64Var(&adv.maxModelLen, "max-model-len", 0, "with --model-dir: the context to plan for (0: the largest feasible)")
-	c.Flags().Float64Var(&adv.utilization, "gpu-memory-utilization", 0, "with --model-dir: the fraction of GPU memory vLLM may use (0: the version's default)")
-	c.Flags().Float64Var(&adv.gpuGiB, "gpu-memory-gib", 0, "with --model-dir: GPU memory in GiB when hardware.accelerator is not in the built-in table")
+	c.Flags().StringVar(&o.path, "fleet", "", "fleet file (narwhal.fleet v1)")
+	c.Flags().StringVar(&o.out, "out", "", "fresh launch directory (default runs/engine-launch-<UTC>-<pid>)")
+	c.Flags().StringVar(&o.bindHost, "bind-host", "0.0.0.0", "vllm serve --host")
+	c.Flags().IntVar(&o.scBase, "side-channel-base", 5600, "engine i's NIXL side-channel port is base+i")
+	c.Flags().BoolVar(&o.open, "allow-unauthenticated", false, "render engines without an API key when the fleet sets no engine.engine_api_key_env (the plan says so loudly)")
+	c.Flags().StringVar(&o.adv.modelDir, "model-dir", "", "the model's directory (config.json, *.safetensors): size every engine with the memory calculator")
+	c.Flags().Int64Var(&o.adv.maxModelLen, "max-model-len", 0, "with --model-dir: the context to plan for (0: the largest feasible)")
+	c.Flags().Float64Var(&o.adv.utilization, "gpu-memory-utilization", 0, "with --model-dir: the fraction of GPU memory vLLM may use (0: the version's default)")
+	c.Flags().Float64Var(&o.adv.gpuGiB, "gpu-memory-gib", 0, "with --model-dir: GPU memory in GiB when hardware.accelerator is not in the built-in table")
 	return c
+}
+
+// runPlan renders the fleet's launches into a fresh directory and lists
+// the files it wrote.
+func runPlan(cmd *cobra.Command, o planOpts) error {
+	if o.path == "" {
+		return cli.Usage("--fleet is required: name the fleet file to plan launches for")
+	}
+	cfg, err := fleet.Load(o.path)
+	if err != nil {
+		return cli.Invalid(err)
+	}
+	advice, note, err := memoryAdvice(cfg, o.adv)
+	if err != nil {
+		return err
+	}
+	if note != "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), note)
+	}
+	plans, err := launch.Plan(cfg, launch.Options{BindHost: o.bindHost, SideChannelBase: o.scBase, AllowUnauthenticated: o.open, Memory: advice})
+	if err != nil {
+		return cli.Invalid(fmt.Errorf("%s: %w", o.path, err))
+	}
+	if len(plans) > 0 && plans[0].Unauthenticated {
+		fmt.Fprintf(cmd.ErrOrStderr(), "WARNING: the plan starts vLLM without an API key on --host %s (--allow-unauthenticated): anyone who reaches an engine's port can use it; set engine.engine_api_key_env to fix\n", o.bindHost)
+	}
+	if o.out == "" {
+		o.out = filepath.Join("runs", fmt.Sprintf("engine-launch-%s-%d", time.Now().UTC().Format("20060102T150405Z"), os.Getpid()))
+	}
+	files, err := launch.Write(o.out, cfg, plans)
+	if err != nil {
+		return cli.Failed(err)
+	}
+	for _, f := range files {
+		fmt.Fprintln(cmd.OutOrStdout(), f)
+	}
+	return nil
 }

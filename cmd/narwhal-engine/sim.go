@@ -7,12 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/narwhal-go/narwhal/internal/attest"
 	"github.com/narwhal-go/narwhal/internal/cli"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/simengine"
@@ -108,6 +107,24 @@ func (f *simFlags) prepare(c *cobra.Command) (func(), error) {
 	return closeLog, nil
 }
 
+// withSetup runs body once the flags are checked, the start-up log is
+// open and the profile store is loaded (every failure there is bad input),
+// and closes the start-up log after it.
+func (f *simFlags) withSetup(body func(c *cobra.Command, st *profile.Store) error) func(*cobra.Command, []string) error {
+	return func(c *cobra.Command, _ []string) error {
+		closeLog, err := f.prepare(c)
+		if err != nil {
+			return cli.Invalid(err)
+		}
+		defer closeLog()
+		st, err := f.store()
+		if err != nil {
+			return cli.Invalid(err)
+		}
+		return body(c, st)
+	}
+}
+
 func (f *simFlags) store() (*profile.Store, error) {
 	if f.profilePath == "" {
 		return nil, nil
@@ -121,16 +138,7 @@ func newSimCmd() *cobra.Command {
 		Use:   "sim",
 		Short: "Serve one simulated vLLM engine (NixlConnector, kv_both) until SIGINT/SIGTERM",
 		Args:  cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			closeLog, err := f.prepare(c)
-			if err != nil {
-				return cli.Invalid(err)
-			}
-			defer closeLog()
-			st, err := f.store()
-			if err != nil {
-				return cli.Invalid(err)
-			}
+		RunE: f.withSetup(func(c *cobra.Command, st *profile.Store) error {
 			cfg, err := f.config(st, 0)
 			if err != nil {
 				return cli.Invalid(err)
@@ -141,18 +149,18 @@ func newSimCmd() *cobra.Command {
 			}
 			attURL := ""
 			if f.attestPort >= 0 {
-				s, err := startSidecar(context.Background(), e, f.host, f.attestPort, cfg.Logger)
+				s, suffix, err := sidecarBanner(e, f.host, f.attestPort, cfg.Logger)
 				if err != nil {
 					e.Close()
-					return cli.Failed(err)
+					return err
 				}
 				defer s.Close()
-				attURL = " attestation_url=" + s.AttestationURL()
+				attURL = suffix
 			}
 			fmt.Fprintf(c.OutOrStdout(), "%s admin=%s side_channel=%s engine_id=%s%s\n", e.URL(), e.AdminURL(), e.SideChannelAddr(), e.EngineID(), attURL)
 			waitSignal(c.Context())
 			return e.Close()
-		},
+		}),
 	}
 	f.register(c, true)
 	return c
@@ -165,16 +173,7 @@ func newSimFleetCmd() *cobra.Command {
 		Use:   "sim-fleet",
 		Short: "Serve N simulated vLLM engines on free loopback ports and print their URLs",
 		Args:  cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			closeLog, err := f.prepare(c)
-			if err != nil {
-				return cli.Invalid(err)
-			}
-			defer closeLog()
-			st, err := f.store()
-			if err != nil {
-				return cli.Invalid(err)
-			}
+		RunE: f.withSetup(func(c *cobra.Command, st *profile.Store) error {
 			if n <= 0 {
 				return cli.Invalid(fmt.Errorf("--engines must be ≥ 1, got %d", n))
 			}
@@ -195,23 +194,33 @@ func newSimFleetCmd() *cobra.Command {
 			for i, e := range fl.Engines {
 				attURL := ""
 				if f.attest {
-					s, err := startSidecar(context.Background(), e, f.host, 0, nil)
+					s, suffix, err := sidecarBanner(e, f.host, 0, nil)
 					if err != nil {
 						fl.Close()
-						return cli.Failed(err)
+						return err
 					}
 					defer s.Close()
-					attURL = " attestation_url=" + s.AttestationURL()
+					attURL = suffix
 				}
 				fmt.Fprintf(c.OutOrStdout(), "engine-%d %s admin=%s engine_id=%s%s\n", i, e.URL(), e.AdminURL(), e.EngineID(), attURL)
 			}
 			waitSignal(c.Context())
 			return fl.Close()
-		},
+		}),
 	}
 	f.register(c, false)
 	c.Flags().IntVar(&n, "engines", 2, "number of engines")
 	return c
+}
+
+// sidecarBanner starts e's attestation sidecar and returns it with the
+// banner's " attestation_url=…" suffix; a failure to start is exit 1.
+func sidecarBanner(e *simengine.Engine, host string, port int, log *slog.Logger) (*attest.Server, string, error) {
+	s, err := startSidecar(context.Background(), e, host, port, log)
+	if err != nil {
+		return nil, "", cli.Failed(err)
+	}
+	return s, " attestation_url=" + s.AttestationURL(), nil
 }
 
 func startErr(err error) error {
@@ -224,10 +233,7 @@ func startErr(err error) error {
 
 // waitSignal blocks until SIGINT, SIGTERM or ctx ends.
 func waitSignal(ctx context.Context) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := cli.UntilSignal(ctx)
 	defer stop()
 	<-ctx.Done()
 }

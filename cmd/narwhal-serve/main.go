@@ -9,10 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/signal"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -106,24 +103,17 @@ func run(ctx context.Context, f flags) error {
 	if err != nil {
 		return cli.Invalid(err)
 	}
-	graceful := cfg.Serving.GracefulTimeoutS
-	if f.graceful >= 0 {
-		if f.graceful != float64(int(f.graceful)) {
-			return cli.Usage("--graceful-timeout must be whole seconds, got %v", f.graceful)
-		}
-		graceful = f.graceful
+	graceful, err := gracefulTimeout(f.graceful, cfg)
+	if err != nil {
+		return err
 	}
 	profiles, err := profile.Load(cfg.Profiles.Path)
 	if err != nil {
 		return cli.Invalid(fmt.Errorf("%w (profiles.path in %s)", err, f.fleet))
 	}
-	jpath := f.journal
-	if jpath == "" {
-		jpath = cfg.JournalPath()
-	}
-	jw, err := journal.Open(jpath, journal.Options{Version: version.Version})
+	jpath, jw, err := openJournal(f.journal, cfg)
 	if err != nil {
-		return cli.Failed(err)
+		return err
 	}
 	defer jw.Close()
 	adminToken, err := cli.AdminToken(f.adminTokenEnv)
@@ -139,20 +129,44 @@ func run(ctx context.Context, f flags) error {
 	if err != nil {
 		return cli.Invalid(err)
 	}
-	addr := net.JoinHostPort(f.host, strconv.Itoa(f.port))
+	addr := cli.Addr(f.host, f.port)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return cli.Failed(fmt.Errorf("listen on %s: %w (is another process using the port? choose one with --port)", addr, err))
 	}
 	log.Info("narwhal-serve listening", "addr", ln.Addr().String(), "model", cfg.Model,
 		"engines", len(cfg.Engines), "journal", jpath, "journal_run", jw.Run(), "version", version.String())
-	sctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	sctx, stop := cli.UntilSignal(ctx)
 	defer stop()
 	if err := router.Serve(sctx, ln, r, time.Duration(graceful*float64(time.Second))); err != nil {
 		return cli.Failed(err)
 	}
 	log.Info("narwhal-serve stopped cleanly")
 	return nil
+}
+
+// gracefulTimeout is --graceful-timeout when given (whole seconds), else
+// serving.graceful_timeout_s.
+func gracefulTimeout(flag float64, cfg *fleet.Config) (float64, error) {
+	if flag < 0 {
+		return cfg.Serving.GracefulTimeoutS, nil
+	}
+	if flag != float64(int(flag)) {
+		return 0, cli.Usage("--graceful-timeout must be whole seconds, got %v", flag)
+	}
+	return flag, nil
+}
+
+// openJournal opens --journal, or the journal beside profiles.path.
+func openJournal(path string, cfg *fleet.Config) (string, *journal.Writer, error) {
+	if path == "" {
+		path = cfg.JournalPath()
+	}
+	jw, err := journal.Open(path, journal.Options{Version: version.Version})
+	if err != nil {
+		return path, nil, cli.Failed(err)
+	}
+	return path, jw, nil
 }
 
 // checkHTTP refuses connection bounds that would switch a bound off.

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
 // A small demo: two engines, one rate, short phases.
@@ -21,11 +23,7 @@ func TestDemoPrintsTableAndWritesJSON(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d, stderr %q", code, errOut)
 		}
-		for _, want := range []string{"2 engines", "1P1D", "aggregated", "adaptive", "arrow", "adaptive sustains "} {
-			if !strings.Contains(out, want) {
-				t.Errorf("stdout lacks %q:\n%s", want, out)
-			}
-		}
+		testkit.Mentions(t, "stdout", out, "2 engines", "1P1D", "aggregated", "adaptive", "arrow", "adaptive sustains ")
 		if !strings.HasPrefix(errOut, "simulated 4 runs in ") {
 			t.Errorf("stderr %q, want the run count and wall time", errOut)
 		}

@@ -3,8 +3,6 @@ package main
 import (
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -32,7 +30,7 @@ Ctrl-C drains the router and stops the engines.`,
 				return err
 			}
 			o.AdminToken = token
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			ctx, stop := cli.UntilSignal(cmd.Context())
 			defer stop()
 			o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			if err := devfleet.Run(ctx, o, cmd.OutOrStdout()); err != nil {

@@ -22,43 +22,42 @@ func newEvidenceCmd() *cobra.Command {
 	c := &cobra.Command{Use: "evidence", Short: "Canonical, content-addressed evidence records"}
 	var storeDir string
 	c.PersistentFlags().StringVar(&storeDir, "store", "evidence", "evidence store directory")
-	c.AddCommand(
-		evCanonCmd(), evDigestCmd(), evVerifyCmd(),
-		evAddCmd(&storeDir), evShowCmd(&storeDir), evLsCmd(&storeDir), evReleaseCmd(&storeDir),
-	)
+	for _, sub := range []struct {
+		use, short string
+		args       cobra.PositionalArgs
+		run        func(cmd *cobra.Command, args []string, store string) error
+	}{
+		{"canon FILE", "Print the RFC 8785 canonical form of a JSON file (no trailing newline)", cobra.ExactArgs(1), evCanon},
+		{"digest FILE", "Print the 1220… digest of a JSON file's canonical form", cobra.ExactArgs(1), evDigest},
+		{"verify DIR|FILE", "Re-check canonical form and digests of a store directory or one file", cobra.ExactArgs(1), evVerify},
+		{"add FILE", "Add a canonical record to the store and print its digest", cobra.ExactArgs(1), evAdd},
+		{"show DIGEST", "Print a stored record's canonical bytes after re-verifying them", cobra.ExactArgs(1), evShow},
+		{"ls", "List stored records: digest, kind, level, claim", cobra.NoArgs, evLs},
+		{"release NAME", "Write a narwhal.evidence-release manifest over every stored record and print its digest", cobra.ExactArgs(1), evRelease},
+	} {
+		run := sub.run
+		c.AddCommand(&cobra.Command{Use: sub.use, Short: sub.short, Args: sub.args,
+			RunE: func(cmd *cobra.Command, args []string) error { return run(cmd, args, storeDir) }})
+	}
 	return c
 }
 
-func evCanonCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "canon FILE",
-		Short: "Print the RFC 8785 canonical form of a JSON file (no trailing newline)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := canonicalFile(args[0])
-			if err != nil {
-				return err
-			}
-			_, err = cmd.OutOrStdout().Write(b)
-			return err
-		},
+func evCanon(cmd *cobra.Command, args []string, _ string) error {
+	b, err := canonicalFile(args[0])
+	if err != nil {
+		return err
 	}
+	_, err = cmd.OutOrStdout().Write(b)
+	return err
 }
 
-func evDigestCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "digest FILE",
-		Short: "Print the 1220… digest of a JSON file's canonical form",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := canonicalFile(args[0])
-			if err != nil {
-				return err
-			}
-			_, err = fmt.Fprintln(cmd.OutOrStdout(), canon.Digest(b))
-			return err
-		},
+func evDigest(cmd *cobra.Command, args []string, _ string) error {
+	b, err := canonicalFile(args[0])
+	if err != nil {
+		return err
 	}
+	_, err = fmt.Fprintln(cmd.OutOrStdout(), canon.Digest(b))
+	return err
 }
 
 // canonicalFile reads and canonicalizes path ("-" is stdin); anything that
@@ -89,30 +88,23 @@ func readInput(path string) ([]byte, error) {
 	return b, nil
 }
 
-func evVerifyCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "verify DIR|FILE",
-		Short: "Re-check canonical form and digests of a store directory or one file",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			fi, err := os.Stat(args[0])
-			if err != nil {
-				return cli.Invalid(err)
-			}
-			n, probs := 1, verifyFile(args[0])
-			if fi.IsDir() {
-				n, probs = store.Open(args[0]).Verify()
-			}
-			for _, p := range probs {
-				fmt.Fprintln(cmd.ErrOrStderr(), cmd.CommandPath()+": "+p.String())
-			}
-			if len(probs) > 0 {
-				return cli.Silent(cli.ExitFailed)
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "verified %d files: canonical, digests match\n", n)
-			return err
-		},
+func evVerify(cmd *cobra.Command, args []string, _ string) error {
+	fi, err := os.Stat(args[0])
+	if err != nil {
+		return cli.Invalid(err)
 	}
+	n, probs := 1, verifyFile(args[0])
+	if fi.IsDir() {
+		n, probs = store.Open(args[0]).Verify()
+	}
+	for _, p := range probs {
+		fmt.Fprintln(cmd.ErrOrStderr(), cmd.CommandPath()+": "+p.String())
+	}
+	if len(probs) > 0 {
+		return cli.Silent(cli.ExitFailed)
+	}
+	_, err = fmt.Fprintf(cmd.OutOrStdout(), "verified %d files: canonical, digests match\n", n)
+	return err
 }
 
 // verifyFile checks one file is canonical and, when named <digest>.json,
@@ -132,67 +124,46 @@ func verifyFile(path string) []store.Problem {
 	return nil
 }
 
-func evAddCmd(dir *string) *cobra.Command {
-	return &cobra.Command{
-		Use:   "add FILE",
-		Short: "Add a canonical record to the store and print its digest",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			raw, err := readInput(args[0])
-			if err != nil {
-				return err
-			}
-			d, err := store.Open(*dir).Put(raw)
-			if err != nil {
-				return cli.Invalid(fmt.Errorf("%s: %w", args[0], err))
-			}
-			_, err = fmt.Fprintln(cmd.OutOrStdout(), d)
-			return err
-		},
+func evAdd(cmd *cobra.Command, args []string, dir string) error {
+	raw, err := readInput(args[0])
+	if err != nil {
+		return err
 	}
+	d, err := store.Open(dir).Put(raw)
+	if err != nil {
+		return cli.Invalid(fmt.Errorf("%s: %w", args[0], err))
+	}
+	_, err = fmt.Fprintln(cmd.OutOrStdout(), d)
+	return err
 }
 
-func evShowCmd(dir *string) *cobra.Command {
-	return &cobra.Command{
-		Use:   "show DIGEST",
-		Short: "Print a stored record's canonical bytes after re-verifying them",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if !canon.IsDigest(args[0]) {
-				_, err := canon.ParseDigest(args[0])
-				return cli.Invalid(err)
-			}
-			_, b, err := store.Open(*dir).Get(args[0])
-			if err != nil {
-				return cli.Failed(err)
-			}
-			_, err = cmd.OutOrStdout().Write(append(b, '\n'))
-			return err
-		},
+func evShow(cmd *cobra.Command, args []string, dir string) error {
+	if !canon.IsDigest(args[0]) {
+		_, err := canon.ParseDigest(args[0])
+		return cli.Invalid(err)
 	}
+	_, b, err := store.Open(dir).Get(args[0])
+	if err != nil {
+		return cli.Failed(err)
+	}
+	_, err = cmd.OutOrStdout().Write(append(b, '\n'))
+	return err
 }
 
-func evLsCmd(dir *string) *cobra.Command {
-	return &cobra.Command{
-		Use:   "ls",
-		Short: "List stored records: digest, kind, level, claim",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			s := store.Open(*dir)
-			ds, err := s.List()
-			if err != nil {
-				return cli.Failed(err)
-			}
-			for _, d := range ds {
-				r, _, err := s.Get(d)
-				if err != nil {
-					return cli.Failed(err)
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s  %-13s %-24s %s\n", d, r.Kind, r.Level, claimText(r.Claim))
-			}
-			return nil
-		},
+func evLs(cmd *cobra.Command, args []string, dir string) error {
+	s := store.Open(dir)
+	ds, err := s.List()
+	if err != nil {
+		return cli.Failed(err)
 	}
+	for _, d := range ds {
+		r, _, err := s.Get(d)
+		if err != nil {
+			return cli.Failed(err)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "%s  %-13s %-24s %s\n", d, r.Kind, r.Level, claimText(r.Claim))
+	}
+	return nil
 }
 
 func claimText(c evidence.Claim) string {
@@ -206,18 +177,11 @@ func claimText(c evidence.Claim) string {
 	return s
 }
 
-func evReleaseCmd(dir *string) *cobra.Command {
-	return &cobra.Command{
-		Use:   "release NAME",
-		Short: "Write a narwhal.evidence-release manifest over every stored record and print its digest",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := store.Open(*dir).WriteRelease(args[0], nil)
-			if err != nil {
-				return cli.Failed(err)
-			}
-			_, err = fmt.Fprintln(cmd.OutOrStdout(), d)
-			return err
-		},
+func evRelease(cmd *cobra.Command, args []string, dir string) error {
+	d, err := store.Open(dir).WriteRelease(args[0], nil)
+	if err != nil {
+		return cli.Failed(err)
 	}
+	_, err = fmt.Fprintln(cmd.OutOrStdout(), d)
+	return err
 }

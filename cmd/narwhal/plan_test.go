@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/narwhal-go/narwhal/internal/evidence/artifact/fixture"
+	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
 func llamaDir(t *testing.T) string {
@@ -37,11 +38,7 @@ func TestPlanLlama8BOnH100(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errb)
 	}
-	for _, want := range []string{"LlamaForCausalLM", "fits", "weights", "KV tokens", "tier", "candidate", "record"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("summary lacks %q:\n%s", want, out)
-		}
-	}
+	testkit.Mentions(t, "summary", out, "LlamaForCausalLM", "fits", "weights", "KV tokens", "tier", "candidate", "record")
 	if n := len(storeRecords(t, st)); n != 1 {
 		t.Errorf("%d files in the store, want the one prediction record", n)
 	}

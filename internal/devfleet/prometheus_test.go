@@ -14,19 +14,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
 // A real Prometheus scrapes make run's router with the shipped alert
 // rules loaded, and its query API returns the router's series: operators
 // point the tools they already run at narwhal and it works.
 func TestPrometheusScrapesTheRouter(t *testing.T) {
-	prom, err := exec.LookPath("prometheus")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("prometheus is missing in CI: make test installs it (Debian package prometheus)")
-		}
-		t.Skip("prometheus not installed; make tools installs it")
-	}
+	prom := testkit.Tool(t, "prometheus", "Debian package prometheus: make tools, or apt-get install -y prometheus")
 	run := start(t)
 	base := run.base
 	defer run.stop()

@@ -288,7 +288,7 @@ func ParseExceptionClass(s string) (ExceptionClass, bool) {
 
 // UnmarshalJSON validates the class name.
 func (e *ExceptionClass) UnmarshalJSON(b []byte) error {
-	return unmarshalIdent(b, func(s string) bool { v, ok := ParseExceptionClass(s); *e = v; return ok }, "exception class")
+	return unmarshalIdent(b, e, ParseExceptionClass, "exception class")
 }
 
 // Module is a dotted Python module inside the engine package
@@ -304,7 +304,7 @@ func ParseModule(s string) (Module, bool) {
 
 // UnmarshalJSON validates the module name.
 func (m *Module) UnmarshalJSON(b []byte) error {
-	return unmarshalIdent(b, func(s string) bool { v, ok := ParseModule(s); *m = v; return ok }, "module")
+	return unmarshalIdent(b, m, ParseModule, "module")
 }
 
 // Architecture is a model architecture class name
@@ -320,7 +320,7 @@ func ParseArchitecture(s string) (Architecture, bool) {
 
 // UnmarshalJSON validates the architecture name.
 func (a *Architecture) UnmarshalJSON(b []byte) error {
-	return unmarshalIdent(b, func(s string) bool { v, ok := ParseArchitecture(s); *a = v; return ok }, "architecture")
+	return unmarshalIdent(b, a, ParseArchitecture, "architecture")
 }
 
 // GPUKey is the Name of a row of memory's GPU table. A GPU name in a log
@@ -330,7 +330,7 @@ type GPUKey struct{ identifier }
 
 // UnmarshalJSON accepts only names in the GPU table.
 func (g *GPUKey) UnmarshalJSON(b []byte) error {
-	return unmarshalIdent(b, func(s string) bool { v, ok := LookupGPUKey(s); *g = v; return ok }, "gpu")
+	return unmarshalIdent(b, g, LookupGPUKey, "gpu")
 }
 
 func unmarshalEnum[T ~string](b []byte, dst *T, valid func(T) bool, what string) error {
@@ -345,12 +345,14 @@ func unmarshalEnum[T ~string](b []byte, dst *T, valid func(T) bool, what string)
 	return nil
 }
 
-func unmarshalIdent(b []byte, set func(string) bool, what string) error {
+func unmarshalIdent[T any](b []byte, dst *T, parse func(string) (T, bool), what string) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	if !set(s) {
+	v, ok := parse(s)
+	*dst = v
+	if !ok {
 		return fmt.Errorf("%s %q: not a valid identifier", what, s)
 	}
 	return nil

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -71,85 +72,74 @@ func (p *rx) extract(msg string, n int, out *vals, rej *[]Rejection) bool {
 }
 
 func (c capture) value(m []string) (val, *extractError) {
-	var s, unit string
-	if c.kind != ckConst && c.kind != ckConstInt {
-		s = m[c.group]
-		if c.kind == ckMem {
-			unit = m[c.group+1]
-		}
-	}
-	bad := &extractError{field: c.field, reason: RejectMalformed}
 	switch c.kind {
-	case ckGiB, ckGBisGiB, ckMem:
-		u := int64(1 << 30)
-		if c.kind == ckMem {
-			var ok bool
-			if u, ok = unitBytes(unit); !ok {
-				return val{}, bad
-			}
-		}
-		b, err := memory.LogDecimalBytes(s, u)
-		if err != nil {
-			return val{}, &extractError{field: c.field, reason: RejectOutOfRange}
-		}
-		return val{i: b}, nil
-	case ckCount:
-		n, err := memory.LogCount(s)
-		if err != nil {
-			return val{}, bad
-		}
-		return val{i: n}, nil
-	case ckInt:
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return val{}, bad
-		}
-		return val{i: n}, nil
-	case ckIntish:
-		s = strings.TrimSuffix(s, ".0")
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return val{}, bad
-		}
-		return val{i: n}, nil
-	case ckRatio:
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil || len(s) > 12 {
-			return val{}, bad
-		}
-		return val{f: f}, nil
-	case ckCCInt:
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 0 || n > 1000 {
-			return val{}, bad
-		}
-		return val{cc: ComputeCapability{Major: n / 10, Minor: n % 10}}, nil
-	case ckCCDot:
-		maj, min, ok := strings.Cut(s, ".")
-		a, err1 := strconv.Atoi(maj)
-		b, err2 := strconv.Atoi(min)
-		if !ok || err1 != nil || err2 != nil {
-			return val{}, bad
-		}
-		return val{cc: ComputeCapability{Major: a, Minor: b}}, nil
-	case ckText:
-		return textValue(c.field, s)
-	case ckArchList:
-		first, _, _ := strings.Cut(s, ",")
-		first = strings.Trim(strings.TrimSpace(first), `'"`)
-		return textValue(c.field, first)
-	case ckVersion:
-		v, ok := ParseEngineVersion(s)
-		if !ok {
-			return val{}, bad
-		}
-		return val{ver: v}, nil
 	case ckConst:
 		return val{text: c.text}, nil
 	case ckConstInt:
 		return val{i: c.i}, nil
+	case ckGiB, ckGBisGiB, ckMem:
+		return c.memValue(m)
+	case ckText:
+		return textValue(c.field, m[c.group])
+	case ckArchList:
+		first, _, _ := strings.Cut(m[c.group], ",")
+		first = strings.Trim(strings.TrimSpace(first), `'"`)
+		return textValue(c.field, first)
 	}
-	return val{}, bad
+	v, ok := scalarValue(c.kind, m[c.group])
+	if !ok {
+		return val{}, &extractError{field: c.field, reason: RejectMalformed}
+	}
+	return v, nil
+}
+
+// memValue reads a byte amount: GiB by default, or the unit printed in the
+// group after the number (ckMem). A number too large is out of range, not
+// malformed.
+func (c capture) memValue(m []string) (val, *extractError) {
+	u := int64(1 << 30)
+	if c.kind == ckMem {
+		var ok bool
+		if u, ok = unitBytes(m[c.group+1]); !ok {
+			return val{}, &extractError{field: c.field, reason: RejectMalformed}
+		}
+	}
+	b, err := memory.LogDecimalBytes(m[c.group], u)
+	if err != nil {
+		return val{}, &extractError{field: c.field, reason: RejectOutOfRange}
+	}
+	return val{i: b}, nil
+}
+
+// scalarValue reads the numeric and version kinds; false means malformed.
+func scalarValue(k capKind, s string) (val, bool) {
+	switch k {
+	case ckCount:
+		n, err := memory.LogCount(s)
+		return val{i: n}, err == nil
+	case ckInt, ckIntish:
+		if k == ckIntish {
+			s = strings.TrimSuffix(s, ".0")
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		return val{i: n}, err == nil
+	case ckRatio:
+		f, err := strconv.ParseFloat(s, 64)
+		return val{f: f}, err == nil && len(s) <= 12
+	case ckCCInt:
+		n, err := strconv.Atoi(s)
+		ok := err == nil && n >= 0 && n <= 1000
+		return val{cc: ComputeCapability{Major: n / 10, Minor: n % 10}}, ok
+	case ckCCDot:
+		maj, min, ok := strings.Cut(s, ".")
+		a, err1 := strconv.Atoi(maj)
+		b, err2 := strconv.Atoi(min)
+		return val{cc: ComputeCapability{Major: a, Minor: b}}, ok && err1 == nil && err2 == nil
+	case ckVersion:
+		v, ok := ParseEngineVersion(s)
+		return val{ver: v}, ok
+	}
+	return val{}, false
 }
 
 // unitBytes extends memory's unit table with the bare byte units torch
@@ -167,18 +157,15 @@ func unitBytes(unit string) (int64, bool) {
 // "None" and "auto" mean the setting is absent: no candidate, no rejection.
 func textValue(f fieldID, s string) (val, *extractError) {
 	refuse := func(r RejectReason) (val, *extractError) { return val{}, &extractError{field: f, reason: r} }
+	if slices.Contains(absentText[f], s) {
+		return refuse("")
+	}
 	switch f {
 	case fDType:
-		if s == "auto" {
-			return refuse("")
-		}
 		if _, ok := ParseDType(s); !ok {
 			return refuse(RejectNotInEnum)
 		}
 	case fQuant:
-		if s == "None" || s == "none" {
-			return refuse("")
-		}
 		if _, ok := ParseQuantMethod(s); !ok {
 			return refuse(RejectNotInEnum)
 		}

@@ -24,25 +24,17 @@ const (
 	displayFailure       = "failure"
 )
 
-// FailureRecord is the body of a failure record.
+// FailureRecord is the body of a failure record: the diagnosis (its
+// fields flattened, as encoding/json flattens an embedded struct) and what
+// it was read from and points at.
 type FailureRecord struct {
-	Schema                string      `json:"schema"`
-	SchemaVersion         int         `json:"schema_version"`
-	Status                Status      `json:"status"`
-	Family                Family      `json:"family"`
-	Wording               Wording     `json:"wording"`
-	Fingerprint           Fingerprint `json:"fingerprint"`
-	FingerprintDigest     string      `json:"fingerprint_digest"`
-	MessageTemplateDigest string      `json:"message_template_digest"`
-	Facts                 Facts       `json:"facts"`
-	Rejected              []Rejection `json:"rejected"`
-	EvidenceLines         []int       `json:"evidence_lines"`
-	Lines                 int         `json:"lines"`
-	TruncatedLines        int         `json:"truncated_lines"`
-	LogDigest             string      `json:"log_digest"`
-	BrokenPlanDigest      string      `json:"broken_plan_digest"`
-	Rule                  *RuleRef    `json:"rule"` // nil for an unrecognized failure
-	Needs                 []Need      `json:"needs"`
+	Schema        string `json:"schema"`
+	SchemaVersion int    `json:"schema_version"`
+	Diagnosis
+	LogDigest        string   `json:"log_digest"`
+	BrokenPlanDigest string   `json:"broken_plan_digest"`
+	Rule             *RuleRef `json:"rule"` // nil for an unrecognized failure
+	Needs            []Need   `json:"needs"`
 }
 
 // NewFailure builds the failure record body of a diagnosis and its remedy.
@@ -60,10 +52,9 @@ func NewFailure(d Diagnosis, rem Remedy, logDigest string) (FailureRecord, error
 		r := rem.Rule
 		rule = &r
 	}
+	d.Rejected, d.Evidence = nonNil(d.Rejected), nonNil(d.Evidence)
 	return FailureRecord{
-		Schema: FailureSchema, SchemaVersion: FailureSchemaVersion, Status: d.Status, Family: d.Family, Wording: d.Wording,
-		Fingerprint: d.Fingerprint, FingerprintDigest: d.FingerprintDigest, MessageTemplateDigest: d.MessageTemplateDigest,
-		Facts: d.Facts, Rejected: nonNil(d.Rejected), EvidenceLines: nonNil(d.Evidence), Lines: d.Lines, TruncatedLines: d.TruncatedLines,
+		Schema: FailureSchema, SchemaVersion: FailureSchemaVersion, Diagnosis: d,
 		LogDigest: logDigest, BrokenPlanDigest: bd, Rule: rule, Needs: nonNil(rem.Needs),
 	}, nil
 }

@@ -219,24 +219,20 @@ func sortedRejections(r []Rejection) []Rejection {
 	slices.SortFunc(r, func(a, b Rejection) int {
 		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Field, b.Field), cmp.Compare(a.Reason, b.Reason))
 	})
-	r = slices.Compact(r)
-	if len(r) > maxRejections {
-		r = r[:maxRejections]
-	}
-	if r == nil {
-		r = []Rejection{}
-	}
-	return r
+	return compactCapped(r, maxRejections)
 }
 
 func sortedLines(l []int) []int {
 	slices.Sort(l)
-	l = slices.Compact(l)
-	if len(l) > maxEvidence {
-		l = l[:maxEvidence]
+	return compactCapped(l, maxEvidence)
+}
+
+// compactCapped drops repeats from sorted s and keeps at most max of them;
+// never nil, so the record writes [].
+func compactCapped[T comparable](s []T, max int) []T {
+	s = slices.Compact(s)
+	if len(s) > max {
+		s = s[:max]
 	}
-	if l == nil {
-		l = []int{}
-	}
-	return l
+	return nonNil(s)
 }

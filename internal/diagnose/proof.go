@@ -451,7 +451,7 @@ func decodeDisplay(r evidence.Record, key string, v any) error {
 	if err != nil {
 		return err
 	}
-	return strictUnmarshal(b, v)
+	return canon.DecodeStrict(b, v)
 }
 
 // FindApplication resolves --application: a record digest, or an

@@ -1,7 +1,6 @@
 package diagnose
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -233,7 +232,7 @@ func DecodeApplication(r evidence.Record) (Application, error) {
 		return Application{}, err
 	}
 	var a Application
-	if err := strictUnmarshal(b, &a); err != nil {
+	if err := canon.DecodeStrict(b, &a); err != nil {
 		return Application{}, fmt.Errorf("application: %w", err)
 	}
 	switch {
@@ -355,17 +354,4 @@ func requestOutcome(req Requirements, cs []ConstraintCheck) RequestOutcome {
 		}
 	}
 	return out
-}
-
-// strictUnmarshal decodes one JSON document refusing unknown fields.
-func strictUnmarshal(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return fmt.Errorf("trailing data after the JSON document")
-	}
-	return nil
 }

@@ -1,5 +1,7 @@
 package diagnose
 
+import "slices"
+
 // Field names a Facts field, for rejections.
 type Field string
 
@@ -109,12 +111,12 @@ func (s *sanitizer) sanitize(v *vals) Facts {
 	out.ComputeCapability = s.capability(fCC, v[fCC], true)
 	out.RequiredComputeCapability = s.capability(fReqCC, v[fReqCC], false)
 	out.GPU = s.gpuKey(v[fGPU])
-	out.DType = s.dtype(v[fDType])
-	out.Quantization = s.quant(v[fQuant])
-	out.ExceptionClass = s.exceptionClass(v[fExcClass])
+	out.DType = textFact(s, fDType, v[fDType], RejectNotInEnum, ParseDType)
+	out.Quantization = textFact(s, fQuant, v[fQuant], RejectNotInEnum, ParseQuantMethod)
+	out.ExceptionClass = textFact(s, fExcClass, v[fExcClass], RejectBadIdentifier, ParseExceptionClass)
 	out.EngineVersion = s.version(v[fVersion])
-	out.EngineEra = s.era(v[fEra])
-	out.Architecture = s.arch(v[fArch])
+	out.EngineEra = textFact(s, fEra, v[fEra], RejectNotInEnum, parseEra)
+	out.Architecture = textFact(s, fArch, v[fArch], RejectBadIdentifier, ParseArchitecture)
 	return out
 }
 
@@ -199,40 +201,22 @@ func (s *sanitizer) gpuKey(x val) *GPUKey {
 	return &g
 }
 
-func (s *sanitizer) dtype(x val) *DType {
-	if !x.set || x.text == "auto" {
-		return nil
-	}
-	d, ok := ParseDType(x.text)
-	if !ok {
-		s.reject(fDType, RejectNotInEnum, x)
-		return nil
-	}
-	return &d
-}
+// absentText are the texts vLLM prints for a setting that is not set: no
+// fact and no rejection.
+var absentText = map[fieldID][]string{fDType: {"auto"}, fQuant: {"None", "none"}}
 
-func (s *sanitizer) quant(x val) *QuantMethod {
-	if !x.set || x.text == "None" || x.text == "none" {
+// textFact parses a text candidate, rejecting it for reason when parse
+// refuses it.
+func textFact[T any](s *sanitizer, f fieldID, x val, reason RejectReason, parse func(string) (T, bool)) *T {
+	if !x.set || slices.Contains(absentText[f], x.text) {
 		return nil
 	}
-	q, ok := ParseQuantMethod(x.text)
+	v, ok := parse(x.text)
 	if !ok {
-		s.reject(fQuant, RejectNotInEnum, x)
+		s.reject(f, reason, x)
 		return nil
 	}
-	return &q
-}
-
-func (s *sanitizer) exceptionClass(x val) *ExceptionClass {
-	if !x.set {
-		return nil
-	}
-	c, ok := ParseExceptionClass(x.text)
-	if !ok {
-		s.reject(fExcClass, RejectBadIdentifier, x)
-		return nil
-	}
-	return &c
+	return &v
 }
 
 func (s *sanitizer) version(x val) *EngineVersion {
@@ -247,31 +231,13 @@ func (s *sanitizer) version(x val) *EngineVersion {
 	return &v
 }
 
-func (s *sanitizer) era(x val) *EngineEra {
-	if !x.set {
-		return nil
-	}
-	var e EngineEra
-	switch x.text {
+// parseEra reads the engine generation a log names.
+func parseEra(text string) (EngineEra, bool) {
+	switch text {
 	case "V1", "v1":
-		e = EraV1
+		return EraV1, true
 	case "V0", "v0", "": // "Initializing an LLM engine (v0.6.3)" predates V1
-		e = EraV0
-	default:
-		s.reject(fEra, RejectNotInEnum, x)
-		return nil
+		return EraV0, true
 	}
-	return &e
-}
-
-func (s *sanitizer) arch(x val) *Architecture {
-	if !x.set {
-		return nil
-	}
-	a, ok := ParseArchitecture(x.text)
-	if !ok {
-		s.reject(fArch, RejectBadIdentifier, x)
-		return nil
-	}
-	return &a
+	return "", false
 }

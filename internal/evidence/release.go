@@ -39,14 +39,10 @@ func NewRelease(name string, digests []string) (Release, error) {
 
 // Validate checks a manifest read from outside.
 func (r Release) Validate() error {
-	switch {
-	case r.Schema != ReleaseSchema:
-		return fmt.Errorf("release: schema %q: want %q", r.Schema, ReleaseSchema)
-	case r.SchemaVersion > ReleaseSchemaVersion:
-		return fmt.Errorf("release: schema_version %d is newer than this narwhal reads (%d); upgrade narwhal", r.SchemaVersion, ReleaseSchemaVersion)
-	case r.SchemaVersion < 1:
-		return fmt.Errorf("release: schema_version %d: want %d", r.SchemaVersion, ReleaseSchemaVersion)
-	case !sort.StringsAreSorted(r.RecordDigests):
+	if err := checkSchema(r.Schema, r.SchemaVersion, ReleaseSchema, ReleaseSchemaVersion); err != nil {
+		return fmt.Errorf("release: %w", err)
+	}
+	if !sort.StringsAreSorted(r.RecordDigests) {
 		return fmt.Errorf("release: record_digests must be sorted")
 	}
 	for i, d := range r.RecordDigests {

@@ -19,15 +19,25 @@ func (r Record) Validate() error {
 }
 
 func checkHeader(r Record) error {
-	switch {
-	case r.Schema != RecordSchema:
-		return fmt.Errorf("schema %q: want %q", r.Schema, RecordSchema)
-	case r.SchemaVersion > RecordSchemaVersion:
-		return fmt.Errorf("schema_version %d is newer than this narwhal reads (%d); upgrade narwhal", r.SchemaVersion, RecordSchemaVersion)
-	case r.SchemaVersion < 1:
-		return fmt.Errorf("schema_version %d: want %d", r.SchemaVersion, RecordSchemaVersion)
-	case r.License != License:
+	if err := checkSchema(r.Schema, r.SchemaVersion, RecordSchema, RecordSchemaVersion); err != nil {
+		return err
+	}
+	if r.License != License {
 		return fmt.Errorf("license %q: evidence records are %s", r.License, License)
+	}
+	return nil
+}
+
+// checkSchema refuses another schema, and a version this build cannot
+// read: a newer one (upgrade narwhal) or one below 1.
+func checkSchema(schema string, version int, want string, wantVersion int) error {
+	switch {
+	case schema != want:
+		return fmt.Errorf("schema %q: want %q", schema, want)
+	case version > wantVersion:
+		return fmt.Errorf("schema_version %d is newer than this narwhal reads (%d); upgrade narwhal", version, wantVersion)
+	case version < 1:
+		return fmt.Errorf("schema_version %d: want %d", version, wantVersion)
 	}
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
 // deployDir holds the shipped alert rules and dashboard; they consume the
@@ -19,13 +21,7 @@ const deployDir = "../../deploy/observability"
 // unit tests. promtool comes from Debian's prometheus package:
 // apt-get install -y prometheus.
 func TestAlertRulesWithPromtool(t *testing.T) {
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("promtool is missing in CI: make test installs it (Debian package prometheus)")
-		}
-		t.Skip("promtool not installed, alert rules not tested; make tools installs it (apt-get install -y prometheus)")
-	}
+	promtool := testkit.Tool(t, "promtool", "Debian package prometheus: make tools, or apt-get install -y prometheus")
 	for _, args := range [][]string{
 		{"check", "rules", "prometheus-alerts.yml"},
 		{"check", "config", "prometheus.yml"},

@@ -6,11 +6,7 @@ func TestSetDriftMovesCountersByTheirGrowth(t *testing.T) {
 	m := New(testConfig())
 	m.SetDrift("e2", true, false, 3, 1, 0)
 	m.SetDrift("e2", true, true, 5, 1, 2)
-	fams := scrape(t, m)
-	for _, c := range []struct {
-		family, labels string
-		want           float64
-	}{
+	wantSamples(t, scrape(t, m), []sample{
 		{"narwhal_probation_instances", "iid=e2", 1},
 		{"narwhal_probation_instances", "iid=e3", 0},
 		{"narwhal_health_prefill_paused", "iid=e2", 1},
@@ -18,9 +14,5 @@ func TestSetDriftMovesCountersByTheirGrowth(t *testing.T) {
 		{"narwhal_health_windows_undersampled_total", "iid=e2", 1},
 		{"narwhal_health_prefill_pauses_total", "iid=e2", 2},
 		{"narwhal_health_windows_scored_total", "iid=e1", 0},
-	} {
-		if got, ok := value(fams[c.family], c.labels); !ok || got != c.want {
-			t.Errorf("%s{%s} = %v (present %v), want %v", c.family, c.labels, got, ok, c.want)
-		}
-	}
+	})
 }

@@ -162,6 +162,24 @@ func labelSets(f *dto.MetricFamily) []string {
 	return out
 }
 
+// sample is one series a test expects: its family, its labels as
+// "k=v,k=v" in label order, and its value.
+type sample struct {
+	family, labels string
+	want           float64
+}
+
+// wantSamples checks every expected series is present with its value.
+func wantSamples(t *testing.T, fams map[string]*dto.MetricFamily, cases []sample) {
+	t.Helper()
+	for _, c := range cases {
+		got, ok := value(fams[c.family], c.labels)
+		if !ok || got != c.want {
+			t.Errorf("%s{%s} = %g (present %v), want %g", c.family, c.labels, got, ok, c.want)
+		}
+	}
+}
+
 func value(f *dto.MetricFamily, labels string) (float64, bool) {
 	for _, m := range f.GetMetric() {
 		var kv []string
@@ -230,10 +248,7 @@ func TestConfigEchoes(t *testing.T) {
 	cfg.Serving.AdmissionMargin = 0.1
 	cfg.Controller.Advisory = true
 	fams := scrape(t, New(cfg))
-	cases := []struct {
-		family, labels string
-		want           float64
-	}{
+	cases := []sample{
 		{"narwhal_contract_info", "contract=metrics,version=1", 1},
 		{"narwhal_admission_info", "mode=predictive", 1},
 		{"narwhal_admission_margin", "", 0.1},
@@ -255,12 +270,7 @@ func TestConfigEchoes(t *testing.T) {
 		{"narwhal_ejected", "iid=e3", 0},
 		{"narwhal_resident_requests", "iid=e3,phase=decode", 0},
 	}
-	for _, c := range cases {
-		got, ok := value(fams[c.family], c.labels)
-		if !ok || got != c.want {
-			t.Errorf("%s{%s} = %g (present %v), want %g", c.family, c.labels, got, ok, c.want)
-		}
-	}
+	wantSamples(t, fams, cases)
 }
 
 func TestHistogramBucketsFollowTheSLO(t *testing.T) {
@@ -327,10 +337,7 @@ func TestRecordingMethods(t *testing.T) {
 	m.SetHeld("e3", "incompatible-kv", true)
 	m.SetHeld("e3", "incompatible-kv", false)
 	fams := scrape(t, m)
-	cases := []struct {
-		family, labels string
-		want           float64
-	}{
+	cases := []sample{
 		{"narwhal_offered_total", "", 3},
 		{"narwhal_failed_total", "reason=engine_timeout", 2},
 		{"narwhal_failed_total", "reason=engine_error", 0},
@@ -348,12 +355,7 @@ func TestRecordingMethods(t *testing.T) {
 		{"narwhal_engine_held", "cause=incompatible-build,iid=e2", 0},
 		{"narwhal_engine_held", "cause=incompatible-kv,iid=e3", 0},
 	}
-	for _, c := range cases {
-		got, ok := value(fams[c.family], c.labels)
-		if !ok || got != c.want {
-			t.Errorf("%s{%s} = %g (present %v), want %g", c.family, c.labels, got, ok, c.want)
-		}
-	}
+	wantSamples(t, fams, cases)
 }
 
 func TestSetPools(t *testing.T) {

@@ -67,42 +67,20 @@ const gibBytes = int64(1) << 30
 const fp8MinCapability = 75
 
 func (b *Boot) defaults(c *Config) error {
-	if b.GPUName == "" {
-		b.GPUName = "sim-gpu"
-	}
-	if b.ComputeCapability == "" {
-		b.ComputeCapability = "9.0"
-	}
-	if b.WeightsBytes <= 0 {
-		b.WeightsBytes = int64(c.WeightsGiB * float64(gibBytes))
-	}
-	if b.KVBytesPerToken <= 0 {
-		b.KVBytesPerToken = c.Identity.KVBytesPerToken()
-	}
-	if b.GPUMemoryUtilization == 0 {
+	setDefault(&b.GPUName, "sim-gpu")
+	setDefault(&b.ComputeCapability, "9.0")
+	setDefault(&b.WeightsBytes, int64(c.WeightsGiB*float64(gibBytes)))
+	setDefault(&b.KVBytesPerToken, c.Identity.KVBytesPerToken())
+	if b.GPUMemoryUtilization == 0 { // a negative value is refused by Validate
 		b.GPUMemoryUtilization = 0.9
 	}
-	if b.CUDAGraphBytes <= 0 {
-		b.CUDAGraphBytes = gibBytes / 2
-	}
-	if b.ActivationBytes <= 0 {
-		b.ActivationBytes = gibBytes * 5 / 4
-	}
-	if b.NonTorchBytes <= 0 {
-		b.NonTorchBytes = gibBytes / 2
-	}
-	if b.DType == "" {
-		b.DType = "auto"
-	}
-	if b.NumAttentionHeads <= 0 {
-		b.NumAttentionHeads = 32
-	}
-	if b.TensorParallelSize <= 0 {
-		b.TensorParallelSize = 1
-	}
-	if b.PID <= 0 {
-		b.PID = os.Getpid()
-	}
+	setDefault(&b.CUDAGraphBytes, gibBytes/2)
+	setDefault(&b.ActivationBytes, gibBytes*5/4)
+	setDefault(&b.NonTorchBytes, gibBytes/2)
+	setDefault(&b.DType, "auto")
+	setDefault(&b.NumAttentionHeads, 32)
+	setDefault(&b.TensorParallelSize, 1)
+	setDefault(&b.PID, os.Getpid())
 	if b.V0 && versionAtLeast(c.Identity.VLLMVersion, 0, 11) {
 		return fmt.Errorf("simengine: Boot.V0 with vLLM %s: the V0 engine was removed in 0.11 (pass --vllm-version 0.8.5 with --log-era v0)", c.Identity.VLLMVersion)
 	}

@@ -451,25 +451,35 @@ func pyRepr(s string) string {
 	if strings.Contains(s, "'") && !strings.Contains(s, `"`) {
 		q = `"`
 	}
+	return pyQuote(s, q, func(r rune) string {
+		switch {
+		case string(r) == q:
+			return `\` + q
+		case r < 0x20 || r == 0x7f:
+			return fmt.Sprintf(`\x%02x`, r)
+		}
+		return ""
+	})
+}
+
+// pyEscapes are the escapes repr and json.dumps both write.
+var pyEscapes = map[rune]string{'\\': `\\`, '\n': `\n`, '\r': `\r`, '\t': `\t`}
+
+// pyQuote writes s between q marks, escaping the runes of pyEscapes and
+// those esc names (esc returns "" to keep a rune as it is).
+func pyQuote(s, q string, esc func(rune) string) string {
 	var sb strings.Builder
 	sb.WriteString(q)
 	for _, r := range s {
-		switch {
-		case r == '\\':
-			sb.WriteString(`\\`)
-		case string(r) == q:
-			sb.WriteString(`\` + q)
-		case r == '\n':
-			sb.WriteString(`\n`)
-		case r == '\r':
-			sb.WriteString(`\r`)
-		case r == '\t':
-			sb.WriteString(`\t`)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&sb, `\x%02x`, r)
-		default:
-			sb.WriteRune(r)
+		e, ok := pyEscapes[r]
+		if !ok {
+			e = esc(r)
 		}
+		if e == "" {
+			sb.WriteRune(r)
+			continue
+		}
+		sb.WriteString(e)
 	}
 	sb.WriteString(q)
 	return sb.String()

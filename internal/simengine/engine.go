@@ -8,6 +8,7 @@
 package simengine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -67,6 +68,25 @@ func DefaultProfile(iid string) profile.Row {
 }
 
 func (c *Config) defaults() error {
+	if err := c.conflicts(); err != nil {
+		return err
+	}
+	c.fillDefaults()
+	if c.Boot.Enabled() {
+		if err := c.Boot.defaults(c); err != nil {
+			return err
+		}
+		dt, _ := torchDType(c.Boot.DType)
+		c.Identity.DType = "torch." + dt // the dtype is a NIXL compatibility factor
+	}
+	if c.Profile.IID == "" {
+		return errors.New("simengine: Profile is required (load a narwhal.profiles store or use DefaultProfile)")
+	}
+	return c.Profile.Validate()
+}
+
+// conflicts refuses the settings a simulated boot would contradict.
+func (c *Config) conflicts() error {
 	if c.Model == "" {
 		return errors.New("simengine: Model is required (pass --model)")
 	}
@@ -76,36 +96,26 @@ func (c *Config) defaults() error {
 	if c.Boot.Enabled() && c.FailStartup != "" {
 		return errors.New("simengine: FailStartup and Boot both set: the simulated boot decides whether it fails (drop --fail-startup)")
 	}
-	if c.Host == "" {
-		c.Host = "127.0.0.1"
+	return nil
+}
+
+// fillDefaults gives every unset field its documented default.
+func (c *Config) fillDefaults() {
+	kv := 65536
+	if c.Profile.KVCapacityTokens != nil {
+		kv = *c.Profile.KVCapacityTokens
 	}
-	if c.MaxModelLen <= 0 {
-		c.MaxModelLen = 4096
-	}
-	if c.KVCapacityTokens <= 0 {
-		c.KVCapacityTokens = 65536
-		if c.Profile.KVCapacityTokens != nil {
-			c.KVCapacityTokens = *c.Profile.KVCapacityTokens
-		}
-	}
-	if c.BlockSize <= 0 {
-		c.BlockSize = 16
-	}
-	if c.MaxNumSeqs <= 0 {
-		c.MaxNumSeqs = 256
-	}
+	setDefault(&c.Host, "127.0.0.1")
+	setDefault(&c.MaxModelLen, 4096)
+	setDefault(&c.KVCapacityTokens, kv)
+	setDefault(&c.BlockSize, 16)
+	setDefault(&c.MaxNumSeqs, 256)
 	if c.Identity == (Identity{}) {
 		c.Identity = DefaultIdentity(c.Model)
 	}
-	if c.SideChannelHost == "" {
-		c.SideChannelHost = c.Host
-	}
-	if c.LeaseDuration <= 0 {
-		c.LeaseDuration = 30 * time.Second
-	}
-	if c.WeightsGiB <= 0 {
-		c.WeightsGiB = 14.99
-	}
+	setDefault(&c.SideChannelHost, c.Host)
+	setDefault(&c.LeaseDuration, 30*time.Second)
+	setDefault(&c.WeightsGiB, 14.99)
 	if c.Clock == nil {
 		c.Clock = ports.SystemClock()
 	}
@@ -118,17 +128,15 @@ func (c *Config) defaults() error {
 	if c.StartupLog == nil {
 		c.StartupLog = io.Discard
 	}
-	if c.Boot.Enabled() {
-		if err := c.Boot.defaults(c); err != nil {
-			return err
-		}
-		dt, _ := torchDType(c.Boot.DType)
-		c.Identity.DType = "torch." + dt // the dtype is a NIXL compatibility factor
+}
+
+// setDefault gives *p the value d when it is unset: the empty string, or a
+// number that is zero or negative (which the config treats as unset).
+func setDefault[T cmp.Ordered](p *T, d T) {
+	var zero T
+	if *p <= zero {
+		*p = d
 	}
-	if c.Profile.IID == "" {
-		return errors.New("simengine: Profile is required (load a narwhal.profiles store or use DefaultProfile)")
-	}
-	return c.Profile.Validate()
 }
 
 // Engine is one running simulated engine.

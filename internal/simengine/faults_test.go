@@ -114,12 +114,7 @@ func TestAPIKey(t *testing.T) {
 		if c.key != "" {
 			req.Header.Set("Authorization", "Bearer "+c.key)
 		}
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != c.want {
+		if resp, _ := testkit.Do(t, req); resp.StatusCode != c.want {
 			t.Errorf("%s with key %q: %d, want %d", c.path, c.key, resp.StatusCode, c.want)
 		}
 	}
@@ -152,11 +147,7 @@ func TestStartupFailures(t *testing.T) {
 	var log bytes.Buffer
 	e := startEngine(t, func(c *Config) { c.StartupLog = &log; c.KVCapacityTokens = 163840; c.MaxModelLen = 8192 })
 	_ = e
-	for _, want := range []string{"Model loading took 14.99 GiB memory", "Available KV cache memory: 20.0 GiB", "GPU KV cache size: 163,840 tokens", "Maximum concurrency for 8,192 tokens per request: 20.00x"} {
-		if !strings.Contains(log.String(), want) {
-			t.Errorf("startup log lacks %q:\n%s", want, log.String())
-		}
-	}
+	testkit.Mentions(t, "startup log", log.String(), "Model loading took 14.99 GiB memory", "Available KV cache memory: 20.0 GiB", "GPU KV cache size: 163,840 tokens", "Maximum concurrency for 8,192 tokens per request: 20.00x")
 }
 
 func TestCompatibilityHashMatchesPython(t *testing.T) {

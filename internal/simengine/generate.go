@@ -91,24 +91,47 @@ func (e *Engine) parse(r *http.Request, chat bool) (g gen, status int, typ, msg 
 		return bad("n=%d is not supported by simengine; send n=1", *b.N)
 	}
 	var err error
-	if chat {
-		if len(b.Messages) == 0 {
-			return bad("messages is required and must not be empty")
-		}
-		text, err := ChatPrompt(b.Messages)
-		if err != nil {
-			return bad("%v", err)
-		}
-		g.prompt = Tokenize(text)
-	} else if g.prompt, err = parsePrompt(b.Prompt); err != nil {
+	if g.prompt, err = b.promptTokens(chat); err != nil {
 		return bad("%v", err)
 	}
 	if g.stops, err = parseStop(b.Stop); err != nil {
 		return bad("%v", err)
 	}
-	n := len(g.prompt)
-	if n >= e.cfg.MaxModelLen {
-		return bad("This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", e.cfg.MaxModelLen, n)
+	var refusal string
+	if g.maxTokens, refusal = e.maxTokens(&b, chat, len(g.prompt)); refusal != "" {
+		return bad("%s", refusal)
+	}
+	g.chat, g.stream, g.minTokens = chat, b.Stream, b.MinTokens
+	g.includeUsage = b.StreamOptions != nil && b.StreamOptions.IncludeUsage
+	g.tokenIDs = b.ReturnTokenIDs
+	e.assignIDs(&g, r, b.RequestID)
+	e.kvParams(&g, b.KVTransferParams)
+	return g, 0, "", ""
+}
+
+// promptTokens tokenizes the chat messages or reads the completion prompt.
+func (b *genBody) promptTokens(chat bool) ([]int64, error) {
+	if !chat {
+		return parsePrompt(b.Prompt)
+	}
+	if len(b.Messages) == 0 {
+		return nil, fmt.Errorf("messages is required and must not be empty")
+	}
+	text, err := ChatPrompt(b.Messages)
+	if err != nil {
+		return nil, err
+	}
+	return Tokenize(text), nil
+}
+
+// maxTokens is the request's generation budget for a prompt of n tokens,
+// refused the way vLLM refuses it when prompt plus budget passes the
+// context length. The refusal is vLLM's message text, which is why it is a
+// string and not an error.
+func (e *Engine) maxTokens(b *genBody, chat bool, n int) (max int, refusal string) {
+	limit := e.cfg.MaxModelLen
+	if n >= limit {
+		return 0, fmt.Sprintf("This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", limit, n)
 	}
 	mt := b.MaxTokens
 	if chat && b.MaxCompletionTokens != nil {
@@ -116,24 +139,28 @@ func (e *Engine) parse(r *http.Request, chat bool) (g gen, status int, typ, msg 
 	}
 	switch {
 	case mt == nil && chat:
-		g.maxTokens = e.cfg.MaxModelLen - n
+		max = limit - n
 	case mt == nil:
-		g.maxTokens = 16 // the OpenAI completions default
+		max = 16 // the OpenAI completions default
 	case *mt < 1:
-		return bad("max_tokens must be at least 1, got %d.", *mt)
+		return 0, fmt.Sprintf("max_tokens must be at least 1, got %d.", *mt)
 	default:
-		g.maxTokens = *mt
+		max = *mt
 	}
-	if g.maxTokens+n > e.cfg.MaxModelLen {
-		return bad("'max_tokens' or 'max_completion_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens (%d > %d - %d).",
-			g.maxTokens, e.cfg.MaxModelLen, n, g.maxTokens, e.cfg.MaxModelLen, n)
+	if max+n > limit {
+		return 0, fmt.Sprintf("'max_tokens' or 'max_completion_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens (%d > %d - %d).",
+			max, limit, n, max, limit, n)
 	}
-	g.chat, g.stream, g.minTokens = chat, b.Stream, b.MinTokens
-	g.includeUsage = b.StreamOptions != nil && b.StreamOptions.IncludeUsage
-	g.tokenIDs = b.ReturnTokenIDs
+	return max, ""
+}
+
+// assignIDs names the request the way vLLM does: the caller's X-Request-Id
+// or request_id as the base (random when neither is sent), plus a random
+// suffix for the engine-internal id.
+func (e *Engine) assignIDs(g *gen, r *http.Request, requestID string) {
 	base := r.Header.Get("X-Request-Id")
 	if base == "" {
-		base = b.RequestID
+		base = requestID
 	}
 	e.mu.Lock()
 	if base == "" {
@@ -142,13 +169,11 @@ func (e *Engine) parse(r *http.Request, chat bool) (g gen, status int, typ, msg 
 	suffix := fmt.Sprintf("%08x", uint32(e.rng.Uint64()))
 	g.created = e.clock.Now().Unix()
 	e.mu.Unlock()
-	if chat {
+	if g.chat {
 		g.id, g.modelID = "chatcmpl-"+base, "chatcmpl-"+base+"-"+suffix
 	} else {
 		g.id, g.modelID = "cmpl-"+base, "cmpl-"+base+"-0-"+suffix
 	}
-	e.kvParams(&g, b.KVTransferParams)
-	return g, 0, "", ""
 }
 
 // kvParams reads kv_transfer_params the way NixlConnector does: unknown

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/narwhal-go/narwhal/internal/profile"
+	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -39,6 +40,8 @@ func startEngine(t testing.TB, mod func(*Config)) *Engine {
 	return e
 }
 
+// client bounds the requests tests send without testkit (those that
+// expect a transport error or stream).
 var client = &http.Client{Timeout: 20 * time.Second}
 
 // post sends body as JSON; hdr are name, value pairs set after the
@@ -55,13 +58,7 @@ func postRaw(t testing.TB, url string, raw []byte, hdr ...string) (*http.Respons
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	return resp, out
+	return testkit.Do(t, req)
 }
 
 func jsonEncode(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }

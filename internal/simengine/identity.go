@@ -68,35 +68,22 @@ func pyPair(k, v string) string { return pyStr(k) + ": " + v }
 
 // pyStr is json.dumps of a string with ensure_ascii=True.
 func pyStr(s string) string {
-	var sb strings.Builder
-	sb.WriteByte('"')
-	for _, r := range s {
+	return pyQuote(s, `"`, func(r rune) string {
 		switch {
 		case r == '"':
-			sb.WriteString(`\"`)
-		case r == '\\':
-			sb.WriteString(`\\`)
-		case r == '\n':
-			sb.WriteString(`\n`)
-		case r == '\r':
-			sb.WriteString(`\r`)
-		case r == '\t':
-			sb.WriteString(`\t`)
+			return `\"`
 		case r == '\b':
-			sb.WriteString(`\b`)
+			return `\b`
 		case r == '\f':
-			sb.WriteString(`\f`)
+			return `\f`
 		case r < 0x20 || (r > 0x7e && r <= 0xffff):
-			sb.WriteString(`\u` + hex4(int(r)))
+			return `\u` + hex4(int(r))
 		case r > 0xffff:
 			r -= 0x10000
-			sb.WriteString(`\u` + hex4(0xd800+int(r>>10)) + `\u` + hex4(0xdc00+int(r&0x3ff)))
-		default:
-			sb.WriteRune(r)
+			return `\u` + hex4(0xd800+int(r>>10)) + `\u` + hex4(0xdc00+int(r&0x3ff))
 		}
-	}
-	sb.WriteByte('"')
-	return sb.String()
+		return ""
+	})
 }
 
 func hex4(v int) string {

@@ -2,7 +2,6 @@ package simengine
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -20,12 +19,7 @@ func status(t *testing.T, method, url, key, body string) int {
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	resp, _ := testkit.Do(t, req)
 	return resp.StatusCode
 }
 

@@ -11,6 +11,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -109,11 +111,49 @@ var client = &http.Client{Timeout: 20 * time.Second}
 // closed) and the body; a transport error fails the test.
 func Get(t testing.TB, url string) (*http.Response, []byte) {
 	t.Helper()
-	resp, err := client.Get(url)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Do(t, req)
+}
+
+// Do sends req and returns the response (its body already read and
+// closed) and the body; a transport error fails the test.
+func Do(t testing.TB, req *http.Request) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp, b
+}
+
+// Tool is the path of the external program name a test drives. Missing,
+// it fails the test in CI (where make test installs it) and skips it
+// elsewhere; install says how to get it.
+func Tool(t testing.TB, name, install string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err == nil {
+		return p
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s is missing in CI: make test installs it (%s)", name, install)
+	}
+	t.Skipf("%s not installed; %s", name, install)
+	return ""
+}
+
+// Mentions fails the test, once for each, for the wants text does not
+// contain; what names the text in the message.
+func Mentions(t testing.TB, what, text string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(text, want) {
+			t.Errorf("%s lacks %q:\n%s", what, want, text)
+		}
+	}
 }

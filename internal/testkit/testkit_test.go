@@ -1,6 +1,10 @@
 package testkit
 
-import "testing"
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
 
 func TestSSEDataAndStreamText(t *testing.T) {
 	body := "data: {\"choices\":[{\"text\":\"he\"}]}\n\n" +
@@ -23,5 +27,41 @@ func TestSyncBufferCount(t *testing.T) {
 	}
 	if n := b.Count("msg=held", "e2"); n != 1 {
 		t.Fatalf("Count = %d, want 1", n)
+	}
+}
+
+func TestToolFindsAndSkips(t *testing.T) {
+	if p := Tool(t, "sh", "any POSIX system has it"); p == "" {
+		t.Fatal("Tool found no path for sh")
+	}
+	var sub *testing.T
+	t.Run("missing", func(t *testing.T) {
+		sub = t
+		t.Setenv("CI", "")
+		Tool(t, "narwhal-no-such-tool", "not installable")
+		t.Error("Tool returned for a missing program outside CI; it should skip")
+	})
+	if !sub.Skipped() {
+		t.Error("a missing tool outside CI did not skip the test")
+	}
+}
+
+// recordTB keeps the failures a helper reports instead of failing.
+type recordTB struct {
+	testing.TB
+	errs []string
+}
+
+func (r *recordTB) Helper() {}
+func (r *recordTB) Errorf(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+
+func TestMentionsReportsEachMissingWant(t *testing.T) {
+	r := &recordTB{TB: t}
+	Mentions(r, "stdout", "alpha beta", "alpha", "gamma", "beta", "delta")
+	want := []string{"stdout lacks \"gamma\":\nalpha beta", "stdout lacks \"delta\":\nalpha beta"}
+	if !slices.Equal(r.errs, want) {
+		t.Errorf("failures %q, want %q", r.errs, want)
 	}
 }

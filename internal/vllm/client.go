@@ -110,20 +110,32 @@ func (c *Client) do(phase string, req *http.Request) (*http.Response, *Error) {
 	return resp, nil
 }
 
-// Prefill runs the producer leg at endpoint (/v1/completions or
-// /v1/chat/completions) and returns the validated handoff. ctx carries the
-// leg's deadline.
-func (c *Client) Prefill(ctx context.Context, endpoint string, body []byte, reqID string) (*Handoff, *Error) {
-	req, err := c.newRequest(ctx, http.MethodPost, endpoint, body, reqID)
+// send builds and sends one request of phase; a request that cannot be
+// built is a connection error of that phase, and a status other than 200
+// an error with the engine's detail (do).
+func (c *Client) send(ctx context.Context, phase, method, path string, body []byte, reqID string) (*http.Response, *Error) {
+	req, err := c.newRequest(ctx, method, path, body, reqID)
 	if err != nil {
-		return nil, &Error{Phase: "prefill", Reason: ReasonConnection, Class: "connection", Msg: err.Error()}
+		return nil, &Error{Phase: phase, Reason: ReasonConnection, Class: "connection", Msg: err.Error()}
 	}
-	resp, e := c.do("prefill", req)
+	return c.do(phase, req)
+}
+
+// call sends one request and reads its whole 200 body, at most limit bytes.
+func (c *Client) call(ctx context.Context, phase, method, path string, body []byte, reqID string, limit int64) ([]byte, *Error) {
+	resp, e := c.send(ctx, phase, method, path, body, reqID)
 	if e != nil {
 		return nil, e
 	}
 	defer resp.Body.Close()
-	b, e := readLimited("prefill", resp.Body, c.max)
+	return readLimited(phase, resp.Body, limit)
+}
+
+// Prefill runs the producer leg at endpoint (/v1/completions or
+// /v1/chat/completions) and returns the validated handoff. ctx carries the
+// leg's deadline.
+func (c *Client) Prefill(ctx context.Context, endpoint string, body []byte, reqID string) (*Handoff, *Error) {
+	b, e := c.call(ctx, "prefill", http.MethodPost, endpoint, body, reqID, c.max)
 	if e != nil {
 		return nil, e
 	}
@@ -151,12 +163,7 @@ type Stream struct {
 // the connection close and stops generating.
 func (c *Client) OpenStream(ctx context.Context, endpoint string, body []byte, reqID string) (*Stream, *Error) {
 	ctx, cancel := context.WithCancel(ctx)
-	req, err := c.newRequest(ctx, http.MethodPost, endpoint, body, reqID)
-	if err != nil {
-		cancel()
-		return nil, &Error{Phase: "decode", Reason: ReasonConnection, Class: "connection", Msg: err.Error()}
-	}
-	resp, e := c.do("decode", req)
+	resp, e := c.send(ctx, "decode", http.MethodPost, endpoint, body, reqID)
 	if e != nil {
 		cancel()
 		return nil, e
@@ -247,16 +254,7 @@ func (s *Stream) Close() {
 // Tokenize counts the prompt of a completions body (prompt) or a chat body
 // (messages) on the engine's /tokenize route.
 func (c *Client) Tokenize(ctx context.Context, body []byte) (int, *Error) {
-	req, err := c.newRequest(ctx, http.MethodPost, "/tokenize", body, "")
-	if err != nil {
-		return 0, &Error{Phase: "admission", Reason: ReasonConnection, Class: "connection", Msg: err.Error()}
-	}
-	resp, e := c.do("admission", req)
-	if e != nil {
-		return 0, e
-	}
-	defer resp.Body.Close()
-	b, e := readLimited("admission", resp.Body, 64<<20)
+	b, e := c.call(ctx, "admission", http.MethodPost, "/tokenize", body, "", 64<<20)
 	if e != nil {
 		return 0, e
 	}
@@ -271,11 +269,7 @@ func (c *Client) Tokenize(ctx context.Context, body []byte) (int, *Error) {
 
 // Health probes GET /health: nil when the engine answers 200.
 func (c *Client) Health(ctx context.Context) *Error {
-	req, err := c.newRequest(ctx, http.MethodGet, "/health", nil, "")
-	if err != nil {
-		return &Error{Phase: "health", Reason: ReasonConnection, Class: "connection", Msg: err.Error()}
-	}
-	resp, e := c.do("health", req)
+	resp, e := c.send(ctx, "health", http.MethodGet, "/health", nil, "")
 	if e != nil {
 		return e
 	}
@@ -286,17 +280,8 @@ func (c *Client) Health(ctx context.Context) *Error {
 
 // Version reads GET /version.
 func (c *Client) Version(ctx context.Context) (string, *Error) {
-	req, err := c.newRequest(ctx, http.MethodGet, "/version", nil, "")
-	if err != nil {
-		return "", &Error{Phase: "health", Reason: ReasonConnection, Class: "connection", Msg: err.Error()}
-	}
-	resp, e := c.do("health", req)
-	if e != nil {
-		return "", e
-	}
-	defer resp.Body.Close()
 	var v struct{ Version string }
-	b, e := readLimited("health", resp.Body, 1<<16)
+	b, e := c.call(ctx, "health", http.MethodGet, "/version", nil, "", 1<<16)
 	if e != nil {
 		return "", e
 	}

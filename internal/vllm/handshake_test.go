@@ -1,10 +1,8 @@
 package vllm
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/narwhal-go/narwhal/internal/simengine"
 )
@@ -65,25 +63,14 @@ func TestHandshakeRefusalFromSimengine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer fl.Close()
+	t.Cleanup(func() { fl.Close() })
 	odd := simengine.DefaultIdentity("m")
 	odd.DType = "torch.float16"
 	fl.Engines[1].RestartAs(odd)
-	a, b := NewClient(fl.URLs()[0], Options{}), NewClient(fl.URLs()[1], Options{})
-	defer a.Close()
-	defer b.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	body, _ := ParseBody([]byte(`{"model":"m","prompt":"the quick brown fox","max_tokens":5}`))
-	h, e := a.Prefill(ctx, "/v1/completions", PrefillBody(body, "m"), "r1-a1-prefill")
-	if e != nil {
-		t.Fatalf("prefill: %v", e)
-	}
-	s, e := b.OpenStream(ctx, "/v1/completions", DecodeBody(body, "m", h.Params), "r1-a1-decode")
-	if e != nil {
-		t.Fatalf("decode: %v", e)
-	}
+	ctx, a, b := pdClients(t, fl)
+	s := prefillDecode(t, ctx, a, b)
 	defer s.Close()
+	var e *Error
 	for e == nil {
 		var ev Event
 		if ev, e = s.Next(); ev.Done {

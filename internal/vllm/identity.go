@@ -151,14 +151,5 @@ func EventText(ev Event) string {
 
 // get reads a whole 200 response of a GET control route.
 func (c *Client) get(ctx context.Context, path string, limit int64) ([]byte, *Error) {
-	req, err := c.newRequest(ctx, http.MethodGet, path, nil, "")
-	if err != nil {
-		return nil, &Error{Phase: "health", Reason: ReasonConnection, Class: "connection", Msg: err.Error()}
-	}
-	resp, e := c.do("health", req)
-	if e != nil {
-		return nil, e
-	}
-	defer resp.Body.Close()
-	return readLimited("health", resp.Body, limit)
+	return c.call(ctx, "health", http.MethodGet, path, nil, "", limit)
 }

@@ -171,23 +171,24 @@ func TestStatusClassification(t *testing.T) {
 	}
 }
 
-// A full P/D exchange through the client against two simulated engines.
-func TestClientAgainstSimengine(t *testing.T) {
-	fl, err := simengine.StartFleet(2, simengine.Config{Model: "m", Profile: simengine.DefaultProfile("x")}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fl.Close()
-	a, b := NewClient(fl.URLs()[0], Options{}), NewClient(fl.URLs()[1], Options{})
-	defer a.Close()
-	defer b.Close()
+// pdClients are clients of a two-engine fleet's engines 0 and 1 and a
+// 10-second context; all end with the test (before a fleet closed by an
+// earlier t.Cleanup).
+func pdClients(t *testing.T, fl *simengine.Fleet) (ctx context.Context, a, b *Client) {
+	t.Helper()
+	a, b = NewClient(fl.URLs()[0], Options{}), NewClient(fl.URLs()[1], Options{})
+	t.Cleanup(a.Close)
+	t.Cleanup(b.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
+	return ctx, a, b
+}
+
+// prefillDecode prefills a five-token completion on a and opens its decode
+// leg on b with a's KV transfer parameters.
+func prefillDecode(t *testing.T, ctx context.Context, a, b *Client) *Stream {
+	t.Helper()
 	body, _ := ParseBody([]byte(`{"model":"m","prompt":"the quick brown fox","max_tokens":5}`))
-	n, e := a.Tokenize(ctx, []byte(`{"model":"m","prompt":"the quick brown fox"}`))
-	if e != nil || n <= 0 {
-		t.Fatalf("tokenize: %d %v", n, e)
-	}
 	h, e := a.Prefill(ctx, "/v1/completions", PrefillBody(body, "m"), "r1-a1-prefill")
 	if e != nil {
 		t.Fatalf("prefill: %v", e)
@@ -196,6 +197,22 @@ func TestClientAgainstSimengine(t *testing.T) {
 	if e != nil {
 		t.Fatalf("decode: %v", e)
 	}
+	return s
+}
+
+// A full P/D exchange through the client against two simulated engines.
+func TestClientAgainstSimengine(t *testing.T) {
+	fl, err := simengine.StartFleet(2, simengine.Config{Model: "m", Profile: simengine.DefaultProfile("x")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fl.Close() })
+	ctx, a, b := pdClients(t, fl)
+	n, e := a.Tokenize(ctx, []byte(`{"model":"m","prompt":"the quick brown fox"}`))
+	if e != nil || n <= 0 {
+		t.Fatalf("tokenize: %d %v", n, e)
+	}
+	s := prefillDecode(t, ctx, a, b)
 	defer s.Close()
 	s.SetIdleTimeout(5 * time.Second)
 	tokens, done := 0, false

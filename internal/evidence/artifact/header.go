@@ -318,11 +318,11 @@ func validate(raws []rawTensor, file string, dataSize int64) ([]Tensor, error) {
 		}
 		d := DType(r.dtype)
 		if want, st := SizeOf(d, r.shape); st == SizeOK && want != r.end-r.begin {
-			return nil, herr(file, r.name, "shape %s × %s is %d bytes but data_offsets [%d, %d] hold %d", shapeText(r.shape), d, want, r.begin, r.end, r.end-r.begin)
+			return nil, herr(file, r.name, "shape %s × %s is %d bytes but data_offsets [%d, %d] hold %d", ShapeText(r.shape), d, want, r.begin, r.end, r.end-r.begin)
 		} else if st == SizeNotByteAlign {
-			return nil, herr(file, r.name, "shape %s × %s does not fill whole bytes", shapeText(r.shape), d)
+			return nil, herr(file, r.name, "shape %s × %s does not fill whole bytes", ShapeText(r.shape), d)
 		} else if st == SizeBadShape {
-			return nil, herr(file, r.name, "shape %s has more elements than any file can hold", shapeText(r.shape))
+			return nil, herr(file, r.name, "shape %s has more elements than any file can hold", ShapeText(r.shape))
 		}
 		out = append(out, Tensor{Name: r.name, DType: d, Shape: r.shape, Bytes: r.end - r.begin, File: file})
 	}
@@ -364,7 +364,8 @@ func quoteOr(s, alt string) string {
 	return strconv.Quote(s)
 }
 
-func shapeText(shape []int64) string {
+// ShapeText writes a tensor shape for messages: "[4096, 14336]".
+func ShapeText(shape []int64) string {
 	parts := make([]string, len(shape))
 	for i, d := range shape {
 		parts[i] = strconv.FormatInt(d, 10)

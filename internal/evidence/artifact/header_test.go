@@ -20,10 +20,7 @@ func write(t testing.TB, dir string, spec fixture.Spec) {
 func TestReadHeadersSingleFile(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, fixture.Build(fixture.Llama31_8B(), 1))
-	h, err := artifact.ReadHeaders(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := fixture.MustHeaders(t, dir)
 	if len(h.Files) != 1 || h.Files[0] != artifact.SingleFile {
 		t.Fatalf("files %v", h.Files)
 	}
@@ -49,10 +46,7 @@ func TestReadHeadersSingleFile(t *testing.T) {
 func TestReadHeadersSharded(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, fixture.Build(fixture.Llama31_70B(), 30))
-	h, err := artifact.ReadHeaders(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := fixture.MustHeaders(t, dir)
 	if len(h.Files) != 30 || h.TotalBytes() != 70_553_706_496*2 {
 		t.Fatalf("files %d total %d", len(h.Files), h.TotalBytes())
 	}
@@ -76,10 +70,7 @@ func TestReadHeadersWithoutIndex(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, artifact.IndexFile)); err != nil {
 		t.Fatal(err)
 	}
-	h, err := artifact.ReadHeaders(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := fixture.MustHeaders(t, dir)
 	if len(h.Files) != 3 || h.TotalBytes() != 8_030_261_248*2 {
 		t.Fatalf("files %v total %d", h.Files, h.TotalBytes())
 	}
@@ -93,10 +84,7 @@ func TestIndexSelectsShards(t *testing.T) {
 	if _, err := fixture.WriteFile(filepath.Join(dir, "consolidated.safetensors"), []fixture.Tensor{{Name: "tok_embeddings.weight", DType: "BF16", Shape: []int64{8, 8}}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	h, err := artifact.ReadHeaders(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := fixture.MustHeaders(t, dir)
 	if len(h.Files) != 2 {
 		t.Fatalf("files %v", h.Files)
 	}
@@ -108,10 +96,7 @@ func TestIndexTotalSizeMismatchIsWarning(t *testing.T) {
 	wrong := int64(12345)
 	spec.IndexTotalSize = &wrong
 	write(t, dir, spec)
-	h, err := artifact.ReadHeaders(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := fixture.MustHeaders(t, dir)
 	if len(h.Warnings) != 1 || !strings.Contains(h.Warnings[0], "total_size is 12345") {
 		t.Fatalf("warnings %v", h.Warnings)
 	}
@@ -127,10 +112,7 @@ func TestUnknownDTypeKeptVerbatim(t *testing.T) {
 		{Name: "b", DType: "F4", Shape: []int64{4096, 4096}},
 		{Name: "c", DType: "F8_E8M0", Shape: []int64{}},
 	}})
-	h, err := artifact.ReadHeaders(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := fixture.MustHeaders(t, dir)
 	byName := map[string]artifact.Tensor{}
 	for _, ten := range h.Tensors {
 		byName[ten.Name] = ten
@@ -317,26 +299,27 @@ func TestMalformedHeaders(t *testing.T) {
 	}
 }
 
-// BenchmarkReadHeaders405B reads a 30-shard Llama-3.1-405B-shaped
-// checkpoint (1,137 tensors, 811 GB claimed, sparse on disk).
-func BenchmarkReadHeaders405B(b *testing.B) {
-	dir := b.TempDir()
-	write(b, dir, fixture.Build(fixture.Llama31_405B(), 30))
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := artifact.ReadHeaders(dir); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func BenchmarkReadHeadersQwen3MoE(b *testing.B) {
-	dir := b.TempDir()
-	write(b, dir, fixture.Build(fixture.Qwen3_30B_A3B(), 16))
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := artifact.ReadHeaders(dir); err != nil {
-			b.Fatal(err)
-		}
+// BenchmarkReadHeaders reads a 30-shard Llama-3.1-405B-shaped checkpoint
+// (1,137 tensors, 811 GB claimed, sparse on disk) and a 16-shard
+// Qwen3-30B-A3B (MoE: many small expert tensors).
+func BenchmarkReadHeaders(b *testing.B) {
+	for _, c := range []struct {
+		name   string
+		model  fixture.Model
+		shards int
+	}{
+		{"405B", fixture.Llama31_405B(), 30},
+		{"Qwen3MoE", fixture.Qwen3_30B_A3B(), 16},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			dir := b.TempDir()
+			write(b, dir, fixture.Build(c.model, c.shards))
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := artifact.ReadHeaders(dir); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

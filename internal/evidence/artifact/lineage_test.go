@@ -26,14 +26,8 @@ func small() fixture.Dense {
 
 func lineageOf(t *testing.T, dir string) artifact.LineageFingerprint {
 	t.Helper()
-	h, err := artifact.ReadHeaders(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := artifact.ReadConfig(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := fixture.MustHeaders(t, dir)
+	cfg := fixture.MustConfig(t, dir)
 	obs, err := artifact.ObserveLocal(dir, artifact.HashSmall, ports.NewFake(time.Unix(0, 0)))
 	if err != nil {
 		t.Fatal(err)

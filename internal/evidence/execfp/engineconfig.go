@@ -181,18 +181,13 @@ func isCredentialFlag(name string) bool {
 func ParseServeArgs(args []string) (EngineConfig, error) {
 	c := EngineConfig{Other: map[string]string{}}
 	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if !strings.HasPrefix(a, "-") {
+		if !strings.HasPrefix(args[i], "-") {
 			continue // the positional model location
 		}
-		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		name = strings.ReplaceAll(name, "_", "-")
-		if long, ok := shortFlags[name]; ok && !strings.HasPrefix(a, "--") {
-			name = long
-		}
+		a := readServeFlag(args[i])
 		takeNext := func() (string, bool) {
-			if hasVal {
-				return val, true
+			if a.hasVal {
+				return a.val, true
 			}
 			if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
 				i++
@@ -200,46 +195,72 @@ func ParseServeArgs(args []string) (EngineConfig, error) {
 			}
 			return "", false
 		}
-		if perLaunchSwitches[name] {
-			continue
-		}
-		if perLaunchFlags[name] || isCredentialFlag(name) {
-			takeNext()
-			continue
-		}
-		negated := false
-		if base, ok := strings.CutPrefix(name, "no-"); ok {
-			if mk, known := engineFlags[base]; known && mk(&c).boolean {
-				name, negated = base, true
-			}
-		}
-		mk, known := engineFlags[name]
-		if !known {
-			v, ok := takeNext()
-			if !ok {
-				v = "true"
-			}
-			c.Other[name] = v
-			continue
-		}
-		f := mk(&c)
-		v := "true"
-		switch {
-		case negated:
-			v = "false"
-		case f.boolean && hasVal:
-			v = val
-		case !f.boolean:
-			var ok bool
-			if v, ok = takeNext(); !ok {
-				return EngineConfig{}, fmt.Errorf("execfp: --%s needs a value", name)
-			}
-		}
-		if err := f.set(&c, v); err != nil {
-			return EngineConfig{}, fmt.Errorf("execfp: --%s: %w", name, err)
+		if err := c.apply(a, takeNext); err != nil {
+			return EngineConfig{}, err
 		}
 	}
 	return c, nil
+}
+
+// serveFlag is one flag of the command line: its long name with "_"
+// spelled "-", and the value written after "=", if any.
+type serveFlag struct {
+	name, val string
+	hasVal    bool
+}
+
+func readServeFlag(a string) serveFlag {
+	name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+	name = strings.ReplaceAll(name, "_", "-")
+	if long, ok := shortFlags[name]; ok && !strings.HasPrefix(a, "--") {
+		name = long
+	}
+	return serveFlag{name: name, val: val, hasVal: hasVal}
+}
+
+// apply records one flag; takeNext yields its value (consuming the next
+// argument when it was not written after "=").
+func (c *EngineConfig) apply(a serveFlag, takeNext func() (string, bool)) error {
+	name := a.name
+	if perLaunchSwitches[name] {
+		return nil
+	}
+	if perLaunchFlags[name] || isCredentialFlag(name) {
+		takeNext()
+		return nil
+	}
+	negated := false
+	if base, ok := strings.CutPrefix(name, "no-"); ok {
+		if mk, known := engineFlags[base]; known && mk(c).boolean {
+			name, negated = base, true
+		}
+	}
+	mk, known := engineFlags[name]
+	if !known {
+		v, ok := takeNext()
+		if !ok {
+			v = "true"
+		}
+		c.Other[name] = v
+		return nil
+	}
+	f := mk(c)
+	v := "true"
+	switch {
+	case negated:
+		v = "false"
+	case f.boolean && a.hasVal:
+		v = a.val
+	case !f.boolean:
+		var ok bool
+		if v, ok = takeNext(); !ok {
+			return fmt.Errorf("execfp: --%s needs a value", name)
+		}
+	}
+	if err := f.set(c, v); err != nil {
+		return fmt.Errorf("execfp: --%s: %w", name, err)
+	}
+	return nil
 }
 
 // parseSize reads an integer with vLLM's human-readable suffixes

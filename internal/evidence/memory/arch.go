@@ -205,6 +205,25 @@ func ParseArch(config []byte) (ArchFacts, error) {
 // common reads the fields every dispatched family has. top is the whole
 // config (tie_word_embeddings and torch_dtype may live there for wrappers).
 func common(c, top cfg, a *ArchFacts) error {
+	if err := commonSizes(c, a); err != nil {
+		return err
+	}
+	if err := headDims(c, a); err != nil {
+		return err
+	}
+	if err := inheritedFields(c, top, a); err != nil {
+		return err
+	}
+	a.LayerKinds = make([]LayerKind, a.NumLayers)
+	for i := range a.LayerKinds {
+		a.LayerKinds[i] = LayerFull
+	}
+	return nil
+}
+
+// commonSizes reads the required dimensions and the KV head count (absent
+// or zero for MHA, where it equals the attention head count).
+func commonSizes(c cfg, a *ArchFacts) error {
 	var err error
 	for _, f := range []struct {
 		name string
@@ -229,6 +248,11 @@ func common(c, top cfg, a *ArchFacts) error {
 		kv = a.NumHeads // MHA: the config omits the KV head count
 	}
 	a.NumKVHeads = kv
+	return nil
+}
+
+// headDims reads head_dim (else hidden_size / heads) and the rotary share.
+func headDims(c cfg, a *ArchFacts) error {
 	hd, ok, err := c.integer("head_dim")
 	if err != nil {
 		return err
@@ -245,6 +269,12 @@ func common(c, top cfg, a *ArchFacts) error {
 	} else if ok {
 		a.RotaryDim = int64(float64(hd) * prf)
 	}
+	return nil
+}
+
+// inheritedFields reads tie_word_embeddings and torch_dtype from the text
+// config, falling back to the top-level config where wrappers put them.
+func inheritedFields(c, top cfg, a *ArchFacts) error {
 	tie, ok, err := c.boolean("tie_word_embeddings")
 	if err != nil {
 		return err
@@ -262,10 +292,6 @@ func common(c, top cfg, a *ArchFacts) error {
 		if a.TorchDType, err = top.str("torch_dtype"); err != nil {
 			return err
 		}
-	}
-	a.LayerKinds = make([]LayerKind, a.NumLayers)
-	for i := range a.LayerKinds {
-		a.LayerKinds[i] = LayerFull
 	}
 	return nil
 }

@@ -101,7 +101,38 @@ func unknownComponent(reason string) Component {
 // resolve fills the launch defaults from the pinned facts and checks the
 // launch against the model.
 func (pl *planner) resolve() error {
-	l, a, f := pl.in.Launch, pl.a, pl.f
+	l := pl.in.Launch
+	if err := pl.fillLaunch(&l); err != nil {
+		return err
+	}
+	pl.fillBlockSize(&l)
+	if l.KVCacheDType == "" {
+		l.KVCacheDType = "auto"
+	}
+	if l.DType == "" {
+		l.DType = "auto"
+	}
+	if l.KVCacheMemoryBytes != nil && *l.KVCacheMemoryBytes <= 0 {
+		return fmt.Errorf("--kv-cache-memory %d: must be positive", *l.KVCacheMemoryBytes)
+	}
+	topo, err := newTopology(l, pl.a.NumLayers)
+	if err != nil {
+		return err
+	}
+	pl.topo = topo
+	pl.p.Launch = l
+	pl.p.GPUsNeeded = l.TP * l.PP * l.DP
+	if n := pl.in.Hardware.Count; n > 0 && n < pl.p.GPUsNeeded {
+		pl.note(fmt.Sprintf("the topology needs %d GPUs, the hardware lists %d", pl.p.GPUsNeeded, n))
+	}
+	pl.class = activationClass(pl.a.Mechanism, pl.a.FFN, pl.a.Multimodal)
+	return pl.dtypes()
+}
+
+// fillLaunch gives the parallelism, memory share, context length and batch
+// limits their defaults, refusing values outside what the model allows.
+func (pl *planner) fillLaunch(l *LaunchConfig) error {
+	a, f := pl.a, pl.f
 	for _, p := range []*int{&l.TP, &l.PP, &l.DP} {
 		if *p == 0 {
 			*p = 1
@@ -129,38 +160,25 @@ func (pl *planner) resolve() error {
 	if l.MaxNumBatchedTokens == 0 {
 		l.MaxNumBatchedTokens = bd.MaxNumBatchedTokens
 	}
+	return nil
+}
+
+// fillBlockSize defaults the block size and applies FlashMLA's forced block
+// size where the GPU is known to run it.
+func (pl *planner) fillBlockSize(l *LaunchConfig) {
+	d := pl.f.Defaults
 	if l.BlockSize == 0 {
-		l.BlockSize = f.Defaults.BlockSize
+		l.BlockSize = d.BlockSize
 	}
-	if a.Mechanism == MechMLA && f.Defaults.MLABlockSize > 0 && l.BlockSize%f.Defaults.MLABlockSize != 0 {
-		switch ccAtLeast(pl.in.Hardware.ComputeCapability, f.Defaults.MLABlockSizeMinCC) {
-		case ccYes:
-			l.BlockSize = f.Defaults.MLABlockSize
-		case ccUnknown:
-			pl.note(fmt.Sprintf("compute capability unknown: FlashMLA would force block size %d on %s+", f.Defaults.MLABlockSize, f.Defaults.MLABlockSizeMinCC))
-		}
+	if pl.a.Mechanism != MechMLA || d.MLABlockSize <= 0 || l.BlockSize%d.MLABlockSize == 0 {
+		return
 	}
-	if l.KVCacheDType == "" {
-		l.KVCacheDType = "auto"
+	switch ccAtLeast(pl.in.Hardware.ComputeCapability, d.MLABlockSizeMinCC) {
+	case ccYes:
+		l.BlockSize = d.MLABlockSize
+	case ccUnknown:
+		pl.note(fmt.Sprintf("compute capability unknown: FlashMLA would force block size %d on %s+", d.MLABlockSize, d.MLABlockSizeMinCC))
 	}
-	if l.DType == "" {
-		l.DType = "auto"
-	}
-	if l.KVCacheMemoryBytes != nil && *l.KVCacheMemoryBytes <= 0 {
-		return fmt.Errorf("--kv-cache-memory %d: must be positive", *l.KVCacheMemoryBytes)
-	}
-	topo, err := newTopology(l, a.NumLayers)
-	if err != nil {
-		return err
-	}
-	pl.topo = topo
-	pl.p.Launch = l
-	pl.p.GPUsNeeded = l.TP * l.PP * l.DP
-	if n := pl.in.Hardware.Count; n > 0 && n < pl.p.GPUsNeeded {
-		pl.note(fmt.Sprintf("the topology needs %d GPUs, the hardware lists %d", pl.p.GPUsNeeded, n))
-	}
-	pl.class = activationClass(a.Mechanism, a.FFN, a.Multimodal)
-	return pl.dtypes()
 }
 
 // batchDefault picks vLLM's serve defaults for the GPU.

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/narwhal-go/narwhal/internal/canon"
-	"github.com/narwhal-go/narwhal/internal/evidence/artifact"
 	"github.com/narwhal-go/narwhal/internal/evidence/artifact/fixture"
 	"github.com/narwhal-go/narwhal/internal/evidence/quant"
 )
@@ -315,10 +314,7 @@ func write405B(tb testing.TB) string {
 // planDir is the CLI's path: read every shard header and config.json,
 // then plan.
 func planDir(tb testing.TB, dir string, facts EngineFacts, cal CalibrationSet, hw HardwareSpec) Prediction {
-	h, err := artifact.ReadHeaders(dir)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	h := fixture.MustHeaders(tb, dir)
 	cfg, err := os.ReadFile(filepath.Join(dir, "config.json"))
 	if err != nil {
 		tb.Fatal(err)

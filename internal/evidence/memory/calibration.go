@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"sync"
 
 	"github.com/narwhal-go/narwhal/internal/canon"
@@ -104,29 +103,17 @@ const gib = 1 << 30
 //go:embed data/calibration_seed.json
 var seedJSON []byte
 
-var (
-	seedOnce sync.Once
-	seedSet  CalibrationSet
-	seedErr  error
-)
+var seedCalibration = sync.OnceValues(func() (CalibrationSet, error) { return ParseCalibration(seedJSON) })
 
 // SeedCalibration returns the seed calibration set shipped with this
 // build.
-func SeedCalibration() (CalibrationSet, error) {
-	seedOnce.Do(func() {
-		seedSet, seedErr = ParseCalibration(seedJSON)
-	})
-	return seedSet, seedErr
-}
+func SeedCalibration() (CalibrationSet, error) { return seedCalibration() }
 
 // ParseCalibration decodes a calibration set strictly.
 func ParseCalibration(b []byte) (CalibrationSet, error) {
 	var s CalibrationSet
-	if err := strictUnmarshal(b, &s); err != nil {
-		return CalibrationSet{}, fmt.Errorf("calibration set: %w", err)
-	}
-	if s.Schema != CalibrationSchema || s.SchemaVersion != CalibrationSchemaVersion {
-		return CalibrationSet{}, fmt.Errorf("calibration set: schema %q v%d, want %q v%d", s.Schema, s.SchemaVersion, CalibrationSchema, CalibrationSchemaVersion)
+	if err := decodeVersioned("calibration set", b, &s, CalibrationSchema, CalibrationSchemaVersion); err != nil {
+		return CalibrationSet{}, err
 	}
 	seen := map[string]bool{}
 	for i, e := range s.Entries {
@@ -336,7 +323,7 @@ func fitNonTorch(set CalibrationSet, scope calScope, tp, pp int) (levelFit, erro
 	if len(vs) < minCalibrationEntries {
 		return levelFit{}, fmt.Errorf("non-torch memory: %d calibration entries at tp=%d pp=%d, need %d", len(vs), tp, pp, minCalibrationEntries)
 	}
-	return levelFit{Median: medianInt(vs), Lo: slices.Min(vs), Hi: slices.Max(vs), IDs: ids}, nil
+	return levelFit{Median: median(vs), Lo: slices.Min(vs), Hi: slices.Max(vs), IDs: ids}, nil
 }
 
 // fitCUDAGraph calibrates the memory taken by graph capture (estimate
@@ -382,20 +369,12 @@ func fitCUDAGraph(set CalibrationSet, scope calScope, class string, estimate boo
 	if len(vs) < minCalibrationEntries {
 		return levelFit{}, fmt.Errorf("%s: %d calibration entries for mechanism class %s at the default capture sizes, need %d", what, len(vs), class, minCalibrationEntries)
 	}
-	return levelFit{Median: medianInt(vs), Lo: slices.Min(vs), Hi: slices.Max(vs), IDs: ids, NonNegative: true, Floored: floored}, nil
+	return levelFit{Median: median(vs), Lo: slices.Min(vs), Hi: slices.Max(vs), IDs: ids, NonNegative: true, Floored: floored}, nil
 }
 
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	sort.Float64s(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
-
-func medianInt(xs []int64) int64 {
+// median is the middle value, or the mean of the two middle values (an
+// integer mean rounds toward zero).
+func median[T int64 | float64](xs []T) T {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	n := len(s)

@@ -209,28 +209,14 @@ const (
 //go:embed data/engine_facts.json
 var factsJSON []byte
 
-var (
-	factsOnce sync.Once
-	factsFile FactsFile
-	factsErr  error
-)
-
-func loadFactsFile() (FactsFile, error) {
-	factsOnce.Do(func() {
-		factsFile, factsErr = parseFactsFile(factsJSON)
-	})
-	return factsFile, factsErr
-}
+var loadFactsFile = sync.OnceValues(func() (FactsFile, error) { return parseFactsFile(factsJSON) })
 
 // parseFactsFile decodes and checks a facts file strictly: unknown
 // fields, a wrong schema or an entry without its core facts are errors.
 func parseFactsFile(b []byte) (FactsFile, error) {
 	var f FactsFile
-	if err := strictUnmarshal(b, &f); err != nil {
-		return FactsFile{}, fmt.Errorf("engine facts: %w", err)
-	}
-	if f.Schema != FactsSchema || f.SchemaVersion != FactsSchemaVersion {
-		return FactsFile{}, fmt.Errorf("engine facts: schema %q v%d, want %q v%d", f.Schema, f.SchemaVersion, FactsSchema, FactsSchemaVersion)
+	if err := decodeVersioned("engine facts", b, &f, FactsSchema, FactsSchemaVersion); err != nil {
+		return FactsFile{}, err
 	}
 	for i := range f.Entries {
 		e := &f.Entries[i]
@@ -313,15 +299,20 @@ func normalizeVersion(v string) string {
 	return v
 }
 
-// strictUnmarshal decodes JSON refusing unknown fields and trailing data.
-func strictUnmarshal(b []byte, v any) error {
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
+// decodeVersioned strictly decodes one of the calculator's data files into
+// v and checks it names the schema and version this build reads; what
+// names the file in errors.
+func decodeVersioned(what string, b []byte, v any, schema string, version int) error {
+	if err := canon.DecodeStrict(b, v); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	if dec.More() {
-		return fmt.Errorf("trailing data after the JSON document")
+	var h struct {
+		Schema        string `json:"schema"`
+		SchemaVersion int    `json:"schema_version"`
+	}
+	_ = json.Unmarshal(b, &h) // DecodeStrict has read b already
+	if h.Schema != schema || h.SchemaVersion != version {
+		return fmt.Errorf("%s: schema %q v%d, want %q v%d", what, h.Schema, h.SchemaVersion, schema, version)
 	}
 	return nil
 }

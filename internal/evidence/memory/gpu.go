@@ -52,12 +52,7 @@ var (
 
 func loadGPUTable() (GPUTable, string, error) {
 	gpuOnce.Do(func() {
-		if gpuErr = strictUnmarshal(gpusJSON, &gpuTable); gpuErr != nil {
-			gpuErr = fmt.Errorf("gpu table: %w", gpuErr)
-			return
-		}
-		if gpuTable.Schema != "narwhal.memory.gpu_table" || gpuTable.SchemaVersion != 1 {
-			gpuErr = fmt.Errorf("gpu table: schema %q v%d", gpuTable.Schema, gpuTable.SchemaVersion)
+		if gpuErr = decodeVersioned("gpu table", gpusJSON, &gpuTable, "narwhal.memory.gpu_table", 1); gpuErr != nil {
 			return
 		}
 		_, gpuDigest, gpuErr = canon.MarshalDigest(gpuTable)

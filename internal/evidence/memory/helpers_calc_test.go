@@ -2,7 +2,6 @@ package memory
 
 import (
 	"encoding/json"
-	"sort"
 	"testing"
 
 	"github.com/narwhal-go/narwhal/internal/evidence/artifact"
@@ -14,26 +13,11 @@ import (
 // are about arithmetic).
 func headersOf(t testing.TB, s fixture.Spec) (artifact.Headers, []byte) {
 	t.Helper()
-	var h artifact.Headers
-	for _, ft := range s.Tensors {
-		b := ft.Bytes
-		if b == 0 {
-			var st artifact.SizeStatus
-			b, st = artifact.SizeOf(ft.DType, ft.Shape)
-			if st != artifact.SizeOK {
-				t.Fatalf("fixture tensor %s: size status %v", ft.Name, st)
-			}
-		}
-		h.Tensors = append(h.Tensors, artifact.Tensor{Name: ft.Name, DType: ft.DType, Shape: ft.Shape, Bytes: b, File: "model.safetensors"})
-	}
-	sort.Slice(h.Tensors, func(i, j int) bool { return h.Tensors[i].Name < h.Tensors[j].Name })
-	h.Files = []string{"model.safetensors"}
-	h.Metadata = map[string]map[string]string{}
 	cfg, err := json.Marshal(s.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return h, cfg
+	return fixture.InMemory(t, s), cfg
 }
 
 func mustFacts(t testing.TB, v string) EngineFacts {

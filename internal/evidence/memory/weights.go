@@ -131,9 +131,23 @@ type tensorMatch struct {
 // split vLLM would refuse makes the whole component unknown: the reasons
 // come back and the figures must not be used.
 func weightsPerStage(a ArchFacts, h artifact.Headers, f EngineFacts, topo topology, modelBytes int64) ([]WeightBreakdown, []stageStats, []string) {
-	var reasons []string
+	wc, reason := newWeightCalc(a, f, topo, modelBytes)
+	if reason != "" {
+		return nil, nil, []string{reason}
+	}
+	out, stats, reasons := wc.sumTensors(h)
+	if len(reasons) > 0 {
+		return nil, nil, reasons
+	}
+	wc.addDerived(out)
+	return out, stats, nil
+}
+
+// newWeightCalc picks the family's sharding rules and the quantization's
+// scale handling from the pinned facts; the reason says what they lack.
+func newWeightCalc(a ArchFacts, f EngineFacts, topo topology, modelBytes int64) (*weightCalc, string) {
 	if !slices.Contains(f.Weights.SupportedQuant, a.Quant.Method) {
-		return nil, nil, []string{fmt.Sprintf("weights: quantization method %q is not modelled by the pinned facts for vLLM %s", a.Quant.Method, f.Version)}
+		return nil, fmt.Sprintf("weights: quantization method %q is not modelled by the pinned facts for vLLM %s", a.Quant.Method, f.Version)
 	}
 	var rs *RuleSet
 	for i := range f.RuleSets {
@@ -142,9 +156,9 @@ func weightsPerStage(a ArchFacts, h artifact.Headers, f EngineFacts, topo topolo
 		}
 	}
 	if rs == nil {
-		return nil, nil, []string{fmt.Sprintf("weights: no sharding rules for model family %s in the pinned facts", a.Family)}
+		return nil, fmt.Sprintf("weights: no sharding rules for model family %s in the pinned facts", a.Family)
 	}
-	wc := weightCalc{arch: a, facts: f, topo: topo, rules: *rs, params: map[string]ParamRule{}, modelBytes: modelBytes}
+	wc := &weightCalc{arch: a, facts: f, topo: topo, rules: *rs, params: map[string]ParamRule{}, modelBytes: modelBytes}
 	for _, p := range f.Params {
 		wc.params[p.Suffix] = p
 	}
@@ -153,13 +167,19 @@ func weightsPerStage(a ArchFacts, h artifact.Headers, f EngineFacts, topo topolo
 		method += ":" + a.Quant.Format
 	}
 	wc.f32Scales = slices.Contains(f.Weights.ScalesAsFloat32, method) || slices.Contains(f.Weights.ScalesAsFloat32, a.Quant.Method)
+	return wc, ""
+}
 
-	out := make([]WeightBreakdown, topo.PP)
-	stats := make([]stageStats, topo.PP)
-	var unmatched []string
+// sumTensors adds every loaded tensor's per-rank bytes to the stages that
+// hold it; the reasons name the tensors no rule explains.
+func (wc weightCalc) sumTensors(h artifact.Headers) ([]WeightBreakdown, []stageStats, []string) {
+	a := wc.arch
+	out := make([]WeightBreakdown, wc.topo.PP)
+	stats := make([]stageStats, wc.topo.PP)
+	var reasons, unmatched []string
 	nUnmatched := 0
 	for _, t := range h.Tensors {
-		if l, ok := layerIndex(t.Name); ok && l >= a.NumLayers && rs.ExtraLayers == "skip" {
+		if l, ok := layerIndex(t.Name); ok && l >= a.NumLayers && wc.rules.ExtraLayers == "skip" {
 			continue // multi-token-prediction layers vLLM does not load
 		}
 		m, ok := wc.match(t.Name)
@@ -170,39 +190,51 @@ func weightsPerStage(a ArchFacts, h artifact.Headers, f EngineFacts, topo topolo
 			}
 			continue
 		}
-		if m.rule.Kind == "skip" {
-			continue
+		per, reason, use := wc.tensorShare(t, m)
+		if reason != "" {
+			reasons = append(reasons, reason)
 		}
-		if m.layer >= a.NumLayers {
-			reasons = append(reasons, fmt.Sprintf("weights: tensor %s is in layer %d of a %d-layer model", t.Name, m.layer, a.NumLayers))
-			continue
-		}
-		if m.rule.Pattern == "lm_head" && a.TieWordEmbeddings {
-			continue // vLLM skips lm_head.weight when embeddings are tied
-		}
-		per, err := wc.perRank(t, m)
-		if err != nil {
-			reasons = append(reasons, "weights: "+err.Error())
+		if !use {
 			continue
 		}
 		for _, s := range wc.stages(m) {
 			out[s].add(per)
-			switch lastSeg(t.Name) {
-			case "qweight", "weight_packed":
-				stats[s].MaxPacked = max(stats[s].MaxPacked, per.TensorBytes)
-			case "g_idx", "weight_g_idx":
-				stats[s].GIdx += per.TensorBytes
-			}
+			stats[s].note(t.Name, per.TensorBytes)
 		}
 	}
 	if nUnmatched > 0 {
 		reasons = append(reasons, fmt.Sprintf("weights: %d tensors match no sharding rule of family %s (e.g. %s); no even split is assumed", nUnmatched, a.Family, strings.Join(unmatched, ", ")))
 	}
-	if len(reasons) > 0 {
-		return nil, nil, reasons
+	return out, stats, reasons
+}
+
+// tensorShare is one matched tensor's per-rank bytes, or use=false when vLLM
+// does not load it (with a reason when the tensor contradicts the config).
+func (wc weightCalc) tensorShare(t artifact.Tensor, m tensorMatch) (per WeightBreakdown, reason string, use bool) {
+	a := wc.arch
+	switch {
+	case m.rule.Kind == "skip":
+		return per, "", false
+	case m.layer >= a.NumLayers:
+		return per, fmt.Sprintf("weights: tensor %s is in layer %d of a %d-layer model", t.Name, m.layer, a.NumLayers), false
+	case m.rule.Pattern == "lm_head" && a.TieWordEmbeddings:
+		return per, "", false // vLLM skips lm_head.weight when embeddings are tied
 	}
-	wc.addDerived(out)
-	return out, stats, nil
+	per, err := wc.perRank(t, m)
+	if err != nil {
+		return per, "weights: " + err.Error(), false
+	}
+	return per, "", true
+}
+
+// note records the tensors the quantized-kernel workspace sizes from.
+func (s *stageStats) note(name string, bytes int64) {
+	switch lastSeg(name) {
+	case "qweight", "weight_packed":
+		s.MaxPacked = max(s.MaxPacked, bytes)
+	case "g_idx", "weight_g_idx":
+		s.GIdx += bytes
+	}
 }
 
 func (w *WeightBreakdown) add(p WeightBreakdown) {
@@ -330,42 +362,9 @@ func (wc weightCalc) perRank(t artifact.Tensor, m tensorMatch) (WeightBreakdown,
 	if err != nil {
 		return WeightBreakdown{}, err
 	}
-	tp := int64(wc.topo.TP)
-	a := wc.arch
-	one := func(v int64) WeightBreakdown { return WeightBreakdown{TensorBytes: v, Tensors: 1} }
 	switch m.rule.Kind {
 	case "replicated":
-		return one(b), nil
-	case "column":
-		v, err := splitDim(t, b, m.param.OutDim, tp)
-		return one(v), err
-	case "row":
-		v, err := splitDim(t, b, m.param.InDim, tp)
-		return one(v), err
-	case "qkv_q":
-		if a.NumHeads%tp != 0 {
-			return WeightBreakdown{}, fmt.Errorf("num_attention_heads %d is not divisible by tp %d (vLLM refuses the split)", a.NumHeads, tp)
-		}
-		v, err := splitDim(t, b, m.param.OutDim, tp)
-		return one(v), err
-	case "qkv_kv":
-		kv := a.NumKVHeads
-		if kv >= tp {
-			if kv%tp != 0 {
-				return WeightBreakdown{}, fmt.Errorf("num_key_value_heads %d is not divisible by tp %d (vLLM refuses the split)", kv, tp)
-			}
-			v, err := splitDim(t, b, m.param.OutDim, tp)
-			return one(v), err
-		}
-		if tp%kv != 0 {
-			return WeightBreakdown{}, fmt.Errorf("tp %d is not a multiple of num_key_value_heads %d (vLLM refuses the replication)", tp, kv)
-		}
-		// TP exceeds the KV heads: each rank keeps one whole head.
-		v, err := splitDim(t, b, m.param.OutDim, kv)
-		return one(v), err
-	case "heads":
-		v, err := splitDim(t, b, m.rule.TPDim, tp)
-		return one(v), err
+		return WeightBreakdown{TensorBytes: b, Tensors: 1}, nil
 	case "vocab":
 		return wc.vocab(t, b, m)
 	case "expert_column", "expert_row":
@@ -373,7 +372,46 @@ func (wc weightCalc) perRank(t artifact.Tensor, m tensorMatch) (WeightBreakdown,
 	case "fused_expert":
 		return wc.fusedExpert(t, b, m)
 	}
-	return WeightBreakdown{}, fmt.Errorf("tensor %s: sharding kind %q is not implemented", t.Name, m.rule.Kind)
+	dim, parts, err := wc.splitAxis(t.Name, m)
+	if err != nil {
+		return WeightBreakdown{}, err
+	}
+	v, err := splitDim(t, b, dim, parts)
+	return WeightBreakdown{TensorBytes: v, Tensors: 1}, err
+}
+
+// splitAxis is the dimension a tensor-parallel kind splits and into how
+// many parts, refusing the head counts vLLM refuses to split.
+func (wc weightCalc) splitAxis(name string, m tensorMatch) (dim int, parts int64, err error) {
+	tp := int64(wc.topo.TP)
+	a := wc.arch
+	switch m.rule.Kind {
+	case "column":
+		return m.param.OutDim, tp, nil
+	case "row":
+		return m.param.InDim, tp, nil
+	case "heads":
+		return m.rule.TPDim, tp, nil
+	case "qkv_q":
+		if a.NumHeads%tp != 0 {
+			return 0, 0, fmt.Errorf("num_attention_heads %d is not divisible by tp %d (vLLM refuses the split)", a.NumHeads, tp)
+		}
+		return m.param.OutDim, tp, nil
+	case "qkv_kv":
+		kv := a.NumKVHeads
+		if kv >= tp {
+			if kv%tp != 0 {
+				return 0, 0, fmt.Errorf("num_key_value_heads %d is not divisible by tp %d (vLLM refuses the split)", kv, tp)
+			}
+			return m.param.OutDim, tp, nil
+		}
+		if tp%kv != 0 {
+			return 0, 0, fmt.Errorf("tp %d is not a multiple of num_key_value_heads %d (vLLM refuses the replication)", tp, kv)
+		}
+		// TP exceeds the KV heads: each rank keeps one whole head.
+		return m.param.OutDim, kv, nil
+	}
+	return 0, 0, fmt.Errorf("tensor %s: sharding kind %q is not implemented", name, m.rule.Kind)
 }
 
 // splitDim divides a tensor along dim into parts; a dimension of size 1

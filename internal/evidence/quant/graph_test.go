@@ -30,14 +30,8 @@ func specOf(t *testing.T, s fixture.Spec) quant.ArtifactSpec {
 
 func specOfDir(t *testing.T, dir string) quant.ArtifactSpec {
 	t.Helper()
-	h, err := artifact.ReadHeaders(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	config, err := artifact.ReadConfig(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := fixture.MustHeaders(t, dir)
+	config := fixture.MustConfig(t, dir)
 	qc, found, err := artifact.ReadQuantConfig(dir, config)
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +97,7 @@ func TestNoQuantizationString(t *testing.T) {
 			t.Errorf("%s accepted", in)
 		}
 	}
-	spec, _ := quant.Detect(cfg(t, "config.json", `{"quant_method":"awq","bits":4,"group_size":128}`), headers(t, fixture.Must(fixture.AWQ(fixture.Build(tiny(), 1), 128))), quant.Methods())
+	spec, _ := quant.Detect(cfg(t, "config.json", `{"quant_method":"awq","bits":4,"group_size":128}`), fixture.InMemory(t, fixture.Must(fixture.AWQ(fixture.Build(tiny(), 1), 128))), quant.Methods())
 	b, err := canon.Marshal(spec)
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +113,7 @@ func TestNoQuantizationString(t *testing.T) {
 }
 
 func TestWorkspaceIsNotIdentity(t *testing.T) {
-	spec, _ := quant.Detect(cfg(t, "config.json", `{"quant_method":"awq","bits":4,"group_size":128}`), headers(t, fixture.Must(fixture.AWQ(fixture.Build(tiny(), 1), 128))), quant.Methods())
+	spec, _ := quant.Detect(cfg(t, "config.json", `{"quant_method":"awq","bits":4,"group_size":128}`), fixture.InMemory(t, fixture.Must(fixture.AWQ(fixture.Build(tiny(), 1), 128))), quant.Methods())
 	other := spec
 	other.Workspaces = nil
 	a, _ := quant.Fingerprint(spec)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/narwhal-go/narwhal/internal/evidence/artifact"
@@ -184,14 +183,6 @@ func isExpert(base string) bool {
 
 func shapeIs(t artifact.Tensor, dims ...int64) bool {
 	return slices.Equal(t.Shape, dims)
-}
-
-func shapeText(s []int64) string {
-	p := make([]string, len(s))
-	for i, d := range s {
-		p[i] = strconv.FormatInt(d, 10)
-	}
-	return "[" + strings.Join(p, ", ") + "]"
 }
 
 // disagreement lists, capped so one systematic problem is one line plus a count.

@@ -21,24 +21,6 @@ func tiny() fixture.Dense {
 	}
 }
 
-// headers turns a fixture spec into in-memory headers (no files).
-func headers(t *testing.T, s fixture.Spec) artifact.Headers {
-	t.Helper()
-	var h artifact.Headers
-	for _, ten := range s.Tensors {
-		b := ten.Bytes
-		if b == 0 {
-			var st artifact.SizeStatus
-			if b, st = artifact.SizeOf(ten.DType, ten.Shape); st != artifact.SizeOK {
-				t.Fatalf("%s: %s", ten.Name, st)
-			}
-		}
-		h.Tensors = append(h.Tensors, artifact.Tensor{Name: ten.Name, DType: ten.DType, Shape: ten.Shape, Bytes: b, File: artifact.SingleFile})
-	}
-	h.Files = []string{artifact.SingleFile}
-	return h
-}
-
 // cfg builds a Config from a quantization_config JSON text.
 func cfg(t *testing.T, file, text string) *quant.Config {
 	t.Helper()
@@ -193,9 +175,9 @@ func TestDetectPublishedConfigs(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h := headers(t, c.heads)
+			h := fixture.InMemory(t, c.heads)
 			if c.name == "compressed-tensors W8A16 group 32 (per-group format)" {
-				h = headers(t, w8a16(t, base, 32))
+				h = fixture.InMemory(t, w8a16(t, base, 32))
 			}
 			spec, v := quant.Detect(cfg(t, c.file, c.config), h, quant.Methods())
 			if v.Support != c.support {
@@ -249,20 +231,20 @@ func w8a16(t *testing.T, s fixture.Spec, group int64) fixture.Spec {
 }
 
 func TestAWQDetectFromHeaders(t *testing.T) {
-	h := headers(t, fixture.Must(fixture.AWQ(fixture.Build(tiny(), 1), 128)))
+	h := fixture.InMemory(t, fixture.Must(fixture.AWQ(fixture.Build(tiny(), 1), 128)))
 	spec, v := quant.AWQ{}.Detect(cfg(t, "config.json", `{"quant_method":"awq","bits":4,"group_size":128,"zero_point":true,"version":"gemm"}`), h)
 	if v.Support != quant.Supported || *spec.ZeroPointRepresentation != "uint4_packed_i32_per_group" {
 		t.Fatalf("%v %v", v, deref(spec.ZeroPointRepresentation))
 	}
 	// No packed tensors at all: the config alone settles nothing.
-	_, v = quant.AWQ{}.Detect(cfg(t, "config.json", `{"quant_method":"awq","bits":4,"group_size":128}`), headers(t, fixture.Build(tiny(), 1)))
+	_, v = quant.AWQ{}.Detect(cfg(t, "config.json", `{"quant_method":"awq","bits":4,"group_size":128}`), fixture.InMemory(t, fixture.Build(tiny(), 1)))
 	if v.Support != quant.Unknown || !strings.Contains(v.Reason, "no …qweight") {
 		t.Fatalf("%+v", v)
 	}
 }
 
 func TestGPTQDetectFromHeaders(t *testing.T) {
-	h := headers(t, fixture.Must(fixture.GPTQ(fixture.Build(tiny(), 1), 4, 128, true)))
+	h := fixture.InMemory(t, fixture.Must(fixture.GPTQ(fixture.Build(tiny(), 1), 4, 128, true)))
 	spec, v := quant.Detect(cfg(t, "config.json", `{"quant_method":"gptq","bits":4,"group_size":128,"desc_act":true,"sym":true,"damp_percent":0.01,"meta":{"quantizer":["gptqmodel:1.2.1"]}}`), h, quant.Methods())
 	if v.Support != quant.Supported {
 		t.Fatalf("%+v", v)
@@ -282,20 +264,20 @@ func TestGPTQDetectFromHeaders(t *testing.T) {
 		t.Errorf("asymmetric gptq workspaces %v", spec.Workspaces)
 	}
 	// 8-bit GPTQ packs four values per I32.
-	h8 := headers(t, fixture.Must(fixture.GPTQ(fixture.Build(tiny(), 1), 8, 128, false)))
+	h8 := fixture.InMemory(t, fixture.Must(fixture.GPTQ(fixture.Build(tiny(), 1), 8, 128, false)))
 	if spec, v := quant.Detect(cfg(t, "config.json", `{"quant_method":"gptq","bits":8,"group_size":128}`), h8, quant.Methods()); v.Support != quant.Supported || spec.WeightFormat != "int8" {
 		t.Fatalf("8-bit: %v %+v", spec.WeightFormat, v)
 	}
 }
 
 func TestFP8BlockDetect(t *testing.T) {
-	h := headers(t, fixture.Must(fixture.FP8Block(fixture.Build(tiny(), 1), 128, 128, "F32")))
+	h := fixture.InMemory(t, fixture.Must(fixture.FP8Block(fixture.Build(tiny(), 1), 128, 128, "F32")))
 	spec, v := quant.Detect(cfg(t, "config.json", `{"quant_method":"fp8","fmt":"e4m3","activation_scheme":"dynamic","weight_block_size":[128,128]}`), h, quant.Methods())
 	if v.Support != quant.Supported || deref(spec.ScaleRepresentation) != "f32_block_inv" || !slices.Equal(spec.BlockShape, []int{128, 128}) {
 		t.Fatalf("%+v %v %v", v, deref(spec.ScaleRepresentation), spec.BlockShape)
 	}
 	// A block config over per-channel headers: recorded, headers win, unknown.
-	hc := headers(t, fixture.Must(fixture.FP8Channel(fixture.Build(tiny(), 1))))
+	hc := fixture.InMemory(t, fixture.Must(fixture.FP8Channel(fixture.Build(tiny(), 1))))
 	_, v = quant.Detect(cfg(t, "config.json", `{"quant_method":"fp8","weight_block_size":[128,128]}`), hc, quant.Methods())
 	if len(v.Disagreements) == 0 || !strings.Contains(v.Disagreements[0], "weight_block_size") {
 		t.Fatalf("%+v", v)
@@ -303,7 +285,7 @@ func TestFP8BlockDetect(t *testing.T) {
 }
 
 func TestCompressedTensorsW4A16Detect(t *testing.T) {
-	h := headers(t, fixture.Must(fixture.W4A16(fixture.Build(tiny(), 1), 128)))
+	h := fixture.InMemory(t, fixture.Must(fixture.W4A16(fixture.Build(tiny(), 1), 128)))
 	c := `{"quant_method":"compressed-tensors","format":"pack-quantized","config_groups":{"g":{"targets":["Linear"],"weights":{"num_bits":4,"type":"int","strategy":"group","group_size":128,"symmetric":true}}},"ignore":["lm_head"]}`
 	spec, v := quant.Detect(cfg(t, "config.json", c), h, quant.Methods())
 	if v.Support != quant.Supported || spec.WeightFormat != "int4" || deref(spec.ScaleRepresentation) != "per_group_128" {
@@ -319,7 +301,7 @@ func TestCompressedTensorsW4A16Detect(t *testing.T) {
 // A disagreement between quantization_config and the headers is recorded,
 // one line per kind with a count; the headers decide the bytes.
 func TestConfigHeaderDisagreementRecorded(t *testing.T) {
-	h := headers(t, fixture.Must(fixture.AWQ(fixture.Build(tiny(), 1), 128)))
+	h := fixture.InMemory(t, fixture.Must(fixture.AWQ(fixture.Build(tiny(), 1), 128)))
 	spec, v := quant.Detect(cfg(t, "config.json", `{"quant_method":"awq","bits":4,"group_size":64,"zero_point":true}`), h, quant.Methods())
 	if len(v.Disagreements) != 1 || !strings.Contains(v.Disagreements[0], "imply group 128, config says 64") || !strings.Contains(v.Disagreements[0], "more like it") {
 		t.Fatalf("disagreements %v", v.Disagreements)
@@ -331,7 +313,7 @@ func TestConfigHeaderDisagreementRecorded(t *testing.T) {
 
 func TestUnknownMethodUnsupported(t *testing.T) {
 	for _, m := range []string{"hqq", "torchao", "quark", "auto-round", "fbgemm_fp8", "brand-new-2027"} {
-		spec, v := quant.Detect(cfg(t, "config.json", `{"quant_method":"`+m+`","bits":3}`), headers(t, fixture.Build(tiny(), 1)), quant.Methods())
+		spec, v := quant.Detect(cfg(t, "config.json", `{"quant_method":"`+m+`","bits":3}`), fixture.InMemory(t, fixture.Build(tiny(), 1)), quant.Methods())
 		if v.Support != quant.Unsupported || !strings.Contains(v.Reason, `"`+m+`"`) || spec.Method != m || spec.WeightFormat != "unknown" {
 			t.Errorf("%s: %+v %+v", m, spec, v)
 		}
@@ -342,7 +324,7 @@ func TestUnknownMethodUnsupported(t *testing.T) {
 }
 
 func TestMethodAliases(t *testing.T) {
-	h := headers(t, fixture.Must(fixture.AWQ(fixture.Build(tiny(), 1), 128)))
+	h := fixture.InMemory(t, fixture.Must(fixture.AWQ(fixture.Build(tiny(), 1), 128)))
 	for _, m := range []string{"awq_marlin", "AWQ", "auto_awq"} {
 		spec, v := quant.Detect(cfg(t, "config.json", `{"quant_method":"`+m+`","bits":4,"group_size":128}`), h, quant.Methods())
 		if v.Support != quant.Supported || spec.Method != m {
@@ -352,12 +334,12 @@ func TestMethodAliases(t *testing.T) {
 }
 
 func TestNativeCheckpoint(t *testing.T) {
-	spec, v := quant.Detect(nil, headers(t, fixture.Build(tiny(), 1)), quant.Methods())
+	spec, v := quant.Detect(nil, fixture.InMemory(t, fixture.Build(tiny(), 1)), quant.Methods())
 	if v.Support != quant.Supported || spec.WeightFormat != "bf16" || deref(spec.Bits) != 16 || spec.Method != "" {
 		t.Fatalf("%+v %+v", spec, v)
 	}
 	// Packed tensors without any quantization config: unknown, never a guess.
-	_, v = quant.Detect(nil, headers(t, fixture.Must(fixture.AWQ(fixture.Build(tiny(), 1), 128))), quant.Methods())
+	_, v = quant.Detect(nil, fixture.InMemory(t, fixture.Must(fixture.AWQ(fixture.Build(tiny(), 1), 128))), quant.Methods())
 	if v.Support != quant.Unknown || len(v.Disagreements) == 0 {
 		t.Fatalf("%+v", v)
 	}
@@ -383,18 +365,18 @@ func TestBitsAndBytesDetect(t *testing.T) {
 			fixture.Tensor{Name: ten.Name + ".quant_map", DType: "F32", Shape: []int64{16}},
 			fixture.Tensor{Name: ten.Name + ".quant_state.bitsandbytes__nf4", DType: "U8", Shape: []int64{117}})
 	}
-	spec, v := quant.Detect(cfg(t, "config.json", c), headers(t, pre), quant.Methods())
+	spec, v := quant.Detect(cfg(t, "config.json", c), fixture.InMemory(t, pre), quant.Methods())
 	if v.Support != quant.Supported || spec.WeightFormat != "nf4" || deref(spec.ScaleRepresentation) != "u8_absmax_double_quant_per_block" {
 		t.Fatalf("%+v %+v", spec, v)
 	}
-	_, v = quant.Detect(cfg(t, "config.json", c), headers(t, fixture.Build(tiny(), 1)), quant.Methods())
+	_, v = quant.Detect(cfg(t, "config.json", c), fixture.InMemory(t, fixture.Build(tiny(), 1)), quant.Methods())
 	if v.Support != quant.Unknown || !strings.Contains(v.Reason, "in-flight") {
 		t.Fatalf("in-flight: %+v", v)
 	}
 }
 
 func TestRuntimeFP8(t *testing.T) {
-	h := headers(t, fixture.Build(tiny(), 1))
+	h := fixture.InMemory(t, fixture.Build(tiny(), 1))
 	rt, spec, v := quant.RuntimeFP8("0.11.0", nil, h)
 	if v.Support != quant.Supported || rt.Kind != quant.RuntimeOnlineFP8 || spec.WeightFormat != "fp8_e4m3" || spec.Workspaces[0].Transient != "unknown" {
 		t.Fatalf("%+v %+v %+v", rt, spec, v)

@@ -124,11 +124,28 @@ func (CompressedTensors) Detect(cfg *Config, h artifact.Headers) (QuantizationSp
 	if err := json.Unmarshal(cfg.Canonical, &c); err != nil {
 		return unsupported(cfg.Method, "compressed-tensors config: "+err.Error())
 	}
+	scheme, reason := c.scheme()
+	if reason != "" {
+		return unsupported(cfg.Method, reason)
+	}
+	x := index(h)
+	var f findings
+	found, moe := checkCT(&f, x, scheme)
+	spec := c.spec(cfg.Method, scheme)
+	if moe {
+		spec.MoEScheme = spec.LinearScheme
+	}
+	return spec, verdictOf(&f, found == 0, "compressed-tensors config but no quantized linear tensors of its scheme in the headers")
+}
+
+// scheme is the one scheme every config group uses; the reason says why
+// the config is not recognised (sparsity, no groups, mixed schemes).
+func (c ctConfig) scheme() (ctScheme, string) {
 	if sp := sparsity(c.SparsityConfig); sp != "" {
-		return unsupported(cfg.Method, "compressed-tensors sparsity format "+sp+" is not recognised")
+		return ctScheme{}, "compressed-tensors sparsity format " + sp + " is not recognised"
 	}
 	if len(c.ConfigGroups) == 0 {
-		return unsupported(cfg.Method, "compressed-tensors config has no config_groups")
+		return ctScheme{}, "compressed-tensors config has no config_groups"
 	}
 	top := ""
 	if c.Format != nil {
@@ -143,18 +160,21 @@ func (CompressedTensors) Detect(cfg *Config, h artifact.Headers) (QuantizationSp
 	for i, n := range names {
 		s, err := classifyCT(c.ConfigGroups[n], top)
 		if err != nil {
-			return unsupported(cfg.Method, "compressed-tensors group "+n+": "+err.Error())
+			return ctScheme{}, "compressed-tensors group " + n + ": " + err.Error()
 		}
 		if i > 0 && (s.name != scheme.name || !slices.Equal(s.block, scheme.block) || ptrDiffer(s.group, scheme.group)) {
-			return unsupported(cfg.Method, fmt.Sprintf("compressed-tensors groups %s and %s use different schemes (%s, %s); mixed-scheme checkpoints are not recognised", names[0], n, scheme.name, s.name))
+			return ctScheme{}, fmt.Sprintf("compressed-tensors groups %s and %s use different schemes (%s, %s); mixed-scheme checkpoints are not recognised", names[0], n, scheme.name, s.name)
 		}
 		scheme = s
 	}
-	x := index(h)
-	var f findings
-	found, moe := checkCT(&f, x, scheme)
+	return scheme, ""
+}
+
+// spec states the scheme as a QuantizationSpec, with the KV cache format
+// and the Marlin repack workspace of weight-only int schemes.
+func (c ctConfig) spec(method string, scheme ctScheme) QuantizationSpec {
 	spec := QuantizationSpec{
-		Method: cfg.Method, WeightFormat: scheme.weight, ActivationFormat: &scheme.activation,
+		Method: method, WeightFormat: scheme.weight, ActivationFormat: &scheme.activation,
 		LinearScheme: &scheme.name, Bits: &scheme.bits, GroupSize: scheme.group, BlockShape: scheme.block,
 		ScaleRepresentation: ctScaleRepr(scheme), ExcludedModules: sortedCopy(c.Ignore), ProducerVersion: c.Version,
 		Workspaces: []Workspace{},
@@ -173,15 +193,12 @@ func (CompressedTensors) Detect(cfg *Config, h artifact.Headers) (QuantizationSp
 		}
 		spec.KVCacheFormat = &k
 	}
-	if moe {
-		spec.MoEScheme = spec.LinearScheme
-	}
 	if scheme.name == "w4a16_int_group" || scheme.name == "w4a16_int_channel" || scheme.name == "w8a16_int_group" || scheme.name == "w8a16_int_channel" {
 		if scheme.group == nil || slices.Contains(marlinGroups, *scheme.group) {
 			spec.Workspaces = []Workspace{marlinRepack(false)}
 		}
 	}
-	return spec, verdictOf(&f, found == 0, "compressed-tensors config but no quantized linear tensors of its scheme in the headers")
+	return spec
 }
 
 // ptrDiffer reports whether two optional ints differ.
@@ -225,7 +242,7 @@ func checkCT(f *findings, x tensors, s ctScheme) (int, bool) {
 			found++
 			moe = moe || isExpert(b)
 			if p.DType != "U8" || len(p.Shape) != 2 || sc.DType != "F8_E4M3" || !shapeIs(sc, p.Shape[0], p.Shape[1]*2/16) {
-				f.add("nvfp4", fmt.Sprintf("nvfp4: %s packed %s %s with scale %s %s, want U8 [out, in/2] and F8_E4M3 [out, in/16]", b, p.DType, shapeText(p.Shape), sc.DType, shapeText(sc.Shape)))
+				f.add("nvfp4", fmt.Sprintf("nvfp4: %s packed %s %s with scale %s %s, want U8 [out, in/2] and F8_E4M3 [out, in/16]", b, p.DType, artifact.ShapeText(p.Shape), sc.DType, artifact.ShapeText(sc.Shape)))
 			}
 			if _, ok := x[b+".weight_global_scale"]; !ok {
 				f.add("global scale", fmt.Sprintf("global scale: %s has no weight_global_scale", b))
@@ -237,12 +254,12 @@ func checkCT(f *findings, x tensors, s ctScheme) (int, bool) {
 			found++
 			moe = moe || isExpert(b)
 			if p.DType != "I32" || len(p.Shape) != 2 || len(sc.Shape) != 2 {
-				f.add("packed", fmt.Sprintf("packed: %s.weight_packed %s %s, want I32 [out, in·bits/32] with a 2-D weight_scale", b, p.DType, shapeText(p.Shape)))
+				f.add("packed", fmt.Sprintf("packed: %s.weight_packed %s %s, want I32 [out, in·bits/32] with a 2-D weight_scale", b, p.DType, artifact.ShapeText(p.Shape)))
 				continue
 			}
 			in := p.Shape[1] * 32 / int64(s.bits)
 			if s.group != nil && *s.group > 0 && sc.Shape[1]*int64(*s.group) != in {
-				f.add("group_size", fmt.Sprintf("group_size: %s weight_scale %s over %d inputs implies group %d, config says %d", b, shapeText(sc.Shape), in, groupOf(in, sc.Shape[1]), *s.group))
+				f.add("group_size", fmt.Sprintf("group_size: %s weight_scale %s over %d inputs implies group %d, config says %d", b, artifact.ShapeText(sc.Shape), in, groupOf(in, sc.Shape[1]), *s.group))
 			}
 			if _, ok := x[b+".weight_zero_point"]; !s.symmetric && !ok {
 				f.add("zero point", fmt.Sprintf("zero point: %s is asymmetric but has no weight_zero_point", b))

@@ -96,7 +96,7 @@ func fp8Scale(f *findings, x tensors, base string, w artifact.Tensor, block []in
 		}
 		b0, b1 := int64(block[0]), int64(block[1])
 		if !shapeIs(inv, (out+b0-1)/b0, (in+b1-1)/b1) {
-			f.add("block scale", fmt.Sprintf("block scale: %s.weight_scale_inv is %s, want [%d, %d] for blocks %v", base, shapeText(inv.Shape), (out+b0-1)/b0, (in+b1-1)/b1, block))
+			f.add("block scale", fmt.Sprintf("block scale: %s.weight_scale_inv is %s, want [%d, %d] for blocks %v", base, artifact.ShapeText(inv.Shape), (out+b0-1)/b0, (in+b1-1)/b1, block))
 		}
 		return "block", inv.DType
 	}
@@ -106,7 +106,7 @@ func fp8Scale(f *findings, x tensors, base string, w artifact.Tensor, block []in
 		return "none", ""
 	}
 	if block != nil {
-		f.add("weight_block_size", fmt.Sprintf("weight_block_size: config says blocks %v but %s has a weight_scale %s", block, base, shapeText(s.Shape)))
+		f.add("weight_block_size", fmt.Sprintf("weight_block_size: config says blocks %v but %s has a weight_scale %s", block, base, artifact.ShapeText(s.Shape)))
 	}
 	switch {
 	case len(s.Shape) == 0 || shapeIs(s, 1):
@@ -114,7 +114,7 @@ func fp8Scale(f *findings, x tensors, base string, w artifact.Tensor, block []in
 	case shapeIs(s, out, 1) || shapeIs(s, out):
 		return "channel", s.DType
 	}
-	f.add("scale shape", fmt.Sprintf("scale shape: %s.weight_scale %s is neither per tensor nor per channel", base, shapeText(s.Shape)))
+	f.add("scale shape", fmt.Sprintf("scale shape: %s.weight_scale %s is neither per tensor nor per channel", base, artifact.ShapeText(s.Shape)))
 	return "mixed", s.DType
 }
 
@@ -161,11 +161,11 @@ func (MXFP4) Detect(cfg *Config, h artifact.Headers) (QuantizationSpec, Verdict)
 		bl, sc := x[b+"_blocks"], x[b+"_scales"]
 		n := len(bl.Shape)
 		if bl.DType != "U8" || n < 2 || bl.Shape[n-1] != 16 {
-			f.add("blocks", fmt.Sprintf("blocks: %s_blocks is %s %s, want U8 [..., cols/32, 16]", b, bl.DType, shapeText(bl.Shape)))
+			f.add("blocks", fmt.Sprintf("blocks: %s_blocks is %s %s, want U8 [..., cols/32, 16]", b, bl.DType, artifact.ShapeText(bl.Shape)))
 			continue
 		}
 		if sc.DType != "U8" || !slices.Equal(sc.Shape, bl.Shape[:n-1]) {
-			f.add("scales", fmt.Sprintf("scales: %s_scales is %s %s, want U8 %s (one E8M0 exponent per 32 values)", b, sc.DType, shapeText(sc.Shape), shapeText(bl.Shape[:n-1])))
+			f.add("scales", fmt.Sprintf("scales: %s_scales is %s %s, want U8 %s (one E8M0 exponent per 32 values)", b, sc.DType, artifact.ShapeText(sc.Shape), artifact.ShapeText(bl.Shape[:n-1])))
 		}
 	}
 	spec := QuantizationSpec{

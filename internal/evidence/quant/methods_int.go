@@ -173,7 +173,7 @@ func checkAWQLinear(f *findings, x tensors, base string, bits, group int, zp boo
 	q := x[base+".qweight"]
 	sc, ok := x[base+".scales"]
 	if q.DType != "I32" || len(q.Shape) != 2 {
-		f.add("qweight", fmt.Sprintf("qweight: %s.qweight is %s %s, want I32 [in, out·bits/32]", base, q.DType, shapeText(q.Shape)))
+		f.add("qweight", fmt.Sprintf("qweight: %s.qweight is %s %s, want I32 [in, out·bits/32]", base, q.DType, artifact.ShapeText(q.Shape)))
 		return
 	}
 	if !ok || len(sc.Shape) != 2 {
@@ -182,10 +182,10 @@ func checkAWQLinear(f *findings, x tensors, base string, bits, group int, zp boo
 	}
 	in, out := q.Shape[0], sc.Shape[1]
 	if q.Shape[1]*32/int64(bits) != out {
-		f.add("bits", fmt.Sprintf("bits: %s.qweight %s and scales %s imply %d-bit packing, config says %d", base, shapeText(q.Shape), shapeText(sc.Shape), 32*q.Shape[1]/max(out, 1), bits))
+		f.add("bits", fmt.Sprintf("bits: %s.qweight %s and scales %s imply %d-bit packing, config says %d", base, artifact.ShapeText(q.Shape), artifact.ShapeText(sc.Shape), 32*q.Shape[1]/max(out, 1), bits))
 	}
 	if g := groupOf(in, sc.Shape[0]); g != group {
-		f.add("group_size", fmt.Sprintf("group_size: %s scales %s over %d inputs imply group %d, config says %d", base, shapeText(sc.Shape), in, g, group))
+		f.add("group_size", fmt.Sprintf("group_size: %s scales %s over %d inputs imply group %d, config says %d", base, artifact.ShapeText(sc.Shape), in, g, group))
 	}
 	if z, ok := x[base+".qzeros"]; zp && (!ok || z.DType != "I32") {
 		f.add("qzeros", fmt.Sprintf("qzeros: %s has zero_point true but no I32 qzeros", base))
@@ -315,7 +315,7 @@ func checkGPTQLinear(f *findings, x tensors, base string, bits, group int) {
 	q := x[base+".qweight"]
 	sc, ok := x[base+".scales"]
 	if q.DType != "I32" || len(q.Shape) != 2 {
-		f.add("qweight", fmt.Sprintf("qweight: %s.qweight is %s %s, want I32 [in·bits/32, out]", base, q.DType, shapeText(q.Shape)))
+		f.add("qweight", fmt.Sprintf("qweight: %s.qweight is %s %s, want I32 [in·bits/32, out]", base, q.DType, artifact.ShapeText(q.Shape)))
 		return
 	}
 	if !ok || len(sc.Shape) != 2 {
@@ -333,7 +333,7 @@ func checkGPTQLinear(f *findings, x tensors, base string, bits, group int) {
 	}
 	if in > 0 {
 		if g := groupOf(in, sc.Shape[0]); g != group && !(group == -1 && sc.Shape[0] == 1) {
-			f.add("group_size", fmt.Sprintf("group_size: %s scales %s over %d inputs imply group %d, config says %d", base, shapeText(sc.Shape), in, g, group))
+			f.add("group_size", fmt.Sprintf("group_size: %s scales %s over %d inputs imply group %d, config says %d", base, artifact.ShapeText(sc.Shape), in, g, group))
 		}
 	}
 }

@@ -124,33 +124,12 @@ func (ModelOpt) Detect(cfg *Config, h artifact.Headers) (QuantizationSpec, Verdi
 	}
 	x := index(h)
 	var f findings
-	found := 0
+	var found int
 	switch algo {
 	case "NVFP4":
-		g := 16
-		if q.GroupSize != nil {
-			g = *q.GroupSize
-		}
-		spec.WeightFormat, spec.ActivationFormat, spec.LinearScheme = "fp4_e2m1", ptr("fp4_e2m1_dynamic_per_16"), ptr("w4a4_nvfp4")
-		spec.Bits, spec.GroupSize, spec.ScaleRepresentation = ptr(4), ptr(g), ptr("fp8_e4m3_per_16_with_f32_global")
-		for _, b := range x.bases(".weight_scale_2") {
-			w, s := x[b+".weight"], x[b+".weight_scale"]
-			found++
-			if w.DType != "U8" || len(w.Shape) != 2 || s.DType != "F8_E4M3" || !shapeIs(s, w.Shape[0], w.Shape[1]*2/int64(g)) {
-				f.add("nvfp4", fmt.Sprintf("nvfp4: %s weight %s %s with scale %s %s, want U8 [out, in/2] and F8_E4M3 [out, in/%d]", b, w.DType, shapeText(w.Shape), s.DType, shapeText(s.Shape), g))
-			}
-		}
+		found = modeloptNVFP4(&spec, &f, x, q.GroupSize)
 	case "FP8":
-		spec.WeightFormat, spec.ActivationFormat, spec.LinearScheme = "fp8_e4m3", ptr("fp8_e4m3_static_per_tensor"), ptr("w8a8_fp8_tensor")
-		spec.Bits, spec.ScaleRepresentation = ptr(8), ptr("f32_tensor")
-		for _, b := range x.bases(".input_scale") {
-			if w, ok := x[b+".weight"]; ok {
-				found++
-				if _, isFP8 := fp8DTypes[w.DType]; !isFP8 {
-					f.add("weight dtype", fmt.Sprintf("weight dtype: %s.weight is %s, want F8_E4M3", b, w.DType))
-				}
-			}
-		}
+		found = modeloptFP8(&spec, &f, x)
 	default:
 		return unsupported(cfg.Method, fmt.Sprintf("modelopt quant_algo %q is not recognised (NVFP4, FP8)", *q.QuantAlgo))
 	}
@@ -158,4 +137,42 @@ func (ModelOpt) Detect(cfg *Config, h artifact.Headers) (QuantizationSpec, Verdi
 		spec.MoEScheme = spec.LinearScheme
 	}
 	return spec, verdictOf(&f, found == 0, "modelopt config but no quantized linear tensors of "+algo+" in the headers")
+}
+
+// modeloptNVFP4 states ModelOpt's NVFP4 scheme (group 16 unless the config
+// says otherwise) and checks each quantized linear's packed weight and
+// scale shapes; it returns how many it found.
+func modeloptNVFP4(spec *QuantizationSpec, f *findings, x tensors, group *int) int {
+	g := 16
+	if group != nil {
+		g = *group
+	}
+	spec.WeightFormat, spec.ActivationFormat, spec.LinearScheme = "fp4_e2m1", ptr("fp4_e2m1_dynamic_per_16"), ptr("w4a4_nvfp4")
+	spec.Bits, spec.GroupSize, spec.ScaleRepresentation = ptr(4), ptr(g), ptr("fp8_e4m3_per_16_with_f32_global")
+	found := 0
+	for _, b := range x.bases(".weight_scale_2") {
+		w, s := x[b+".weight"], x[b+".weight_scale"]
+		found++
+		if w.DType != "U8" || len(w.Shape) != 2 || s.DType != "F8_E4M3" || !shapeIs(s, w.Shape[0], w.Shape[1]*2/int64(g)) {
+			f.add("nvfp4", fmt.Sprintf("nvfp4: %s weight %s %s with scale %s %s, want U8 [out, in/2] and F8_E4M3 [out, in/%d]", b, w.DType, artifact.ShapeText(w.Shape), s.DType, artifact.ShapeText(s.Shape), g))
+		}
+	}
+	return found
+}
+
+// modeloptFP8 states ModelOpt's static per-tensor FP8 scheme and checks
+// that each linear with an input scale stores FP8 weights.
+func modeloptFP8(spec *QuantizationSpec, f *findings, x tensors) int {
+	spec.WeightFormat, spec.ActivationFormat, spec.LinearScheme = "fp8_e4m3", ptr("fp8_e4m3_static_per_tensor"), ptr("w8a8_fp8_tensor")
+	spec.Bits, spec.ScaleRepresentation = ptr(8), ptr("f32_tensor")
+	found := 0
+	for _, b := range x.bases(".input_scale") {
+		if w, ok := x[b+".weight"]; ok {
+			found++
+			if _, isFP8 := fp8DTypes[w.DType]; !isFP8 {
+				f.add("weight dtype", fmt.Sprintf("weight dtype: %s.weight is %s, want F8_E4M3", b, w.DType))
+			}
+		}
+	}
+	return found
 }
