@@ -26,6 +26,7 @@ func newEvidenceCmd() *cobra.Command {
 		evCanonCmd(), evDigestCmd(), evVerifyCmd(),
 		evAddCmd(&storeDir), evShowCmd(&storeDir), evLsCmd(&storeDir), evReleaseCmd(&storeDir),
 	)
+	c.AddCommand(evSignCmds()...)
 	return c
 }
 
