@@ -12,6 +12,7 @@ type Observation struct {
 	Key    Key
 	State  State
 	Plugin string
+	Reason string // the record's own one-line reason, if any
 	Record string // the record's digest
 }
 
@@ -57,9 +58,9 @@ func observed(base Entry, o Observation, digests []string) Entry {
 	e := Entry{Key: base.Key, Evidence: []string{}}
 	switch {
 	case o.State == Unsupported:
-		return e.set(Unsupported, "marked unsupported on this architecture pair by evidence", digests...)
+		return e.set(Unsupported, withReason("marked unsupported on this architecture pair by evidence", o.Reason), digests...)
 	case o.State == RecognizedButFailed && base.State.Runs():
-		return e.set(RecognizedButFailed, fmt.Sprintf("the registry says %s, but a boot failed on this architecture pair", base.State), digests...)
+		return e.set(RecognizedButFailed, withReason(fmt.Sprintf("the registry says %s, but a boot failed on this architecture pair", base.State), o.Reason), digests...)
 	case o.State == RecognizedButFailed:
 		return e.set(Unsupported, base.Reason+"; a boot failure on this pair agrees", digests...)
 	case o.State == Plugin && !base.State.Runs():
@@ -73,7 +74,7 @@ func observed(base Entry, o Observation, digests []string) Entry {
 func fromRegistry(k Key, reg Registry) Entry {
 	e := Entry{Key: k, Evidence: []string{}}
 	if slices.Contains(reg.Native, k.Architecture) {
-		return e.set(NativeVLLM, "in vLLM "+reg.Version+"'s model registry", reg.Sources...)
+		return e.set(NativeVLLM, "in vLLM "+k.EngineVersion+"'s model registry (pinned facts "+reg.MinVersion+" to <"+reg.MaxVersion+")", reg.Sources...)
 	}
 	for _, p := range reg.Plugins {
 		if p.Architecture == k.Architecture {
@@ -84,10 +85,10 @@ func fromRegistry(k Key, reg Registry) Entry {
 	}
 	for _, f := range reg.TransformersFallback {
 		if strings.HasSuffix(k.Architecture, f.Suffix) {
-			return e.set(TransformersBackend, fmt.Sprintf("not in vLLM %s's registry; %s would load it if its Transformers class supports vLLM's attention interface (boot-verify it)", reg.Version, f.Class), reg.Sources...)
+			return e.set(TransformersBackend, fmt.Sprintf("not in vLLM %s's registry; %s would load it if its Transformers class supports vLLM's attention interface (boot-verify it)", k.EngineVersion, f.Class), reg.Sources...)
 		}
 	}
-	return e.set(Unsupported, fmt.Sprintf("not in vLLM %s's model registry and no Transformers fallback class loads a %q", reg.Version, k.Architecture), reg.Sources...)
+	return e.set(Unsupported, fmt.Sprintf("not in vLLM %s's model registry and no Transformers fallback class loads a %q", k.EngineVersion, k.Architecture), reg.Sources...)
 }
 
 func (e Entry) set(s State, reason string, evidence ...string) Entry {
@@ -106,6 +107,13 @@ func matching(k Key, obs []Observation) []Observation {
 		}
 	}
 	return out
+}
+
+func withReason(s, reason string) string {
+	if reason == "" {
+		return s
+	}
+	return s + ": " + reason
 }
 
 func rank(s State) int { return slices.Index(States, s) }

@@ -64,10 +64,11 @@ func Observations(records []evidence.Record, digests []string) []Observation {
 			continue
 		}
 		plugin, _ := r.Display[displayPlugin].(string)
+		reason, _ := r.Display[displayReason].(string)
 		out = append(out, Observation{
 			Key: Key{Architecture: r.Subject[SubjectArch], EngineVersion: r.Engine.Version,
 				GPUArch: r.Subject[SubjectGPUArch], CPUArch: r.Subject[SubjectCPUArch]},
-			State: State(*r.Claim.Verdict), Plugin: plugin, Record: digests[i],
+			State: State(*r.Claim.Verdict), Plugin: plugin, Reason: reason, Record: digests[i],
 		})
 	}
 	return out

@@ -125,6 +125,9 @@ func LoadRegistry(version string) (Registry, bool, error) {
 // GPUArchFromCC turns a CUDA compute capability ("9.0") into its arch
 // name ("sm_90"); "" stays "".
 func GPUArchFromCC(cc string) string {
+	if strings.HasPrefix(cc, "gfx") { // ROCm tables name the arch already
+		return cc
+	}
 	major, minor, ok := strings.Cut(cc, ".")
 	if cc == "" || !ok {
 		return ""

@@ -125,7 +125,7 @@ func TestRecordRoundTripThroughStore(t *testing.T) {
 }
 
 func TestArchNames(t *testing.T) {
-	if GPUArchFromCC("9.0") != "sm_90" || GPUArchFromCC("12.0") != "sm_120" || GPUArchFromCC("") != "" {
+	if GPUArchFromCC("9.0") != "sm_90" || GPUArchFromCC("12.0") != "sm_120" || GPUArchFromCC("gfx942") != "gfx942" || GPUArchFromCC("") != "" {
 		t.Fatal("compute capability names")
 	}
 	if CPUArchFromGOARCH("amd64") != "x86_64" || CPUArchFromGOARCH("arm64") != "aarch64" {
