@@ -27,7 +27,7 @@ func newEvidenceCmd() *cobra.Command {
 		evAddCmd(&storeDir), evShowCmd(&storeDir), evLsCmd(&storeDir), evReleaseCmd(&storeDir),
 	)
 	c.AddCommand(evSignCmds()...)
-	c.AddCommand(evSupportCmd(&storeDir))
+	c.AddCommand(evSupportCmd(&storeDir), evQueueCmd(&storeDir))
 	return c
 }
 

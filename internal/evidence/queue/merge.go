@@ -153,9 +153,9 @@ func explain(it Item) []string {
 	if it.Sources[0].direct() {
 		why = append(why, fmt.Sprintf("entered directly as %s (%s)", it.Sources[0], strings.Join(it.References, ", ")))
 	} else if it.Eligible {
-		why = append(why, fmt.Sprintf("eligible on %d corroborating origin(s)", len(origins(it.Signals))))
+		why = append(why, fmt.Sprintf("eligible on %d independent origin(s); popularity counters are shown, not counted", it.Breadth))
 	} else {
-		why = append(why, "held: signals need two independent origins or one that is not a popularity counter")
+		why = append(why, "not eligible: signals need two independent origins or one that is not a popularity counter")
 	}
 	why = append(why, fmt.Sprintf("unresolved failures %d; uncertainty %g; signal breadth %d", it.FailureValue, it.Uncertainty, it.Breadth))
 	for _, s := range it.Signals {
