@@ -98,7 +98,7 @@ func VerifyBundle(raw []byte, root TrustedRoot, digest string, pol Policy, clock
 	if err != nil {
 		return BundleResult{}, err
 	}
-	if err := checkChain(leaf, extra, root, at); err != nil {
+	if err := checkChain(leaf, extra, root, at, src); err != nil {
 		return BundleResult{}, err
 	}
 	res := BundleResult{Digest: digest, SignedAt: at.UTC().Format(time.RFC3339), TimeSource: src}
@@ -198,10 +198,14 @@ func verifySET(e TlogEntry, root TrustedRoot) error {
 	return nil
 }
 
-func checkChain(leaf *x509.Certificate, extra []*x509.Certificate, root TrustedRoot, at time.Time) error {
+func checkChain(leaf *x509.Certificate, extra []*x509.Certificate, root TrustedRoot, at time.Time, src string) error {
 	if at.Before(leaf.NotBefore) || at.After(leaf.NotAfter) {
-		return refuse(ReasonExpired, "certificate for %s is valid %s to %s, not at signing time %s", sanOf(leaf),
-			leaf.NotBefore.UTC().Format(time.RFC3339), leaf.NotAfter.UTC().Format(time.RFC3339), at.Format(time.RFC3339))
+		when := "at signing time " + at.Format(time.RFC3339) + " (" + src + ")"
+		if src == "verifier_clock" {
+			when = "now (" + at.Format(time.RFC3339) + "), and no transparency-log entry proves an earlier signing time"
+		}
+		return refuse(ReasonExpired, "certificate for %s is valid %s to %s, not %s", sanOf(leaf),
+			leaf.NotBefore.UTC().Format(time.RFC3339), leaf.NotAfter.UTC().Format(time.RFC3339), when)
 	}
 	roots, inter, err := root.pools(at)
 	if err != nil {

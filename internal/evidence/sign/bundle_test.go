@@ -88,7 +88,7 @@ func TestVerifyBundleRefusals(t *testing.T) {
 		reason Reason
 		msg    string
 	}{
-		{"expired certificate, no log entry", leaf.MessageBundle(rec, time.Time{}), canon.Digest(rec), Policy{}, ports.NewFake(signedAt.Add(time.Hour)), ReasonExpired, "not at signing time"},
+		{"expired certificate, no log entry", leaf.MessageBundle(rec, time.Time{}), canon.Digest(rec), Policy{}, ports.NewFake(signedAt.Add(time.Hour)), ReasonExpired, "no transparency-log entry"},
 		{"logged after the certificate expired", leaf.MessageBundle(rec, signedAt.Add(time.Hour)), canon.Digest(rec), Policy{}, now, ReasonExpired, "valid 2026-09-10T11:59:00Z to 2026-09-10T12:09:00Z"},
 		{"bundle for another digest", good, canon.Digest(other), Policy{}, now, ReasonDigest, "but the artifact is"},
 		{"dsse bundle for another record", leaf.DSSEBundle(PayloadType, otherPayload, signedAt), canon.Digest(rec), Policy{}, now, ReasonDigest, "statement signs"},

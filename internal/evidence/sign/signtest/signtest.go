@@ -16,6 +16,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"io"
 	"math/big"
 	"net/url"
@@ -124,7 +125,7 @@ func (s *Signer) MessageBundle(artifact []byte, logged time.Time) []byte {
 		"messageDigest": map[string]any{"algorithm": "SHA2_256", "digest": b64(sum[:])}, "signature": b64(sig)}}
 	body := map[string]any{"apiVersion": "0.0.1", "kind": "hashedrekord", "spec": map[string]any{
 		"data":      map[string]any{"hash": map[string]any{"algorithm": "sha256", "value": hex.EncodeToString(sum[:])}},
-		"signature": map[string]any{"content": b64(sig), "publicKey": map[string]any{"content": b64(s.Cert.Raw)}}}}
+		"signature": map[string]any{"content": b64(sig), "publicKey": map[string]any{"content": b64(s.certPEM())}}}}
 	return s.bundle(content, body, logged)
 }
 
@@ -138,8 +139,13 @@ func (s *Signer) DSSEBundle(payloadType string, payload []byte, logged time.Time
 	ph := sha256.Sum256(payload)
 	body := map[string]any{"apiVersion": "0.0.1", "kind": "dsse", "spec": map[string]any{
 		"payloadHash": map[string]any{"algorithm": "sha256", "value": hex.EncodeToString(ph[:])},
-		"signatures":  []any{map[string]any{"signature": sig, "verifier": b64(s.Cert.Raw)}}}}
+		"signatures":  []any{map[string]any{"signature": sig, "verifier": b64(s.certPEM())}}}}
 	return s.bundle(content, body, logged)
+}
+
+// certPEM is the leaf as Rekor stores it in an entry body: PEM, then base64.
+func (s *Signer) certPEM() []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Cert.Raw})
 }
 
 func (s *Signer) bundle(content, body map[string]any, logged time.Time) []byte {
