@@ -41,9 +41,18 @@ type CA struct {
 // Signer is a leaf certificate and its key, like one Fulcio issues.
 type Signer struct {
 	Cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	ca   *CA
+	// MediaType is the bundle version written; NewCA's Issue sets v0.3.
+	// v0.1 bundles need no inclusion proof, only the signed entry timestamp.
+	MediaType string
+	key       *ecdsa.PrivateKey
+	ca        *CA
 }
+
+// Bundle media types.
+const (
+	MediaTypeV01 = "application/vnd.dev.sigstore.bundle+json;version=0.1"
+	MediaTypeV03 = "application/vnd.dev.sigstore.bundle.v0.3+json"
+)
 
 // Leaf describes the certificate to issue.
 type Leaf struct {
@@ -113,7 +122,7 @@ func (ca *CA) Issue(l Leaf) *Signer {
 		tmpl.EmailAddresses = []string{l.Identity}
 	}
 	der := must(x509.CreateCertificate(ca.rand, tmpl, ca.Root, &key.PublicKey, ca.rootKey))
-	return &Signer{Cert: must(x509.ParseCertificate(der)), key: key, ca: ca}
+	return &Signer{Cert: must(x509.ParseCertificate(der)), MediaType: MediaTypeV03, key: key, ca: ca}
 }
 
 // MessageBundle signs artifact's SHA-256 (messageSignature content). A
@@ -137,9 +146,11 @@ func (s *Signer) DSSEBundle(payloadType string, payload []byte, logged time.Time
 	content := map[string]any{"dsseEnvelope": map[string]any{
 		"payloadType": payloadType, "payload": b64(payload), "signatures": []any{map[string]any{"sig": sig, "keyid": ""}}}}
 	ph := sha256.Sum256(payload)
+	eh := sha256.Sum256(must(json.Marshal(content["dsseEnvelope"])))
 	body := map[string]any{"apiVersion": "0.0.1", "kind": "dsse", "spec": map[string]any{
-		"payloadHash": map[string]any{"algorithm": "sha256", "value": hex.EncodeToString(ph[:])},
-		"signatures":  []any{map[string]any{"signature": sig, "verifier": b64(s.certPEM())}}}}
+		"envelopeHash": map[string]any{"algorithm": "sha256", "value": hex.EncodeToString(eh[:])},
+		"payloadHash":  map[string]any{"algorithm": "sha256", "value": hex.EncodeToString(ph[:])},
+		"signatures":   []any{map[string]any{"signature": sig, "verifier": b64(s.certPEM())}}}}
 	return s.bundle(content, body, logged)
 }
 
@@ -153,7 +164,7 @@ func (s *Signer) bundle(content, body map[string]any, logged time.Time) []byte {
 	if !logged.IsZero() {
 		vm["tlogEntries"] = []any{s.ca.entry(body["kind"].(string), must(json.Marshal(body)), logged)}
 	}
-	content["mediaType"] = "application/vnd.dev.sigstore.bundle.v0.3+json"
+	content["mediaType"] = s.MediaType
 	content["verificationMaterial"] = vm
 	return must(json.MarshalIndent(content, "", "  "))
 }
