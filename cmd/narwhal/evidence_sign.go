@@ -73,13 +73,9 @@ func evSignCmd() *cobra.Command {
 		Short: "Print a DSSE envelope (in-toto Statement over the canonical record or release manifest) signed with PREFIX",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			raw, err := readInput(keyPath)
+			k, err := readParsed(keyPath, sign.ParsePrivateKey)
 			if err != nil {
 				return err
-			}
-			k, err := sign.ParsePrivateKey(raw)
-			if err != nil {
-				return cli.Invalid(fmt.Errorf("%s: %w", keyPath, err))
 			}
 			payload, err := statementPayload(args[0])
 			if err != nil {
@@ -91,6 +87,21 @@ func evSignCmd() *cobra.Command {
 	c.Flags().StringVar(&keyPath, "key", "", "private key file written by keygen")
 	_ = c.MarkFlagRequired("key")
 	return c
+}
+
+// readParsed reads path and parses it; either failure is bad input
+// naming the file.
+func readParsed[T any](path string, parse func([]byte) (T, error)) (T, error) {
+	raw, err := readInput(path)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	v, err := parse(raw)
+	if err != nil {
+		return v, cli.Invalid(fmt.Errorf("%s: %w", path, err))
+	}
+	return v, nil
 }
 
 // statementPayload canonicalizes a record or manifest file and returns its

@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/narwhal-go/narwhal/internal/canon"
-	"github.com/narwhal-go/narwhal/internal/cli"
 	"github.com/narwhal-go/narwhal/internal/evidence/sign"
 	"github.com/narwhal-go/narwhal/internal/ports"
 )
@@ -45,23 +44,24 @@ func evVerifySignatureCmd() *cobra.Command {
 	return c
 }
 
+// parsedEnvelope is an envelope with its decoded payload.
+type parsedEnvelope struct {
+	env     sign.Envelope
+	payload []byte
+}
+
+func parseEnvelopeFile(b []byte) (parsedEnvelope, error) {
+	e, p, err := sign.ParseEnvelope(b)
+	return parsedEnvelope{e, p}, err
+}
+
 func loadEnvelope(keyPath, envPath string) (sign.PublicKey, sign.Envelope, []byte, error) {
-	raw, err := readInput(keyPath)
+	pub, err := readParsed(keyPath, sign.ParsePublicKey)
 	if err != nil {
 		return sign.PublicKey{}, sign.Envelope{}, nil, err
 	}
-	pub, err := sign.ParsePublicKey(raw)
-	if err != nil {
-		return sign.PublicKey{}, sign.Envelope{}, nil, cli.Invalid(fmt.Errorf("%s: %w", keyPath, err))
-	}
-	if raw, err = readInput(envPath); err != nil {
-		return sign.PublicKey{}, sign.Envelope{}, nil, err
-	}
-	env, payload, err := sign.ParseEnvelope(raw)
-	if err != nil {
-		return sign.PublicKey{}, sign.Envelope{}, nil, cli.Invalid(fmt.Errorf("%s: %w", envPath, err))
-	}
-	return pub, env, payload, nil
+	pe, err := readParsed(envPath, parseEnvelopeFile)
+	return pub, pe.env, pe.payload, err
 }
 
 func evVerifyBundleCmd() *cobra.Command {
@@ -72,19 +72,16 @@ func evVerifyBundleCmd() *cobra.Command {
 		Short: "Verify a keyless Sigstore bundle offline and print the signer's identity and issuer: exit 0 valid, 1 refused, 2 bad input",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			raw, err := readInput(rootPath)
+			root, err := readParsed(rootPath, sign.ParseTrustedRoot)
 			if err != nil {
 				return err
-			}
-			root, err := sign.ParseTrustedRoot(raw)
-			if err != nil {
-				return cli.Invalid(fmt.Errorf("%s: %w", rootPath, err))
 			}
 			digest, err := fileDigest(args[0])
 			if err != nil {
 				return err
 			}
-			if raw, err = readInput(bundlePath); err != nil {
+			raw, err := readInput(bundlePath)
+			if err != nil {
 				return err
 			}
 			res, err := sign.VerifyBundle(raw, root, digest, pol, ports.SystemClock())

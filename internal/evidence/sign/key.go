@@ -58,36 +58,39 @@ func (k Key) PEM() []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
 }
 
+// pemDER returns the DER of b's first PEM block, which must be of typ.
+func pemDER(b []byte, typ, hint string) ([]byte, error) {
+	blk, _ := pem.Decode(b)
+	if blk == nil || blk.Type != typ {
+		return nil, fmt.Errorf("not a PEM %q block; %s", typ, hint)
+	}
+	return blk.Bytes, nil
+}
+
 // ParsePrivateKey reads a PKCS #8 Ed25519 private key PEM.
 func ParsePrivateKey(b []byte) (Key, error) {
-	blk, _ := pem.Decode(b)
-	if blk == nil || blk.Type != "PRIVATE KEY" {
-		return Key{}, fmt.Errorf("not a PEM \"PRIVATE KEY\" block; make one with `narwhal evidence keygen`")
-	}
-	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
+	der, err := pemDER(b, "PRIVATE KEY", "make one with `narwhal evidence keygen`")
 	if err != nil {
-		return Key{}, fmt.Errorf("private key: %w", err)
+		return Key{}, err
 	}
+	k, err := x509.ParsePKCS8PrivateKey(der)
 	priv, ok := k.(ed25519.PrivateKey)
-	if !ok {
-		return Key{}, fmt.Errorf("private key is %T, want Ed25519", k)
+	if err != nil || !ok {
+		return Key{}, fmt.Errorf("private key is not a PKCS #8 Ed25519 key (%T, %v)", k, err)
 	}
 	return Key{Private: priv, Public: PublicKey{Key: priv.Public().(ed25519.PublicKey)}}, nil
 }
 
 // ParsePublicKey reads a PKIX Ed25519 public key PEM.
 func ParsePublicKey(b []byte) (PublicKey, error) {
-	blk, _ := pem.Decode(b)
-	if blk == nil || blk.Type != "PUBLIC KEY" {
-		return PublicKey{}, fmt.Errorf("not a PEM \"PUBLIC KEY\" block; pass the PREFIX.pub file `narwhal evidence keygen` wrote")
-	}
-	k, err := x509.ParsePKIXPublicKey(blk.Bytes)
+	der, err := pemDER(b, "PUBLIC KEY", "pass the PREFIX.pub file `narwhal evidence keygen` wrote")
 	if err != nil {
-		return PublicKey{}, fmt.Errorf("public key: %w", err)
+		return PublicKey{}, err
 	}
+	k, err := x509.ParsePKIXPublicKey(der)
 	pub, ok := k.(ed25519.PublicKey)
-	if !ok {
-		return PublicKey{}, fmt.Errorf("public key is %T, want Ed25519", k)
+	if err != nil || !ok {
+		return PublicKey{}, fmt.Errorf("public key is not a PKIX Ed25519 key (%T, %v)", k, err)
 	}
 	return PublicKey{Key: pub}, nil
 }

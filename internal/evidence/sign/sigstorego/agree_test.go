@@ -60,13 +60,14 @@ func TestVerifiersAgree(t *testing.T) {
 	rec := []byte(`{"claim":{"quantity":"boot","tolerance":0,"unit":"","value":null,"verdict":"healthy"},"claim_scope":"boot","corrects":null,"display":{},"engine":{"name":"vllm","packages":[],"version":"0.11.0"},"epistemic_status":"measured","kind":"boot","level":"community_reported","license":"CDLA-Permissive-2.0","observed_at":"2026-09-10T12:00:00Z","provenance":{"inputs":[],"producer":"me","producer_version":"0"},"schema":"narwhal.evidence.record","schema_version":1,"subject":{"artifact":"a"}}`)
 	otherRec := []byte(`{"a":2}`)
 	rootJSON := ca.TrustedRoot()
-	cases := []struct {
+	type agreeCase struct {
 		name     string
 		bundle   []byte
 		artifact []byte
 		id       string
 		accept   bool
-	}{
+	}
+	cases := []agreeCase{
 		{"logged message signature", leaf.MessageBundle(rec, at), rec, identity, true},
 		{"bundle for another digest", leaf.MessageBundle(rec, at), otherRec, identity, false},
 		{"logged after the certificate expired", leaf.MessageBundle(rec, at.Add(time.Hour)), rec, identity, false},
@@ -79,20 +80,8 @@ func TestVerifiersAgree(t *testing.T) {
 	}
 	payload, _ := st.Encode()
 	cases = append(cases,
-		struct {
-			name     string
-			bundle   []byte
-			artifact []byte
-			id       string
-			accept   bool
-		}{"logged DSSE statement", leaf.DSSEBundle(sign.PayloadType, payload, at), rec, identity, true},
-		struct {
-			name     string
-			bundle   []byte
-			artifact []byte
-			id       string
-			accept   bool
-		}{"DSSE statement for another record", leaf.DSSEBundle(sign.PayloadType, payload, at), otherRec, identity, false},
+		agreeCase{"logged DSSE statement", leaf.DSSEBundle(sign.PayloadType, payload, at), rec, identity, true},
+		agreeCase{"DSSE statement for another record", leaf.DSSEBundle(sign.PayloadType, payload, at), otherRec, identity, false},
 	)
 	root, err := sign.ParseTrustedRoot(rootJSON)
 	if err != nil {
