@@ -132,6 +132,6 @@ func writeSupportFirst(w io.Writer, who string, e *support.Entry) {
 	}
 	fmt.Fprintf(w, "%s: engine support %s\n", who, supportLine(*e))
 	if !e.State.Runs() {
-		fmt.Fprintf(w, "%s: the engine is not expected to load this model here; the figures below assume it would\n", who)
+		fmt.Fprintf(w, "%s: the engine is not expected to load this model on this pair; any memory figure below assumes it would\n", who)
 	}
 }
