@@ -10,7 +10,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X github.com/narwhal-go/narwhal/internal/version.Version=$(VERSION)
 FUZZTIME    ?= 60s
 
-.PHONY: all build run demo bench test lint fmt-check vet staticcheck gotest claims node-deps node-checks fuzz tools promtool clean help
+.PHONY: all build run demo bench test lint fmt-check vet staticcheck gotest claims node-deps node-checks sigstore-check fuzz tools promtool clean help
 
 all: build
 
@@ -74,6 +74,12 @@ $(NODE_DIR)/node_modules/.installed: $(NODE_DIR)/package.json
 	touch $@
 
 node-deps: $(NODE_DIR)/node_modules/.installed
+
+# The Sigstore project's own Go verifier must agree with narwhal's offline
+# bundle verifier; it lives in a separate module so the main module does not
+# carry sigstore-go's requirements.
+sigstore-check: ## sigstore-go cross-checks internal/evidence/sign's bundle verifier
+	cd internal/evidence/sign/sigstorego && $(GO) test -count=1 ./...
 
 node-checks: node-deps ## checks that run under Node
 	@for s in scripts/*.mjs; do [ -e "$$s" ] || continue; echo "node $$s"; node "$$s"; done

@@ -39,6 +39,8 @@ func newEvidenceCmd() *cobra.Command {
 		c.AddCommand(&cobra.Command{Use: sub.use, Short: sub.short, Args: sub.args,
 			RunE: func(cmd *cobra.Command, args []string) error { return run(cmd, args, storeDir) }})
 	}
+	c.AddCommand(evSignCmds()...)
+	c.AddCommand(evSupportCmd(&storeDir), evQueueCmd(&storeDir))
 	return c
 }
 
