@@ -28,7 +28,7 @@ run: ## local simulated fleet + router on 127.0.0.1:8000 (Ctrl-C stops it)
 demo: ## static splits vs aggregated vs adaptive on a moving trace, in virtual time (seconds)
 	$(GO) run ./cmd/narwhal demo
 
-test: lint tools node-deps gotest claims node-checks ## everything CI runs
+test: lint tools node-deps gotest claims node-checks sigstore-check ## everything CI runs
 
 lint: fmt-check vet staticcheck ## gofmt, go vet, staticcheck
 
