@@ -1,0 +1,155 @@
+package sweep
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/narwhal-go/narwhal/internal/profile"
+	"github.com/narwhal-go/narwhal/internal/simengine"
+	"github.com/narwhal-go/narwhal/internal/vllm"
+)
+
+// truth is the sim's known curves: every term large enough against
+// loopback HTTP noise that a 5% recovery means the sweep measured it.
+func truth() profile.Row {
+	rs, one, maxReq, minKV, maxKV := 2e-3, 1, 256, 256, 65536
+	fitE, cv := 0.01, 0.02
+	ca, cb, cc, cd, ccv := 1e-8, 2e-5, 0.02, 2e-5, 0.01
+	minP, maxP, minS, maxS := 256, 2048, 128, 1024
+	return profile.Row{IID: "sim", TTFTA: 2e-8, TTFTB: 2e-5, TTFTC: 0.03, TPOTSlope: 4e-6, TPOTIntercept: 0.02,
+		TPOTRequestSlope: &rs, DecodeMinRequests: &one, DecodeMaxRequests: &maxReq, DecodeMinKVTokens: &minKV,
+		DecodeMaxKVTokens: &maxKV, DecodeFitMAPE: &fitE, DecodeCVMAPE: &cv,
+		CachedTTFTA: &ca, CachedTTFTB: &cb, CachedTTFTC: &cc, CachedTTFTD: &cd, CachedCVMAPE: &ccv,
+		CachedMinPrefixTokens: &minP, CachedMaxPrefixTokens: &maxP, CachedMinSuffixTokens: &minS, CachedMaxSuffixTokens: &maxS}
+}
+
+func startSim(t *testing.T, mod func(*simengine.Config)) (*simengine.Engine, Target) {
+	t.Helper()
+	c := simengine.Config{Model: "sim-model", Profile: truth(), MaxModelLen: 4096}
+	if mod != nil {
+		mod(&c)
+	}
+	e, err := simengine.Start(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := vllm.NewClient(e.URL(), vllm.Options{MaxConns: 64, IdleConns: 16})
+	t.Cleanup(func() { cl.Close(); e.Close() })
+	return e, Target{IID: "sim", Model: "sim-model", Client: cl}
+}
+
+func smallSweep() Config {
+	return Config{PrefillLengths: []int{256, 1024, 2048, 3000, 4000}, PrefillRepeats: 3, DecodeLengths: []int{256, 1024},
+		Concurrency: []int{1, 2, 4}, DecodeTokens: 16, Limits: profile.Limits{MaxDecodeFitMAPE: 0.05, MaxDecodeCVMAPE: 0.13},
+		Timeout: 10 * time.Second}
+}
+
+func within(t *testing.T, name string, got, want, tol float64) {
+	t.Helper()
+	if math.Abs(got-want) > tol*want {
+		t.Errorf("%s = %.4g, want %.4g ± %.0f%%", name, got, want, tol*100)
+	}
+}
+
+func TestRunRecoversTheSimCurves(t *testing.T) {
+	_, tgt := startSim(t, nil)
+	res := Run(context.Background(), tgt, smallSweep(), nil)
+	if res.Err != nil {
+		t.Fatalf("sweep failed: %v", res.Err)
+	}
+	r, want := res.Row, truth()
+	within(t, "ttft_a", r.TTFTA, want.TTFTA, 0.05)
+	within(t, "ttft_b", r.TTFTB, want.TTFTB, 0.05)
+	within(t, "ttft_c", r.TTFTC, want.TTFTC, 0.05)
+	within(t, "tpot_slope", r.TPOTSlope, want.TPOTSlope, 0.05)
+	within(t, "tpot_intercept", r.TPOTIntercept, want.TPOTIntercept, 0.05)
+	within(t, "tpot_request_slope", *r.TPOTRequestSlope, *want.TPOTRequestSlope, 0.05)
+	if *r.DecodeFitMAPE > 0.05 || *r.DecodeCVMAPE > 0.13 {
+		t.Errorf("fit errors %v / %v over the limits", *r.DecodeFitMAPE, *r.DecodeCVMAPE)
+	}
+	if r.KVCapacityTokens == nil || *r.KVCapacityTokens != 65536 {
+		t.Errorf("kv_capacity_tokens = %v, want 65536 from cache_config_info", r.KVCapacityTokens)
+	}
+	if r.GenerationDigest == nil || *r.GenerationDigest != res.Samples.Before.Digest {
+		t.Errorf("generation_digest %v, want the one read before the sweep", r.GenerationDigest)
+	}
+	if len(res.Samples.Prefill) != 15 || len(res.Samples.DecodeCells) != 6 {
+		t.Errorf("samples: %d prefill, %d cells", len(res.Samples.Prefill), len(res.Samples.DecodeCells))
+	}
+	t.Logf("fitted ttft %.4g %.4g %.4g tpot %.4g %.4g %.4g fit %.4f cv %.4f", r.TTFTA, r.TTFTB, r.TTFTC,
+		r.TPOTSlope, *r.TPOTRequestSlope, r.TPOTIntercept, *r.DecodeFitMAPE, *r.DecodeCVMAPE)
+}
+
+func TestRunRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mod    func(*simengine.Config)
+		during func(*simengine.Engine)
+		twice  bool
+		want   string
+	}{
+		{name: "noisy engine fails the decode fit", mod: func(c *simengine.Config) {
+			c.Faults.JitterFraction = 0.9
+		}, want: "exceeds"},
+		{name: "restart mid-sweep fails on the generation", during: func(e *simengine.Engine) { e.Restart() },
+			want: "restarted during its sweep"},
+		{name: "restart under a cohort still names the generation", during: func(e *simengine.Engine) {
+			time.AfterFunc(30*time.Millisecond, e.Restart)
+		}, want: "restarted during its sweep"},
+		{name: "warm prefix cache aborts the cold sweep", mod: func(c *simengine.Config) { c.PrefixCaching = true },
+			twice: true, want: "prefix cache during the cold prefill sweep"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, tgt := startSim(t, tc.mod)
+			cfg := smallSweep()
+			cfg.PrefillLengths, cfg.PrefillRepeats = []int{256, 512, 1024}, 3
+			var progress Progress
+			if tc.during != nil {
+				progress = func(_, phase string, done, _ int) {
+					if phase == PhaseDecode && done == 1 {
+						tc.during(e)
+					}
+				}
+			}
+			if tc.twice {
+				if res := Run(context.Background(), tgt, cfg, nil); res.Err != nil {
+					t.Fatalf("first (cold) run failed: %v", res.Err)
+				}
+			}
+			res := Run(context.Background(), tgt, cfg, progress)
+			if res.Err == nil || !strings.Contains(res.Err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", res.Err, tc.want)
+			}
+			if res.Row != nil || res.Samples == nil || len(res.Samples.Prefill) == 0 || res.Samples.Error == "" {
+				t.Fatalf("a refused sweep must keep its raw samples and error and no row: %+v", res.Samples)
+			}
+		})
+	}
+}
+
+func TestRunWarm(t *testing.T) {
+	_, tgt := startSim(t, func(c *simengine.Config) { c.PrefixCaching = true })
+	cfg := smallSweep()
+	cfg.PrefillLengths, cfg.Concurrency = []int{256, 512, 1024}, []int{1, 2}
+	cfg.Warm, cfg.WarmPrefixes, cfg.WarmSuffixes = true, []int{512, 1024}, []int{128, 512, 1024}
+	cfg.PrefillRepeats = 3
+	res := Run(context.Background(), tgt, cfg, nil)
+	if res.Err != nil {
+		t.Fatalf("warm sweep failed: %v", res.Err)
+	}
+	r, want := res.Row, truth()
+	if !r.HasCachedFit() {
+		t.Fatal("no cached fit in the row")
+	}
+	within(t, "cached_ttft_b", *r.CachedTTFTB, *want.CachedTTFTB, 0.10)
+	within(t, "cached_ttft_d", *r.CachedTTFTD, *want.CachedTTFTD, 0.10)
+	within(t, "cached_ttft_c", *r.CachedTTFTC, *want.CachedTTFTC, 0.10)
+	for _, w := range res.Samples.Warm {
+		if w.Seconds >= w.ColdSeconds {
+			t.Errorf("warm case %d+%d took %.4fs, its cold control %.4fs", w.Prefix, w.Suffix, w.Seconds, w.ColdSeconds)
+		}
+	}
+}
