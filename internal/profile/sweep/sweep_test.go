@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -134,8 +135,8 @@ func TestRunWarm(t *testing.T) {
 	_, tgt := startSim(t, func(c *simengine.Config) { c.PrefixCaching = true })
 	cfg := smallSweep()
 	cfg.PrefillLengths, cfg.Concurrency = []int{256, 512, 1024}, []int{1, 2}
-	cfg.Warm, cfg.WarmPrefixes, cfg.WarmSuffixes = true, []int{512, 1024}, []int{128, 512, 1024}
-	cfg.PrefillRepeats = 3
+	cfg.Warm, cfg.WarmPrefixes, cfg.WarmSuffixes = true, []int{512, 1024, 2048}, []int{128, 512, 1024}
+	cfg.PrefillRepeats = 1 // the sim is deterministic but for loopback noise; keeps the test under 10 s
 	res := Run(context.Background(), tgt, cfg, nil)
 	if res.Err != nil {
 		t.Fatalf("warm sweep failed: %v", res.Err)
@@ -144,9 +145,17 @@ func TestRunWarm(t *testing.T) {
 	if !r.HasCachedFit() {
 		t.Fatal("no cached fit in the row")
 	}
-	within(t, "cached_ttft_b", *r.CachedTTFTB, *want.CachedTTFTB, 0.10)
-	within(t, "cached_ttft_d", *r.CachedTTFTD, *want.CachedTTFTD, 0.10)
-	within(t, "cached_ttft_c", *r.CachedTTFTC, *want.CachedTTFTC, 0.10)
+	// The four warm terms trade off against each other over a 3×3 grid,
+	// so the test holds the surface, not each coefficient: the fitted
+	// warm prefill time must price every measured case like the sim does.
+	for _, c := range res.Samples.WarmCases {
+		got, ok := r.CachedPrefillTime(c.Prefix, c.Suffix)
+		tv, _ := want.CachedPrefillTime(c.Prefix, c.Suffix)
+		if !ok {
+			t.Fatalf("case %d+%d outside the fitted domain", c.Prefix, c.Suffix)
+		}
+		within(t, fmt.Sprintf("cached_prefill_time(%d, %d)", c.Prefix, c.Suffix), got, tv, 0.05)
+	}
 	for _, w := range res.Samples.Warm {
 		if w.Seconds >= w.ColdSeconds {
 			t.Errorf("warm case %d+%d took %.4fs, its cold control %.4fs", w.Prefix, w.Suffix, w.Seconds, w.ColdSeconds)
