@@ -72,7 +72,9 @@ func Run(ctx context.Context, t Target, cfg Config, progress Progress) Result {
 	}
 	s := &Samples{IID: t.IID, Config: cfg.record()}
 	m := &meter{t: t, cfg: cfg, s: s, progress: progress}
+	start := time.Now()
 	row, err := m.run(ctx)
+	s.Elapsed = secondsSince(start)
 	if err != nil {
 		s.Error = err.Error()
 		return Result{Samples: s, Err: fmt.Errorf("%s: %w", t.IID, err)}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/narwhal-go/narwhal/internal/cli"
+	"github.com/narwhal-go/narwhal/internal/cmdresult"
+	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/profile"
+	"github.com/narwhal-go/narwhal/internal/profile/sweep"
+	"github.com/narwhal-go/narwhal/internal/units"
+	"github.com/narwhal-go/narwhal/internal/vllm"
+)
+
+// job is everything one run needs once the input checked out.
+type job struct {
+	cfg     *fleet.Config
+	engines []fleet.Engine
+	limits  map[string]int
+	out     string
+	key     string
+	prev    *profile.Store // --merge: the store being merged into
+}
+
+func run(c *cobra.Command, f *flags) error {
+	asJSON := f.format == "json"
+	res := cmdresult.Result{Command: "narwhal-profile", Operation: "profile"}
+	if err := f.check(); err != nil {
+		return err
+	}
+	j, err := prepare(f)
+	if err != nil {
+		return invalid(c, res, asJSON, err)
+	}
+	ctx, stop := signalContext(c)
+	defer stop()
+	start := time.Now()
+	results := j.sweepAll(ctx, f.parsed, newProgress(c.ErrOrStderr(), asJSON, start))
+	written, werr := j.write(results, time.Since(start))
+	rep := report{job: j, results: results, written: written, elapsed: time.Since(start), writeErr: werr}
+	if asJSON {
+		return rep.json(c, res)
+	}
+	return rep.text(c)
+}
+
+func prepare(f *flags) (*job, error) {
+	cfg, err := fleet.Load(f.fleet)
+	if err != nil {
+		return nil, err
+	}
+	j := &job{cfg: cfg, out: f.out}
+	if j.engines, err = selectEngines(cfg, f.engines); err != nil {
+		return nil, err
+	}
+	if j.limits, err = loadLimits(f.limits); err != nil {
+		return nil, err
+	}
+	if j.out == "" {
+		j.out = cfg.Profiles.Path
+	}
+	if fi, err := os.Lstat(j.out); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return nil, fmt.Errorf("--out %s is a symlink; name the real file", j.out)
+	}
+	if f.merge {
+		if j.prev, err = profile.Load(j.out); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("--merge: %w", err)
+		}
+	}
+	if j.key, err = cfg.Engine.APIKey(os.LookupEnv); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// loadLimits reads a profiling limits file:
+// {"engines": {"<iid>": {"max_num_seqs": N}}}.
+func loadLimits(path string) (map[string]int, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--limits: %w", err)
+	}
+	var doc struct {
+		Engines map[string]struct {
+			MaxNumSeqs int `json:"max_num_seqs"`
+		} `json:"engines"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil || doc.Engines == nil {
+		return nil, fmt.Errorf("--limits %s: want {\"engines\": {\"<iid>\": {\"max_num_seqs\": N}}}", path)
+	}
+	out := map[string]int{}
+	for iid, l := range doc.Engines {
+		if l.MaxNumSeqs <= 0 {
+			return nil, fmt.Errorf("--limits %s: engines.%s.max_num_seqs must be a positive integer", path, iid)
+		}
+		out[iid] = l.MaxNumSeqs
+	}
+	return out, nil
+}
+
+// sweepAll measures every selected engine concurrently: v1 fleets have no
+// shared devices, so engines do not disturb one another.
+func (j *job) sweepAll(ctx context.Context, base sweep.Config, p *progress) []sweep.Result {
+	base.Limits = profile.Limits{MaxDecodeFitMAPE: j.cfg.Profiles.MaxDecodeFitMAPE, MaxDecodeCVMAPE: j.cfg.Profiles.MaxDecodeCVMAPE}
+	out := make([]sweep.Result, len(j.engines))
+	sidecars := &http.Client{Timeout: 10 * time.Second}
+	var wg sync.WaitGroup
+	for i, e := range j.engines {
+		cfg := base
+		cfg.MaxNumSeqs = j.limits[e.IID]
+		cl := vllm.NewClient(e.URL, vllm.Options{APIKey: j.key, ConnectTimeout: units.Seconds(j.cfg.Engine.ConnectTimeoutS),
+			MaxConns: max(64, 2*maxOf(cfg.Concurrency)), IdleConns: 16})
+		t := sweep.Target{IID: e.IID, Model: j.cfg.Model, Client: cl, Contract: j.cfg.EngineContract,
+			AttestationURL: e.AttestationURL, Sidecars: sidecars}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer cl.Close()
+			out[i] = sweep.Run(ctx, t, cfg, p.update)
+			p.finish(e.IID, out[i].Err)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func maxOf(v []int) int {
+	m := 0
+	for _, n := range v {
+		m = max(m, n)
+	}
+	return m
+}
+
+func invalid(c *cobra.Command, res cmdresult.Result, asJSON bool, err error) error {
+	if !asJSON {
+		return cli.Invalid(err)
+	}
+	res.Status = cmdresult.InvalidInput
+	res.Errors = []cmdresult.Problem{{Code: "invalid_input", Message: err.Error(), Command: res.Command, Stage: "input"}}
+	if werr := res.Write(c.OutOrStdout(), cmdresult.NewRedactor(os.Environ())); werr != nil {
+		return cli.Failed(werr)
+	}
+	fmt.Fprintf(c.ErrOrStderr(), "narwhal-profile: %v\n", err)
+	return cli.Silent(cli.ExitInvalid)
+}
