@@ -17,11 +17,11 @@ import (
 // truth is the sim's known curves: every term large enough against
 // loopback HTTP noise that a 5% recovery means the sweep measured it.
 func truth() profile.Row {
-	rs, one, maxReq, minKV, maxKV := 2e-3, 1, 256, 256, 65536
+	rs, one, maxReq, minKV, maxKV := 4e-3, 1, 256, 256, 65536
 	fitE, cv := 0.01, 0.02
 	ca, cb, cc, cd, ccv := 1e-8, 2e-5, 0.02, 2e-5, 0.01
 	minP, maxP, minS, maxS := 256, 2048, 128, 1024
-	return profile.Row{IID: "sim", TTFTA: 2e-8, TTFTB: 2e-5, TTFTC: 0.03, TPOTSlope: 4e-6, TPOTIntercept: 0.02,
+	return profile.Row{IID: "sim", TTFTA: 2e-8, TTFTB: 2e-5, TTFTC: 0.1, TPOTSlope: 8e-6, TPOTIntercept: 0.03,
 		TPOTRequestSlope: &rs, DecodeMinRequests: &one, DecodeMaxRequests: &maxReq, DecodeMinKVTokens: &minKV,
 		DecodeMaxKVTokens: &maxKV, DecodeFitMAPE: &fitE, DecodeCVMAPE: &cv,
 		CachedTTFTA: &ca, CachedTTFTB: &cb, CachedTTFTC: &cc, CachedTTFTD: &cd, CachedCVMAPE: &ccv,
@@ -44,31 +44,65 @@ func startSim(t *testing.T, mod func(*simengine.Config)) (*simengine.Engine, Tar
 }
 
 func smallSweep() Config {
-	return Config{PrefillLengths: []int{256, 1024, 2048, 3000, 4000}, PrefillRepeats: 3, DecodeLengths: []int{256, 1024},
+	return Config{PrefillLengths: []int{256, 1024, 2048, 2800, 3500}, PrefillRepeats: 3, DecodeLengths: []int{256, 1024},
 		Concurrency: []int{1, 2, 4}, DecodeTokens: 16, Limits: profile.Limits{MaxDecodeFitMAPE: 0.05, MaxDecodeCVMAPE: 0.13},
 		Timeout: 10 * time.Second}
 }
 
+// off returns why got is not want ± tol, or "".
+func off(name string, got, want, tol float64) string {
+	if math.Abs(got-want) > tol*want {
+		return fmt.Sprintf("%s = %.4g, want %.4g ± %.0f%%", name, got, want, tol*100)
+	}
+	return ""
+}
+
 func within(t *testing.T, name string, got, want, tol float64) {
 	t.Helper()
-	if math.Abs(got-want) > tol*want {
-		t.Errorf("%s = %.4g, want %.4g ± %.0f%%", name, got, want, tol*100)
+	if msg := off(name, got, want, tol); msg != "" {
+		t.Error(msg)
 	}
 }
 
+// recovery lists the coefficients a fitted row misses by more than 5%.
+func recovery(r *profile.Row) []string {
+	want := truth()
+	var out []string
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{{"ttft_a", r.TTFTA, want.TTFTA}, {"ttft_b", r.TTFTB, want.TTFTB}, {"ttft_c", r.TTFTC, want.TTFTC},
+		{"tpot_slope", r.TPOTSlope, want.TPOTSlope}, {"tpot_intercept", r.TPOTIntercept, want.TPOTIntercept},
+		{"tpot_request_slope", *r.TPOTRequestSlope, *want.TPOTRequestSlope}} {
+		if msg := off(c.name, c.got, c.want, 0.05); msg != "" {
+			out = append(out, msg)
+		}
+	}
+	return out
+}
+
+// TestRunRecoversTheSimCurves sweeps a sim with known curves and expects
+// every coefficient back within 5%. The timings are wall-clock on a
+// shared machine, so one sweep disturbed by other processes is retried
+// once; two disturbed sweeps fail the test.
 func TestRunRecoversTheSimCurves(t *testing.T) {
 	_, tgt := startSim(t, nil)
-	res := Run(context.Background(), tgt, smallSweep(), nil)
-	if res.Err != nil {
-		t.Fatalf("sweep failed: %v", res.Err)
+	var res Result
+	var misses []string
+	for attempt := 0; attempt < 2; attempt++ {
+		res = Run(context.Background(), tgt, smallSweep(), nil)
+		if res.Err != nil {
+			t.Fatalf("sweep failed: %v", res.Err)
+		}
+		if misses = recovery(res.Row); len(misses) == 0 {
+			break
+		}
+		t.Logf("attempt %d: %v", attempt, misses)
 	}
-	r, want := res.Row, truth()
-	within(t, "ttft_a", r.TTFTA, want.TTFTA, 0.05)
-	within(t, "ttft_b", r.TTFTB, want.TTFTB, 0.05)
-	within(t, "ttft_c", r.TTFTC, want.TTFTC, 0.05)
-	within(t, "tpot_slope", r.TPOTSlope, want.TPOTSlope, 0.05)
-	within(t, "tpot_intercept", r.TPOTIntercept, want.TPOTIntercept, 0.05)
-	within(t, "tpot_request_slope", *r.TPOTRequestSlope, *want.TPOTRequestSlope, 0.05)
+	if len(misses) > 0 {
+		t.Fatalf("coefficients not recovered: %v", misses)
+	}
+	r := res.Row
 	if *r.DecodeFitMAPE > 0.05 || *r.DecodeCVMAPE > 0.13 {
 		t.Errorf("fit errors %v / %v over the limits", *r.DecodeFitMAPE, *r.DecodeCVMAPE)
 	}
