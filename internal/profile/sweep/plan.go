@@ -45,11 +45,17 @@ func (m *meter) prepare(ctx context.Context) error {
 
 func (c Config) plan(maxLen, kv int) (plan, error) {
 	var p plan
-	p.prefill = keep(c.PrefillLengths, func(n int) bool { return n > 0 && n+1 <= maxLen })
+	// Lengths past the context are replaced by the longest prompt that
+	// fits (deviation, as for decode lengths below): the measured domain
+	// then reaches max_model_len.
+	p.prefill = keep(capAt(c.PrefillLengths, maxLen-1), func(n int) bool { return n > 0 })
 	if len(p.prefill) < 3 {
 		return p, fmt.Errorf("only %d prefill length(s) fit max_model_len %d (need ≥ 3; adjust --prefill-lengths)", len(p.prefill), maxLen)
 	}
-	p.decode = keep(c.DecodeLengths, func(n int) bool { return n > 0 && n+max(64, c.DecodeTokens) <= maxLen })
+	// Like concurrency above --limits, a decode length the context cannot
+	// hold is replaced by the longest that fits (a documented deviation:
+	// the reference drops it), so the default sweep works on short contexts.
+	p.decode = keep(capAt(c.DecodeLengths, maxLen-max(64, c.DecodeTokens)), func(n int) bool { return n > 0 })
 	if len(p.decode) < 2 {
 		return p, fmt.Errorf("only %d decode length(s) leave %d output tokens inside max_model_len %d (need ≥ 2; adjust --decode-lengths)",
 			len(p.decode), max(64, c.DecodeTokens), maxLen)

@@ -201,3 +201,22 @@ func TestRunWarm(t *testing.T) {
 		t.Errorf("warm prefills (median %.4fs) are not faster than their cold controls (%.4fs)", fit.Median(warm), fit.Median(cold))
 	}
 }
+
+func TestPlan(t *testing.T) {
+	c := Config{PrefillLengths: []int{256, 700, 1024, 4096, 8300}, DecodeLengths: []int{512, 4096, 8192},
+		Concurrency: []int{1, 4, 16, 48}, DecodeTokens: 64, MaxNumSeqs: 16}
+	p, err := c.plan(4096, 65536)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(p.prefill) != "[256 700 1024 4095]" || fmt.Sprint(p.decode) != "[512 4032]" || fmt.Sprint(p.conc) != "[1 4 16]" {
+		t.Fatalf("plan %v %v %v", p.prefill, p.decode, p.conc)
+	}
+	// 4032 × 16 streams cannot be resident in 65536 KV tokens.
+	if fmt.Sprint(p.cells) != "[[512 1] [512 4] [512 16] [4032 1] [4032 4]]" {
+		t.Fatalf("cells %v", p.cells)
+	}
+	if _, err := c.plan(600, 0); err == nil || !strings.Contains(err.Error(), "prefill length") {
+		t.Fatalf("short context: %v", err)
+	}
+}
