@@ -11,6 +11,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/cli"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/profile"
+	"github.com/narwhal-go/narwhal/internal/profile/sweep"
 	"github.com/narwhal-go/narwhal/internal/simengine"
 )
 
@@ -81,12 +82,12 @@ func TestProfileWritesALoadableStoreAndSamples(t *testing.T) {
 			t.Fatalf("%s: %v", r.IID, probs)
 		}
 	}
-	b, err := os.ReadFile(samplesPath(cfg.Profiles.Path))
+	b, err := os.ReadFile(sweep.SamplesPath(cfg.Profiles.Path))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc samplesDoc
-	if err := json.Unmarshal(b, &doc); err != nil || doc.Schema != samplesSchema || len(doc.Engines) != 2 {
+	var doc sweep.SamplesDoc
+	if err := json.Unmarshal(b, &doc); err != nil || doc.Schema != sweep.SamplesSchema || len(doc.Engines) != 2 {
 		t.Fatalf("samples file: %v %+v", err, doc.Schema)
 	}
 	if len(doc.Engines[0].Prefill) != 9 || len(doc.Engines[0].Decode) == 0 {

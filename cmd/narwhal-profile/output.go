@@ -139,7 +139,7 @@ func (r report) text(c *cobra.Command) error {
 			fmt.Fprintf(c.ErrOrStderr(), "narwhal-profile: %v\n", x.Err)
 		}
 	}
-	fmt.Fprintf(out, "samples: %s\n", samplesPath(r.job.out))
+	fmt.Fprintf(out, "samples: %s\n", sweep.SamplesPath(r.job.out))
 	if r.writeErr != nil {
 		return cli.Failed(r.writeErr)
 	}
@@ -209,7 +209,7 @@ func (r report) json(c *cobra.Command, res cmdresult.Result) error {
 		res.Errors = append(res.Errors, cmdresult.Problem{Code: "write_failed", Message: r.writeErr.Error(), Command: res.Command, Stage: "write"})
 	}
 	res.Data = map[string]any{"engines": ids, "results": rows, "written": r.written, "elapsed_s": r.elapsed.Seconds()}
-	res.Artifacts = []cmdresult.Artifact{{Kind: "profile_samples", Path: samplesPath(r.job.out), State: "updated"}}
+	res.Artifacts = []cmdresult.Artifact{{Kind: "profile_samples", Path: sweep.SamplesPath(r.job.out), State: "updated"}}
 	if r.written > 0 {
 		res.Artifacts = append(res.Artifacts, cmdresult.Artifact{Kind: "profile_store", Path: r.job.out, State: "updated"})
 	}

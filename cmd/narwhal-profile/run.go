@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,8 +14,6 @@ import (
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/profile/sweep"
-	"github.com/narwhal-go/narwhal/internal/units"
-	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
 // job is everything one run needs once the input checked out.
@@ -44,8 +39,11 @@ func run(c *cobra.Command, f *flags) error {
 	ctx, stop := signalContext(c)
 	defer stop()
 	start := time.Now()
-	results := j.sweepAll(ctx, f.parsed, newProgress(c.ErrOrStderr(), asJSON, start))
-	written, werr := j.write(results, time.Since(start))
+	p := newProgress(c.ErrOrStderr(), asJSON, start)
+	run := sweep.Fleet{Config: j.cfg, Engines: j.engines, Limits: j.limits, Out: j.out, APIKey: j.key, Prev: j.prev,
+		Progress: p.update, Finished: p.finish}
+	results := run.Sweep(ctx, f.parsed)
+	written, werr := run.Write(results)
 	rep := report{job: j, results: results, written: written, elapsed: time.Since(start), writeErr: werr}
 	if asJSON {
 		return rep.json(c, res)
@@ -108,40 +106,6 @@ func loadLimits(path string) (map[string]int, error) {
 		out[iid] = l.MaxNumSeqs
 	}
 	return out, nil
-}
-
-// sweepAll measures every selected engine concurrently: v1 fleets have no
-// shared devices, so engines do not disturb one another.
-func (j *job) sweepAll(ctx context.Context, base sweep.Config, p *progress) []sweep.Result {
-	base.Limits = profile.Limits{MaxDecodeFitMAPE: j.cfg.Profiles.MaxDecodeFitMAPE, MaxDecodeCVMAPE: j.cfg.Profiles.MaxDecodeCVMAPE}
-	out := make([]sweep.Result, len(j.engines))
-	sidecars := &http.Client{Timeout: 10 * time.Second}
-	var wg sync.WaitGroup
-	for i, e := range j.engines {
-		cfg := base
-		cfg.MaxNumSeqs = j.limits[e.IID]
-		cl := vllm.NewClient(e.URL, vllm.Options{APIKey: j.key, ConnectTimeout: units.Seconds(j.cfg.Engine.ConnectTimeoutS),
-			MaxConns: max(64, 2*maxOf(cfg.Concurrency)), IdleConns: 16})
-		t := sweep.Target{IID: e.IID, Model: j.cfg.Model, Client: cl, Contract: j.cfg.EngineContract,
-			AttestationURL: e.AttestationURL, Sidecars: sidecars}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer cl.Close()
-			out[i] = sweep.Run(ctx, t, cfg, p.update)
-			p.finish(e.IID, out[i].Err)
-		}()
-	}
-	wg.Wait()
-	return out
-}
-
-func maxOf(v []int) int {
-	m := 0
-	for _, n := range v {
-		m = max(m, n)
-	}
-	return m
 }
 
 func invalid(c *cobra.Command, res cmdresult.Result, asJSON bool, err error) error {
