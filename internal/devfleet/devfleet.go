@@ -22,6 +22,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/profile"
+	"github.com/narwhal-go/narwhal/internal/profile/sweep"
 	"github.com/narwhal-go/narwhal/internal/router"
 	"github.com/narwhal-go/narwhal/internal/simengine"
 	"github.com/narwhal-go/narwhal/internal/version"
@@ -42,6 +43,9 @@ type Options struct {
 	AdminTokenEnv string
 	// Ready, when set, receives the router's base URL once it serves.
 	Ready func(baseURL string)
+	// Sweep is the profiling sweep run over the simulated engines before
+	// the router starts; nil is QuickSweep.
+	Sweep *sweep.Config
 }
 
 func (o *Options) defaults() {
@@ -87,8 +91,8 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 		cfg.Engines[i].AttestationURL = s.AttestationURL()
 	}
 	fleetPath := filepath.Join(o.Dir, "fleet.json")
-	if err := profile.Save(cfg.Profiles.Path, store); err != nil {
-		return fmt.Errorf("dev fleet: %w", err)
+	if store, err = profileFleet(ctx, o, cfg, out); err != nil {
+		return err
 	}
 	if err := cfg.Save(fleetPath); err != nil {
 		return fmt.Errorf("dev fleet: %w", err)
@@ -231,4 +235,39 @@ func printBanner(out io.Writer, base string, cfg *fleet.Config, fleetPath, token
 
 Ctrl-C stops everything.
 `, len(cfg.Engines), base, base, cfg.Model, base, cfg.Model, base, base, fleetPath, cfg.JournalPath(), tokenLine, base, auth, last)
+}
+
+// QuickSweep is make run's profiling sweep: the real narwhal-profile
+// measurement (sweep.Fleet), sized so the simulated engines are profiled in
+// seconds inside their 4096-token context.
+func QuickSweep() sweep.Config {
+	return sweep.Config{PrefillLengths: []int{256, 1024, 2048, 4095}, PrefillRepeats: 3, DecodeLengths: []int{512, 2048},
+		Concurrency: []int{1, 4, 16}, DecodeTokens: 16, Timeout: 60 * time.Second}
+}
+
+// profileFleet profiles the simulated engines the way an operator profiles
+// real ones (narwhal-profile's sweep.Fleet), writes profiles.path and its
+// samples file, and returns the store the router will load.
+func profileFleet(ctx context.Context, o Options, cfg *fleet.Config, out io.Writer) (*profile.Store, error) {
+	sc := QuickSweep()
+	if o.Sweep != nil {
+		sc = *o.Sweep
+	}
+	start := time.Now()
+	run := sweep.Fleet{Config: cfg, Engines: cfg.Engines, Out: cfg.Profiles.Path}
+	results := run.Sweep(ctx, sc)
+	for _, r := range results {
+		if r.Err != nil {
+			return nil, fmt.Errorf("dev fleet: profiling the simulated engines: %w (samples in %s)", r.Err, sweep.SamplesPath(cfg.Profiles.Path))
+		}
+	}
+	if _, err := run.Write(results); err != nil {
+		return nil, fmt.Errorf("dev fleet: %w", err)
+	}
+	fmt.Fprintf(out, "profiled %d simulated engines in %.1fs (narwhal-profile's sweep) -> %s\n", len(results), time.Since(start).Seconds(), cfg.Profiles.Path)
+	st, err := profile.Load(cfg.Profiles.Path)
+	if err != nil {
+		return nil, fmt.Errorf("dev fleet: the measured store does not load: %w", err)
+	}
+	return st, nil
 }
