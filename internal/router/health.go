@@ -329,6 +329,7 @@ func (r *Router) captureIdentities(ctx context.Context) {
 			r.observeIdentity(r.order[i], *id)
 		}
 	}
+	r.checkProfileGenerations(ctx, ids)
 }
 
 // forEach runs f for every iid concurrently and waits.

@@ -90,16 +90,19 @@ type Router struct {
 	started  atomic.Bool
 	inflight sync.WaitGroup
 
-	life       *lifecycle.Manager
-	attestURL  map[string]string
-	adminToken string
-	adminOpen  bool
-	verifying  sync.Map // iid → true while a verification probe runs
-	holds      holdsSeen
-	evMu       sync.Mutex
-	evSeen     int // lifecycle events already journalled
-	identities atomic.Bool
-	passes     int // monitor passes, for the liveness cadence
+	life      *lifecycle.Manager
+	attestURL map[string]string
+	// generations is each loaded profile row's generation_digest (rows
+	// without one are absent); written in New, read-only after.
+	generations map[string]string
+	adminToken  string
+	adminOpen   bool
+	verifying   sync.Map // iid → true while a verification probe runs
+	holds       holdsSeen
+	evMu        sync.Mutex
+	evSeen      int // lifecycle events already journalled
+	identities  atomic.Bool
+	passes      int // monitor passes, for the liveness cadence
 
 	holdLen sync.Map         // iid → seconds of its last timed hold, for the journal
 	drift   *lifecycle.Drift // decode pace health: probation and eviction (drift.go)
@@ -154,7 +157,7 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 		metrics: metrics.New(cfg), epoch: o.Clock.Now(), limit: limit, core: core,
 		engines: map[string]*engine{}, seats: make(chan struct{}, limit),
 		stop: make(chan struct{}), done: make(chan struct{}), freed: make(chan struct{}),
-		life: lifecycle.New(cfg), attestURL: map[string]string{}, adminToken: o.AdminToken, adminOpen: o.AdminOpen,
+		life: lifecycle.New(cfg), attestURL: map[string]string{}, generations: map[string]string{}, adminToken: o.AdminToken, adminOpen: o.AdminOpen,
 		statePath: o.HA.StatePath, lease: o.HA.Lease, standbyOf: o.HA.StandbyOf,
 		httpOpts: o.HTTP.withDefaults(),
 	}
@@ -176,6 +179,9 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 		})}
 		r.order = append(r.order, e.IID)
 		r.attestURL[e.IID] = e.AttestationURL
+		if row, ok := profiles.Get(e.IID); ok && row.GenerationDigest != nil {
+			r.generations[e.IID] = *row.GenerationDigest
+		}
 	}
 	sort.Strings(r.order)
 	r.drift = lifecycle.NewDrift(cfg.Recovery.Health, r.order)
