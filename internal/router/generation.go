@@ -13,6 +13,18 @@ import (
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
+// profileGenerations maps iid → the loaded row's generation_digest, for
+// the rows that carry one.
+func profileGenerations(st *profile.Store) map[string]string {
+	out := map[string]string{}
+	for _, row := range st.Profiles {
+		if row.GenerationDigest != nil {
+			out[row.IID] = *row.GenerationDigest
+		}
+	}
+	return out
+}
+
 // checkProfileGenerations excludes, at start, every engine whose loaded
 // profile row was measured on another process generation (operations.md
 // §5.9): its curves price a process that no longer runs. ids are the

@@ -157,7 +157,7 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 		metrics: metrics.New(cfg), epoch: o.Clock.Now(), limit: limit, core: core,
 		engines: map[string]*engine{}, seats: make(chan struct{}, limit),
 		stop: make(chan struct{}), done: make(chan struct{}), freed: make(chan struct{}),
-		life: lifecycle.New(cfg), attestURL: map[string]string{}, generations: map[string]string{}, adminToken: o.AdminToken, adminOpen: o.AdminOpen,
+		life: lifecycle.New(cfg), attestURL: map[string]string{}, generations: profileGenerations(profiles), adminToken: o.AdminToken, adminOpen: o.AdminOpen,
 		statePath: o.HA.StatePath, lease: o.HA.Lease, standbyOf: o.HA.StandbyOf,
 		httpOpts: o.HTTP.withDefaults(),
 	}
@@ -179,9 +179,6 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 		})}
 		r.order = append(r.order, e.IID)
 		r.attestURL[e.IID] = e.AttestationURL
-		if row, ok := profiles.Get(e.IID); ok && row.GenerationDigest != nil {
-			r.generations[e.IID] = *row.GenerationDigest
-		}
 	}
 	sort.Strings(r.order)
 	r.drift = lifecycle.NewDrift(cfg.Recovery.Health, r.order)
