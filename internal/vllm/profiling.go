@@ -22,16 +22,22 @@ type TokenCount struct {
 // prompts and keep them inside the context.
 func (c *Client) TokenizeText(ctx context.Context, model, prompt string) (TokenCount, *Error) {
 	body, _ := json.Marshal(map[string]any{"model": model, "prompt": prompt, "add_special_tokens": true})
+	return c.tokenize(ctx, "health", body)
+}
+
+// tokenize posts body to /tokenize; phase labels errors (admission for the
+// router's counting, health for probes and the profiler).
+func (c *Client) tokenize(ctx context.Context, phase string, body []byte) (TokenCount, *Error) {
 	req, err := c.newRequest(ctx, http.MethodPost, "/tokenize", body, "")
 	if err != nil {
-		return TokenCount{}, &Error{Phase: "health", Reason: ReasonConnection, Class: "connection", Msg: err.Error()}
+		return TokenCount{}, &Error{Phase: phase, Reason: ReasonConnection, Class: "connection", Msg: err.Error()}
 	}
-	resp, e := c.do("health", req)
+	resp, e := c.do(phase, req)
 	if e != nil {
 		return TokenCount{}, e
 	}
 	defer resp.Body.Close()
-	b, e := readLimited("health", resp.Body, 64<<20)
+	b, e := readLimited(phase, resp.Body, 64<<20)
 	if e != nil {
 		return TokenCount{}, e
 	}
@@ -40,7 +46,7 @@ func (c *Client) TokenizeText(ctx context.Context, model, prompt string) (TokenC
 		MaxModelLen int  `json:"max_model_len"`
 	}
 	if err := json.Unmarshal(b, &out); err != nil || out.Count == nil || *out.Count < 0 {
-		return TokenCount{}, invalid("health", "inference_status", "/tokenize answered without a count")
+		return TokenCount{}, invalid(phase, "inference_status", "/tokenize answered without a count")
 	}
 	return TokenCount{Count: *out.Count, MaxModelLen: out.MaxModelLen}, nil
 }
