@@ -84,14 +84,15 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 		return err
 	}
 	defer closeAll(sidecars)
-	cfg, store := Fleet(o.Model, engines.URLs(), o.Dir)
+	cfg, _ := Fleet(o.Model, engines.URLs(), o.Dir) // the engines' own curves stay theirs: the router gets measured ones
 	contract := simengine.Contract(simengine.DefaultIdentity(o.Model))
 	cfg.EngineContract = &contract
 	for i, s := range sidecars {
 		cfg.Engines[i].AttestationURL = s.AttestationURL()
 	}
 	fleetPath := filepath.Join(o.Dir, "fleet.json")
-	if store, err = profileFleet(ctx, o, cfg, out); err != nil {
+	store, err := profileFleet(ctx, o, cfg, out)
+	if err != nil {
 		return err
 	}
 	if err := cfg.Save(fleetPath); err != nil {

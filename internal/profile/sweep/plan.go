@@ -37,9 +37,7 @@ func (m *meter) prepare(ctx context.Context) error {
 		return err
 	}
 	m.plan = p
-	for _, c := range p.skipped(m.cfg, m.s.KVCapacityTokens) {
-		m.s.SkippedCells = append(m.s.SkippedCells, c)
-	}
+	m.s.SkippedCells = append(m.s.SkippedCells, p.skipped(m.cfg, m.s.KVCapacityTokens)...)
 	return nil
 }
 
