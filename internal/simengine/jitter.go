@@ -9,5 +9,6 @@ func (e *Engine) jitterLocked(d time.Duration, frac float64) time.Duration {
 	if frac <= 0 {
 		return d
 	}
+	frac = min(frac, 0.99) // start-time faults are not validated: never a negative step
 	return time.Duration(float64(d) * (1 + frac*(2*e.rng.Float64()-1)))
 }
