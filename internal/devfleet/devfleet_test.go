@@ -42,7 +42,7 @@ func start(t *testing.T) fleetRun {
 
 func tinySweep() *sweep.Config {
 	c := QuickSweep()
-	c.PrefillLengths, c.DecodeLengths, c.Concurrency, c.DecodeTokens = []int{256, 512, 1024}, []int{256, 512}, []int{1, 2}, 8
+	c.PrefillLengths, c.DecodeLengths, c.Concurrency = []int{256, 512, 1024}, []int{256, 2048}, []int{1, 4}
 	return &c
 }
 
