@@ -17,9 +17,11 @@ import (
 
 func quickProfile(iid string) profile.Row {
 	r := simengine.DefaultProfile(iid)
-	rs := 1e-3
-	r.TTFTA, r.TTFTB, r.TTFTC = 1e-8, 1e-5, 0.01
-	r.TPOTSlope, r.TPOTIntercept, r.TPOTRequestSlope = 2e-6, 0.01, &rs
+	// Steps long against loopback HTTP and the race detector's overhead,
+	// so the fits pass their limits on a busy machine.
+	rs := 4e-3
+	r.TTFTA, r.TTFTB, r.TTFTC = 1e-8, 1e-5, 0.05
+	r.TPOTSlope, r.TPOTIntercept, r.TPOTRequestSlope = 8e-6, 0.03, &rs
 	return r
 }
 
@@ -53,7 +55,7 @@ func testFleet(t *testing.T, n int) (string, *fleet.Config, []*simengine.Engine)
 	return path, &cfg, engines
 }
 
-var quick = []string{"--prefill-lengths", "256,1024,2048", "--decode-lengths", "256,1024", "--concurrency", "1,2,4", "--decode-tokens", "16"}
+var quick = []string{"--prefill-lengths", "256,1024,2048", "--decode-lengths", "256,1024", "--concurrency", "1,4", "--decode-tokens", "16"}
 
 func profileCmd(args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
@@ -109,7 +111,7 @@ func TestProfileMergeAndFailureKeepTheStore(t *testing.T) {
 
 	// A dead engine: the run fails, the store stays byte for byte.
 	_ = engines[1].SetFaults(simengine.Faults{Unhealthy: true})
-	code, _, errs := profileCmd(append([]string{"--fleet", path, "--merge"}, quick...)...)
+	code, _, errs := profileCmd(append([]string{"--fleet", path, "--merge", "--engines", "d0"}, quick...)...)
 	if code != 1 || !strings.Contains(errs, "d0: /health") {
 		t.Fatalf("exit %d, stderr %s; want 1 naming d0's health", code, errs)
 	}
