@@ -26,6 +26,7 @@ func main() { cli.Main(newRoot()) }
 
 type flags struct {
 	fleet, out, limits, format    string
+	evidenceDir                   string
 	engines                       []string
 	merge, warm                   bool
 	prefillLens, decodeLens, conc string
@@ -55,6 +56,7 @@ func newRoot() *cobra.Command {
 	fs.StringVar(&f.warmPrefixes, "cached-prefix-lengths", "2048,4096,8192", "warm sweep cached prefix lengths (≥ 2)")
 	fs.StringVar(&f.warmSuffixes, "cached-suffix-lengths", "700,1300,2600", "warm sweep uncached suffix lengths (≥ 2)")
 	fs.Float64Var(&f.timeoutS, "observation-timeout-s", 300, "bound on one completion or decode cohort, seconds")
+	fs.StringVar(&f.evidenceDir, "evidence-store", "evidence", "evidence store for one workload record per profiled engine; empty writes none")
 	fs.StringVar(&f.format, "format", "text", "output: text or json (the narwhal.command-result envelope)")
 	return root
 }

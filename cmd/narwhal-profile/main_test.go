@@ -55,7 +55,7 @@ func testFleet(t *testing.T, n int) (string, *fleet.Config, []*simengine.Engine)
 	return path, &cfg, engines
 }
 
-var quick = []string{"--prefill-lengths", "256,1024,2048", "--decode-lengths", "256,1024", "--concurrency", "1,4", "--decode-tokens", "16"}
+var quick = []string{"--evidence-store", "", "--prefill-lengths", "256,1024,2048", "--decode-lengths", "256,1024", "--concurrency", "1,4", "--decode-tokens", "16"}
 
 func profileCmd(args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
@@ -65,7 +65,8 @@ func profileCmd(args ...string) (int, string, string) {
 
 func TestProfileWritesALoadableStoreAndSamples(t *testing.T) {
 	path, cfg, _ := testFleet(t, 2)
-	code, out, errs := profileCmd(append([]string{"--fleet", path}, quick...)...)
+	evDir := filepath.Join(t.TempDir(), "evidence")
+	code, out, errs := profileCmd(append(append([]string{"--fleet", path}, quick...), "--evidence-store", evDir)...)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
@@ -95,7 +96,15 @@ func TestProfileWritesALoadableStoreAndSamples(t *testing.T) {
 	if len(doc.Engines[0].Prefill) != 9 || len(doc.Engines[0].Decode) == 0 {
 		t.Fatalf("samples lack raw measurements: %d prefill, %d intervals", len(doc.Engines[0].Prefill), len(doc.Engines[0].Decode))
 	}
-	if strings.Contains(errs, "eta") == false {
+	recs, _ := filepath.Glob(filepath.Join(evDir, "records", "*.json"))
+	if len(recs) != 2 || strings.Count(out, "workload record") != 2 {
+		t.Fatalf("want one workload record per engine, got %d files:\n%s", len(recs), out)
+	}
+	rb, _ := os.ReadFile(recs[0])
+	if !strings.Contains(string(rb), `"claim_scope":"serving_performance"`) || !strings.Contains(string(rb), `"kind":"workload"`) {
+		t.Fatalf("record is not a serving_performance workload record: %s", rb)
+	}
+	if !strings.Contains(errs, "eta") {
 		t.Fatalf("no progress on stderr:\n%s", errs)
 	}
 }

@@ -109,6 +109,7 @@ type report struct {
 	written  int
 	elapsed  time.Duration
 	writeErr error
+	evidence []engineRecord
 }
 
 func (r report) failed() bool {
@@ -146,6 +147,9 @@ func (r report) text(c *cobra.Command) error {
 	if r.failed() {
 		fmt.Fprintf(out, "no profiles written: the store %s is unchanged (fix the failing engines and re-run)\n", r.job.out)
 		return cli.Silent(cli.ExitFailed)
+	}
+	for _, e := range r.evidence {
+		fmt.Fprintf(out, "evidence: %s workload record %s (execution %s)\n", e.Engine, e.Record, e.Execution)
 	}
 	fmt.Fprintf(out, "wrote %d profile(s) to %s in %.1fs\n", r.written, r.job.out, r.elapsed.Seconds())
 	return nil
@@ -208,7 +212,7 @@ func (r report) json(c *cobra.Command, res cmdresult.Result) error {
 	if r.writeErr != nil {
 		res.Errors = append(res.Errors, cmdresult.Problem{Code: "write_failed", Message: r.writeErr.Error(), Command: res.Command, Stage: "write"})
 	}
-	res.Data = map[string]any{"engines": ids, "results": rows, "written": r.written, "elapsed_s": r.elapsed.Seconds()}
+	res.Data = map[string]any{"engines": ids, "results": rows, "written": r.written, "elapsed_s": r.elapsed.Seconds(), "evidence": r.evidence}
 	res.Artifacts = []cmdresult.Artifact{{Kind: "profile_samples", Path: sweep.SamplesPath(r.job.out), State: "updated"}}
 	if r.written > 0 {
 		res.Artifacts = append(res.Artifacts, cmdresult.Artifact{Kind: "profile_store", Path: r.job.out, State: "updated"})

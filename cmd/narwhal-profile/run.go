@@ -44,7 +44,11 @@ func run(c *cobra.Command, f *flags) error {
 		Progress: p.update, Finished: p.finish}
 	results := run.Sweep(ctx, f.parsed)
 	written, werr := run.Write(results)
-	rep := report{job: j, results: results, written: written, elapsed: time.Since(start), writeErr: werr}
+	var ev []engineRecord
+	if werr == nil && written > 0 {
+		ev, werr = writeEvidence(j.cfg, results, sweep.SamplesPath(j.out), f.evidenceDir)
+	}
+	rep := report{job: j, results: results, written: written, elapsed: time.Since(start), writeErr: werr, evidence: ev}
 	if asJSON {
 		return rep.json(c, res)
 	}
