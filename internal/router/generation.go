@@ -49,6 +49,21 @@ func (r *Router) checkProfileGenerations(ctx context.Context, ids []*lifecycle.I
 	}
 }
 
+// profileGenerationGate is the readmission gate on the loaded profile
+// (runtime.md §3.5.3 step 3): a row bound to another generation keeps the
+// engine out until it is re-profiled; a row without a digest passes.
+func (r *Router) profileGenerationGate(ctx context.Context, iid string, id lifecycle.Identity) error {
+	want, ok := r.generations[iid]
+	if !ok {
+		return nil
+	}
+	live, err := r.liveGeneration(ctx, iid, id)
+	if err != nil {
+		return fmt.Errorf("profile generation: %w", err)
+	}
+	return profile.CheckGeneration(profile.Row{IID: iid, GenerationDigest: &want}, live)
+}
+
 // liveGeneration is iid's generation digest: the verified attestation on
 // a contracted fleet, else version and process start.
 func (r *Router) liveGeneration(ctx context.Context, iid string, id lifecycle.Identity) (string, error) {

@@ -218,6 +218,10 @@ func (r *Router) readmissionProbes(ctx context.Context) {
 				r.log.Warn("readmission validation failed", "iid", iid, "checks", checks)
 				return
 			}
+		} else if err := r.profileGenerationGate(ctx, iid, id); err != nil {
+			r.log.Warn("readmission blocked by the profile generation", "iid", iid, "err", err)
+			r.lifecycleEvent("profile_recovery_blocked", map[string]any{"iid": iid, "reason": err.Error()})
+			return
 		}
 		r.life.AcceptIdentity(iid, id)
 		if r.life.Recovered(iid) {

@@ -276,7 +276,8 @@ func (r *Router) gates(iid string, old *lifecycle.Identity, requireNewer bool) (
 		err = fmt.Errorf("process start %.3f is not newer than the drained process's %.3f: restart the engine before readmitting it", id.ProcessStart, old.ProcessStart)
 	}
 	identified := add("process_identity", err, fmt.Sprintf("vLLM %s, process start %.3f", id.Version, id.ProcessStart))
-	if !attested || !modelOK || !identified {
+	profiled := identified && add("profile_generation", r.profileGenerationGate(ctx, iid, id), "the loaded profile was measured on this process")
+	if !attested || !modelOK || !profiled {
 		return checks, id
 	}
 	add("generation", asErr(r.inferenceProbe(ctx, iid)), "a direct completion")
