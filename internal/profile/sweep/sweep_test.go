@@ -220,3 +220,22 @@ func TestPlan(t *testing.T) {
 		t.Fatalf("short context: %v", err)
 	}
 }
+
+// TestRunInterrupted: cancelling the run (Ctrl-C) ends the sweep with an
+// error and keeps what was measured.
+func TestRunInterrupted(t *testing.T) {
+	_, tgt := startSim(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res := Run(ctx, tgt, smallSweep(), func(_, phase string, done, _ int) {
+		if phase == PhasePrefill && done == 2 {
+			cancel()
+		}
+	})
+	if res.Err == nil || res.Row != nil {
+		t.Fatalf("an interrupted sweep produced a row (err %v)", res.Err)
+	}
+	if len(res.Samples.Prefill) < 2 || res.Samples.Error == "" {
+		t.Fatalf("the completed measurements were not kept: %+v", res.Samples.Prefill)
+	}
+}
