@@ -30,10 +30,11 @@ func TestFitPrefill(t *testing.T) {
 		a, b, c   float64
 		split     float64
 		wantBlock int
+		zeroA     bool // the unconstrained fit would make a negative
 		wantErr   string
 	}{
 		{name: "exact quadratic", pts: curve(2e-8, 6e-5, 0.015, 0, 0, 256, 1024, 2048, 4096), a: 2e-8, b: 6e-5, c: 0.015},
-		{name: "negative curvature clamps a to zero", pts: []Point{{256, 0.05}, {1024, 0.07}, {2048, 0.095}, {4096, 0.13}}, wantErr: ""},
+		{name: "negative curvature clamps a to zero", pts: []Point{{256, 0.05}, {1024, 0.07}, {2048, 0.095}, {4096, 0.13}}, zeroA: true},
 		{name: "split kept when it halves the error", pts: curve(1e-8, 2e-5, 0.02, 16, 0.03, 256, 700, 1024, 1300, 2300, 4096),
 			block: 16, a: 1e-8, b: 2e-5, c: 0.02, split: 0.03, wantBlock: 16},
 		{name: "split dropped on a smooth curve", pts: curve(1e-8, 2e-5, 0.02, 0, 0, 256, 700, 1024, 1300, 2300, 4096),
@@ -54,6 +55,9 @@ func TestFitPrefill(t *testing.T) {
 			}
 			if f.A < 0 || f.B < 0 || f.C < 0 {
 				t.Fatalf("negative coefficient: %+v", f)
+			}
+			if tc.zeroA && f.A != 0 {
+				t.Fatalf("a = %g on a concave curve, want the constraint to hold it at 0", f.A)
 			}
 			if tc.a != 0 {
 				near(t, "a", f.A, tc.a, 1e-6)
