@@ -20,7 +20,7 @@ import (
 type simFlags struct {
 	host, model, profilePath, profileIID, engineID, vllmVersion, apiKey, failStartup string
 	port, maxModelLen, kvCap, scPort, adminPort, attestPort                          int
-	attest                                                                           bool
+	attest, prefixCaching                                                            bool
 	lease                                                                            time.Duration
 	faults                                                                           simengine.Faults
 	boot                                                                             bootFlags
@@ -43,6 +43,8 @@ func (f *simFlags) register(c *cobra.Command, single bool) {
 	fs.IntVar(&f.faults.DropAfterTokens, "fault-drop-after-tokens", 0, "cut every stream after N tokens")
 	fs.BoolVar(&f.faults.Unhealthy, "fault-unhealthy", false, "/health answers 503")
 	fs.BoolVar(&f.faults.CorruptKV, "fault-corrupt-kv", false, "corrupt KV served to consumers")
+	fs.Float64Var(&f.faults.JitterFraction, "fault-jitter-fraction", 0, "spread every step's duration uniformly over ± this fraction (0 ≤ f < 1)")
+	fs.BoolVar(&f.prefixCaching, "enable-prefix-caching", false, "like vLLM's: reuse full KV blocks of earlier prompts and report cached_tokens")
 	fs.StringVar(&f.failStartup, "fail-startup", "", "fail like vLLM: kv-cache-too-small or cuda-oom (a fixed log; --gpu computes the start-up instead)")
 	f.boot.register(fs)
 	if single {
@@ -82,7 +84,7 @@ func (f *simFlags) config(store *profile.Store, i int) (simengine.Config, error)
 	return simengine.Config{Host: f.host, Port: f.port, Model: f.model, MaxModelLen: f.maxModelLen, Profile: row,
 		KVCapacityTokens: f.kvCap, EngineID: f.engineID, Identity: id, APIKey: f.apiKey, SideChannelPort: f.scPort,
 		AdminPort: f.adminPort, LeaseDuration: f.lease, Faults: f.faults, FailStartup: f.failStartup,
-		Seed: uint64(i), StartupLog: f.startupW, Boot: f.bootSpec,
+		Seed: uint64(i), StartupLog: f.startupW, Boot: f.bootSpec, PrefixCaching: f.prefixCaching,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))}, nil
 }
 

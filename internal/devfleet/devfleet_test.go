@@ -20,6 +20,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/profile"
+	"github.com/narwhal-go/narwhal/internal/profile/sweep"
 	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
@@ -33,8 +34,16 @@ type fleetRun struct {
 }
 
 // start runs a dev fleet on a free port; stop waits for a clean shutdown.
+// It profiles the engines with a tiny sweep: TestRunProfilesItsEngines
+// runs make run's own sweep.
 func start(t *testing.T) fleetRun {
-	return startWith(t, Options{})
+	return startWith(t, Options{Sweep: tinySweep()})
+}
+
+func tinySweep() *sweep.Config {
+	c := QuickSweep()
+	c.PrefillLengths, c.DecodeLengths, c.Concurrency = []int{256, 512, 1024}, []int{256, 2048}, []int{1, 4}
+	return &c
 }
 
 func startWith(t *testing.T, o Options) fleetRun {
@@ -60,7 +69,7 @@ func startWith(t *testing.T, o Options) fleetRun {
 	case err := <-done:
 		cancel()
 		t.Fatalf("dev fleet failed to start: %v", err)
-	case <-time.After(20 * time.Second):
+	case <-time.After(60 * time.Second): // TestRunProfilesItsEngines holds the 20 s start-up bound
 		cancel()
 		t.Fatal("dev fleet did not become ready")
 	}
@@ -127,7 +136,7 @@ func TestRunGeneratesAndPrintsAnAdminToken(t *testing.T) {
 // and never printed.
 func TestRunUsesTheOperatorsAdminToken(t *testing.T) {
 	const secret = "operator-chosen-admin-token"
-	run := startWith(t, Options{AdminToken: secret, AdminTokenEnv: "MY_ADMIN_TOKEN"})
+	run := startWith(t, Options{AdminToken: secret, AdminTokenEnv: "MY_ADMIN_TOKEN", Sweep: tinySweep()})
 	defer run.stop()
 	if strings.Contains(run.banner.String(), secret) || !strings.Contains(run.banner.String(), `Bearer $MY_ADMIN_TOKEN`) {
 		t.Errorf("banner:\n%s", run.banner.String())
@@ -138,6 +147,46 @@ func TestRunUsesTheOperatorsAdminToken(t *testing.T) {
 	if code, body := drain(t, run.base, secret); code != http.StatusOK {
 		t.Errorf("drain with the operator's token: %d %s", code, body)
 	}
+}
+
+// TestRunProfilesItsEngines: make run measures its engines with
+// narwhal-profile's sweep (QuickSweep), binds every row to the engine's
+// attested generation and starts within 20 s.
+func TestRunProfilesItsEngines(t *testing.T) {
+	begin := time.Now()
+	run := startWith(t, Options{})
+	took := time.Since(begin)
+	defer run.stop()
+	// Under the race detector the host is too slow for both bounds: the
+	// start-up may take longer and a fit may be refused (make run then
+	// serves the built-in curves and says why).
+	if took > 20*time.Second && !raceEnabled {
+		t.Errorf("make run took %v to serve, want < 20 s", took)
+	}
+	banner := run.banner.String()
+	if !strings.Contains(banner, "profiled 4 simulated engines") {
+		t.Fatalf("no profiling line in the banner:\n%s", banner)
+	}
+	if strings.Contains(banner, "warning:") && (!raceEnabled || !strings.Contains(banner, "exceeds")) {
+		t.Fatalf("make run's profiling was refused:\n%s", banner)
+	}
+	running, err := fleet.Load(filepath.Join(run.dir, "fleet.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := profile.Load(running.Profiles.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range store.Profiles {
+		if r.GenerationDigest == nil || r.DecodeFitMAPE == nil {
+			t.Fatalf("%s: not a measured, generation-bound row: %+v", r.IID, r)
+		}
+	}
+	if _, err := os.Stat(sweep.SamplesPath(running.Profiles.Path)); err != nil {
+		t.Fatalf("no samples file: %v", err)
+	}
+	t.Logf("make run served after %v", took)
 }
 
 func TestRunServesAndWritesItsFiles(t *testing.T) {

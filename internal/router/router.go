@@ -154,7 +154,7 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 	r.addEngines(key)
 	r.probe = r.newProber()
 	r.av = avail.New(avail.Config{Fleet: cfg, Log: r.log, Clock: r.clock, Epoch: r.epoch, Journal: r.journal,
-		Metrics: r.metrics, Core: coreSide{r}, Probes: probes{r}, Status: status{r},
+		Metrics: r.metrics, Core: coreSide{r}, Probes: probes{r}, Status: status{r}, Generations: profileGenerations(profiles),
 		StateChanged: r.stateChanged, Reply: writeJSON, Context: r.bgCtx, Go: r.background})
 	r.life = r.av.View()
 	if r.ha, err = r.newHA(o.HA); err != nil {

@@ -50,6 +50,7 @@ type Config struct {
 	FailStartup      string  // "", "kv-cache-too-small" or "cuda-oom"
 	Boot             Boot    // a computed start-up on simulated hardware (boot.go); zero: the fixed log
 	Seed             uint64  // seeds the 500-rate fault and request id suffixes
+	PrefixCaching    bool    // like --enable-prefix-caching: reuse full KV blocks of earlier prompts (prefixcache.go)
 
 	Clock      ports.Clock
 	IDs        ports.IDGenerator
@@ -160,6 +161,7 @@ type Engine struct {
 	nextBlock  int
 	srv        *http.Server // nil while refusing connections
 	ident      Identity     // compatibility factors of the running process (RestartAs changes them)
+	prefix     *prefixCache // nil without Config.PrefixCaching
 
 	wake   chan struct{}
 	ctx    context.Context
@@ -203,6 +205,9 @@ func Start(cfg Config) (*Engine, error) {
 		startTime: cfg.Clock.Now(), faults: cfg.Faults, rng: ports.NewSeededRng(cfg.Seed), wake: make(chan struct{}, 1),
 		ident: cfg.Identity}
 	e.apiKey.Store(&cfg.APIKey)
+	if cfg.PrefixCaching {
+		e.prefix = newPrefixCache(cfg.BlockSize)
+	}
 	if e.engineID == "" {
 		e.engineID = cfg.IDs.NewID()
 	}
@@ -347,6 +352,9 @@ func (e *Engine) restartLocked() {
 	e.model.Reset()
 	e.leases = map[string]*lease{}
 	e.met = newMetrics(e.cfg.Model)
+	if e.prefix != nil {
+		e.prefix = newPrefixCache(e.cfg.BlockSize)
+	}
 	e.engineID = e.cfg.IDs.NewID()
 	now := e.clock.Now()
 	if !now.After(e.startTime) {

@@ -22,6 +22,7 @@ type genRun struct {
 	digest     uint64
 	text       strings.Builder
 	sent       int // bytes of text already streamed
+	cached     int // prompt tokens served from the local prefix cache
 	tokens     int
 	pending    []int64 // ids generated since the last chunk
 	finish     string
@@ -54,6 +55,8 @@ func (x *genRun) serve() {
 		e.met.add("vllm:prefix_cache_queries_total", "", float64(len(g.prompt)))
 		e.met.add("vllm:prompt_tokens_by_source_total", `source="local_compute"`, float64(len(g.prompt)))
 		e.mu.Unlock()
+		cached = e.localPrefixHit(g.prompt)
+		x.cached = cached
 	}
 	s := newSink(x.arrived)
 	e.mu.Lock()
@@ -177,7 +180,7 @@ func (x *genRun) applyStop(prev int) {
 
 func (x *genRun) usage() map[string]any {
 	p, c := len(x.g.prompt), x.tokens
-	return map[string]any{"prompt_tokens": p, "total_tokens": p + c, "completion_tokens": c, "prompt_tokens_details": nil}
+	return map[string]any{"prompt_tokens": p, "total_tokens": p + c, "completion_tokens": c, "prompt_tokens_details": x.promptDetails()}
 }
 
 // writeChunk streams the text not yet sent, with the finish reason when

@@ -254,17 +254,8 @@ func (s *Stream) Close() {
 // Tokenize counts the prompt of a completions body (prompt) or a chat body
 // (messages) on the engine's /tokenize route.
 func (c *Client) Tokenize(ctx context.Context, body []byte) (int, *Error) {
-	b, e := c.call(ctx, "admission", http.MethodPost, "/tokenize", body, "", 64<<20)
-	if e != nil {
-		return 0, e
-	}
-	var out struct {
-		Count *int `json:"count"`
-	}
-	if err := json.Unmarshal(b, &out); err != nil || out.Count == nil || *out.Count < 0 {
-		return 0, invalid("admission", "inference_status", "/tokenize answered without a count")
-	}
-	return *out.Count, nil
+	tc, e := c.tokenize(ctx, "admission", body)
+	return tc.Count, e
 }
 
 // Health probes GET /health: nil when the engine answers 200.
