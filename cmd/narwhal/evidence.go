@@ -19,17 +19,20 @@ import (
 // newEvidenceCmd is the evidence tree: canonical form, digests and the
 // content-addressed record store (docs/evidence.md).
 func newEvidenceCmd() *cobra.Command {
-	c := &cobra.Command{Use: "evidence", Short: "Canonical, content-addressed evidence records"}
-	var storeDir string
-	c.PersistentFlags().StringVar(&storeDir, "store", "evidence", "evidence store directory")
+	c := &cobra.Command{Use: "evidence", Short: "Canonical, content-addressed evidence records, acceptance and tiers"}
+	f := &evFlags{}
+	f.bind(c)
+	c.PersistentPreRunE = func(*cobra.Command, []string) error { return f.check() }
 	c.AddCommand(
-		evCanonCmd(), evDigestCmd(), evVerifyCmd(),
-		evAddCmd(&storeDir), evShowCmd(&storeDir), evLsCmd(&storeDir), evReleaseCmd(&storeDir),
+		evCanonCmd(f), evDigestCmd(f), evVerifyCmd(f),
+		evAddCmd(f), evShowCmd(f), evLsCmd(f), evReleaseCmd(f),
+		evProposeCmd(f), evAcceptCmd(f), evFromJournalCmd(f), evTaskRunCmd(f),
+		evTierCmd(f), evStaleCmd(f), evReleasesCmd(f),
 	)
 	return c
 }
 
-func evCanonCmd() *cobra.Command {
+func evCanonCmd(f *evFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "canon FILE",
 		Short: "Print the RFC 8785 canonical form of a JSON file (no trailing newline)",
@@ -39,13 +42,12 @@ func evCanonCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			_, err = cmd.OutOrStdout().Write(b)
-			return err
+			return f.emit(cmd, "canon", map[string]any{"canonical": string(b), "digest": canon.Digest(b)}, func(w io.Writer) { w.Write(b) })
 		},
 	}
 }
 
-func evDigestCmd() *cobra.Command {
+func evDigestCmd(f *evFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "digest FILE",
 		Short: "Print the 1220… digest of a JSON file's canonical form",
@@ -55,8 +57,8 @@ func evDigestCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintln(cmd.OutOrStdout(), canon.Digest(b))
-			return err
+			d := canon.Digest(b)
+			return f.emit(cmd, "digest", map[string]any{"digest": d}, func(w io.Writer) { fmt.Fprintln(w, d) })
 		},
 	}
 }
@@ -89,7 +91,7 @@ func readInput(path string) ([]byte, error) {
 	return b, nil
 }
 
-func evVerifyCmd() *cobra.Command {
+func evVerifyCmd(f *evFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "verify DIR|FILE",
 		Short: "Re-check canonical form and digests of a store directory or one file",
@@ -109,8 +111,9 @@ func evVerifyCmd() *cobra.Command {
 			if len(probs) > 0 {
 				return cli.Silent(cli.ExitFailed)
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "verified %d files: canonical, digests match\n", n)
-			return err
+			return f.emit(cmd, "verify", map[string]any{"files": n}, func(w io.Writer) {
+				fmt.Fprintf(w, "verified %d files: canonical, digests match\n", n)
+			})
 		},
 	}
 }
@@ -132,7 +135,7 @@ func verifyFile(path string) []store.Problem {
 	return nil
 }
 
-func evAddCmd(dir *string) *cobra.Command {
+func evAddCmd(f *evFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "add FILE",
 		Short: "Add a canonical record to the store and print its digest",
@@ -142,55 +145,11 @@ func evAddCmd(dir *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			d, err := store.Open(*dir).Put(raw)
+			d, err := f.open().Put(raw)
 			if err != nil {
 				return cli.Invalid(fmt.Errorf("%s: %w", args[0], err))
 			}
-			_, err = fmt.Fprintln(cmd.OutOrStdout(), d)
-			return err
-		},
-	}
-}
-
-func evShowCmd(dir *string) *cobra.Command {
-	return &cobra.Command{
-		Use:   "show DIGEST",
-		Short: "Print a stored record's canonical bytes after re-verifying them",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if !canon.IsDigest(args[0]) {
-				_, err := canon.ParseDigest(args[0])
-				return cli.Invalid(err)
-			}
-			_, b, err := store.Open(*dir).Get(args[0])
-			if err != nil {
-				return cli.Failed(err)
-			}
-			_, err = cmd.OutOrStdout().Write(append(b, '\n'))
-			return err
-		},
-	}
-}
-
-func evLsCmd(dir *string) *cobra.Command {
-	return &cobra.Command{
-		Use:   "ls",
-		Short: "List stored records: digest, kind, level, claim",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			s := store.Open(*dir)
-			ds, err := s.List()
-			if err != nil {
-				return cli.Failed(err)
-			}
-			for _, d := range ds {
-				r, _, err := s.Get(d)
-				if err != nil {
-					return cli.Failed(err)
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s  %-13s %-24s %s\n", d, r.Kind, r.Level, claimText(r.Claim))
-			}
-			return nil
+			return f.emit(cmd, "add", map[string]any{"record": d}, func(w io.Writer) { fmt.Fprintln(w, d) })
 		},
 	}
 }
@@ -206,18 +165,17 @@ func claimText(c evidence.Claim) string {
 	return s
 }
 
-func evReleaseCmd(dir *string) *cobra.Command {
+func evReleaseCmd(f *evFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "release NAME",
 		Short: "Write a narwhal.evidence-release manifest over every stored record and print its digest",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := store.Open(*dir).WriteRelease(args[0], nil)
+			d, err := f.open().WriteRelease(args[0], nil)
 			if err != nil {
 				return cli.Failed(err)
 			}
-			_, err = fmt.Fprintln(cmd.OutOrStdout(), d)
-			return err
+			return f.emit(cmd, "release", map[string]any{"release": d}, func(w io.Writer) { fmt.Fprintln(w, d) })
 		},
 	}
 }

@@ -9,7 +9,7 @@ const gib = 1 << 30
 
 var (
 	art = map[string]string{SubjectArtifact: "art"}
-	hw  = map[string]string{SubjectArtifact: "art", SubjectHardwareClass: "nvidia/h100/80GiB/9.0/x1"}
+	hw  = map[string]string{SubjectArtifact: "art", SubjectHardwareClass: "nvidia/h100/80GiB/9.0/x1", SubjectEndpoint: "ep"}
 	ep  = map[string]string{SubjectEndpoint: "ep", SubjectApplication: "app"}
 	sol = map[string]string{SubjectSolution: "sol"}
 )
