@@ -42,6 +42,9 @@ type Options struct {
 	AdminTokenEnv string
 	// Ready, when set, receives the router's base URL once it serves.
 	Ready func(baseURL string)
+	// OnEngines, when set, receives the simulated engines once they run
+	// (tests restart one to change its build).
+	OnEngines func(*simengine.Fleet)
 }
 
 func (o *Options) defaults() {
@@ -75,6 +78,9 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 		return fmt.Errorf("dev fleet: start simulated engines: %w", err)
 	}
 	defer engines.Close()
+	if o.OnEngines != nil {
+		o.OnEngines(engines)
+	}
 	sidecars, err := startSidecars(ctx, engines, o.Logger)
 	if err != nil {
 		return err

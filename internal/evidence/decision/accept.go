@@ -76,13 +76,13 @@ func Accept(records []store.Stored, revision string, by Principal, clock ports.C
 	if len(props) == 0 {
 		return evidence.Record{}, fmt.Errorf("revision %s was never proposed: run 'narwhal evidence propose FILE' first", revision)
 	}
-	if by.Kind != PrincipalHuman && by.Kind != PrincipalSystem {
-		return evidence.Record{}, fmt.Errorf("principal %s may not accept: only a human or an authorized_system accepts a revision", by)
-	}
 	for _, p := range props {
 		if p.Record.Subject[evidence.SubjectPrincipal] == by.String() {
 			return evidence.Record{}, fmt.Errorf("principal %s proposed revision %s and cannot accept its own proposal: another human or authorized system must accept it", by, revision)
 		}
+	}
+	if by.Kind != PrincipalHuman && by.Kind != PrincipalSystem {
+		return evidence.Record{}, fmt.Errorf("principal %s may not accept: only a human or an authorized_system accepts a revision", by)
 	}
 	kind := RevisionKind(props[0].Record.Subject[evidence.SubjectRevisionKind])
 	return revisionRecord(evidence.KindAcceptance, claimAcceptance, evidence.VerdictAccepted, kind, revision, by, producerAcceptance, []string{props[0].Digest}, clock), nil

@@ -39,6 +39,9 @@ func endpoint(in Input, res map[string]evidence.Resolution, plan *evidence.Recor
 	}
 	ep.Tier, ep.Basis, ep.Stale = d.Tier, append(ep.Basis, d.Basis...), append(ep.Stale, d.Stale...)
 	ep.Missing = append(ep.Missing, d.Missing...)
+	if len(d.Contested) > 0 && !slices.Contains(ep.Missing, evidence.NeedUncontested) {
+		ep.Missing = append(ep.Missing, evidence.NeedUncontested) // a contested key blocked a lower tier
+	}
 	if len(ep.Previous) > 0 && d.Tier != evidence.RecommendedEndpoint && evidenceOnPrevious(in.Records, ep.Previous) {
 		ep.Missing = append(ep.Missing, evidence.NeedSameFingerprint)
 	}
