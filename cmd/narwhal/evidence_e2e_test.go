@@ -223,8 +223,12 @@ func TestEvidenceChainOnDevFleet(t *testing.T) {
 		}
 	}
 	c.checkDeterministic(asOf)
+	_, text, _ := runCLI(t, "evidence", "tier", "--fleet", c.fleetPath, "--store", c.st, "--as-of", asOf)
+	t.Logf("tier at recommended:\n%s", text)
 	c.contested()
 	c.restartAsOtherVersion(tiers)
+	_, text, _ = runCLI(t, "evidence", "tier", "--fleet", c.fleetPath, "--store", c.st, "--as-of", c.step())
+	t.Logf("tier after the contested report and the restart:\n%s", text)
 }
 
 // acceptance proposes the request and the shipped suite as an agent,

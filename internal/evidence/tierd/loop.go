@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/evidence"
 	"github.com/narwhal-go/narwhal/internal/evidence/decision"
 	"github.com/narwhal-go/narwhal/internal/evidence/serving"
 	"github.com/narwhal-go/narwhal/internal/evidence/store"
@@ -99,10 +100,19 @@ func (l *Loop) serving(records []store.Stored, clock ports.Clock) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	for _, r := range res.Records {
-		if _, err := l.Store.PutRecord(r); err != nil {
-			return 0, err
-		}
+	seen := map[string]bool{}
+	for _, s := range records {
+		seen[s.Record.Subject[evidence.SubjectWindow]] = true
 	}
-	return len(res.Records), nil
+	n := 0
+	for _, r := range res.Records {
+		if seen[r.Subject[evidence.SubjectWindow]] {
+			continue // the same window again (no new traffic): one record is enough
+		}
+		if _, err := l.Store.PutRecord(r); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }
