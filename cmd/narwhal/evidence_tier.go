@@ -19,21 +19,12 @@ func evTierCmd(f *evFlags) *cobra.Command {
 		Short: "Derive each endpoint's output tier with its basis and, for the next tier, exactly what is missing",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadFleet(fleetPath)
+			in, err := judging(f, fleetPath)
 			if err != nil {
 				return err
 			}
-			rs, err := f.records()
-			if err != nil {
-				return err
-			}
-			ix, err := f.releases()
-			if err != nil {
-				return err
-			}
-			asOf, _ := f.time()
-			rep, err := tierd.Derive(tierd.Input{Store: f.open(), Records: rs, Engines: iids(cfg), Model: cfg.Model, AsOf: asOf,
-				Releases: ix, Request: request, Plan: plan})
+			in.Request, in.Plan = request, plan
+			rep, err := tierd.Derive(in)
 			if err != nil {
 				return cli.Failed(err)
 			}
@@ -44,6 +35,25 @@ func evTierCmd(f *evFlags) *cobra.Command {
 	c.Flags().StringVar(&request, "request", "", "DecisionRequest revision (default: the newest accepted for the fleet's model)")
 	c.Flags().StringVar(&plan, "plan", "", "prediction record naming artifact and hardware class (for engines not yet booted)")
 	return c
+}
+
+// judging is what a judgement reads: the fleet's engines, the store's
+// records, the release index in force and the --as-of time.
+func judging(f *evFlags, fleetPath string) (tierd.Input, error) {
+	cfg, err := loadFleet(fleetPath)
+	if err != nil {
+		return tierd.Input{}, err
+	}
+	rs, err := f.records()
+	if err != nil {
+		return tierd.Input{}, err
+	}
+	ix, err := f.releases()
+	if err != nil {
+		return tierd.Input{}, err
+	}
+	asOf, _ := f.time()
+	return tierd.Input{Store: f.open(), Records: rs, Engines: iids(cfg), Model: cfg.Model, AsOf: asOf, Releases: ix}, nil
 }
 
 func writeTiers(w io.Writer, rep tierd.Report) {
@@ -83,21 +93,12 @@ func evStaleCmd(f *evFlags) *cobra.Command {
 		Short: "List the records that expired (or whose freshness is unknown) as of --as-of, and why",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadFleet(fleetPath)
+			in, err := judging(f, fleetPath)
 			if err != nil {
 				return err
 			}
-			rs, err := f.records()
-			if err != nil {
-				return err
-			}
-			ix, err := f.releases()
-			if err != nil {
-				return err
-			}
-			asOf, _ := f.time()
-			out := tierd.Stale(rs, iids(cfg), asOf, ix)
-			return f.emit(cmd, "stale", map[string]any{"as_of": asOf, "expired": out}, func(w io.Writer) {
+			out := tierd.Stale(in.Records, in.Engines, in.AsOf, in.Releases)
+			return f.emit(cmd, "stale", map[string]any{"as_of": in.AsOf, "expired": out}, func(w io.Writer) {
 				for _, e := range out {
 					fmt.Fprintf(w, "%s  %-14s %-7s %-26s %s\n", e.Record, e.Kind, e.State, e.Clock, e.Reason)
 				}

@@ -172,23 +172,19 @@ func AcceptedRequests(st *store.Store, records []store.Stored, model string) []s
 }
 
 // LoadRequest reads a stored DecisionRequest revision.
-func LoadRequest(st *store.Store, rev string) (Request, error) {
-	b, err := st.GetDocument(rev)
-	if err != nil {
-		return Request{}, fmt.Errorf("decision request %s: %w", rev, err)
-	}
-	r, _, err := ParseRequest(b)
-	return r, err
-}
+func LoadRequest(st *store.Store, rev string) (Request, error) { return load(st, rev, ParseRequest) }
 
 // LoadSuite reads a stored task suite revision.
-func LoadSuite(st *store.Store, rev string) (Suite, error) {
+func LoadSuite(st *store.Store, rev string) (Suite, error) { return load(st, rev, ParseSuite) }
+
+func load[T any](st *store.Store, rev string, parse func([]byte) (T, []byte, error)) (T, error) {
 	b, err := st.GetDocument(rev)
 	if err != nil {
-		return Suite{}, fmt.Errorf("task suite %s: %w", rev, err)
+		var zero T
+		return zero, fmt.Errorf("revision %s: %w", rev, err)
 	}
-	s, _, err := ParseSuite(b)
-	return s, err
+	v, _, err := parse(b)
+	return v, err
 }
 
 func short(d string) string {

@@ -9,12 +9,12 @@
 package decision
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
 
 	"github.com/narwhal-go/narwhal/internal/canon"
+	"github.com/narwhal-go/narwhal/internal/evidence/store"
 )
 
 // Document schemas.
@@ -122,15 +122,25 @@ type JSONSchema struct {
 // ParseRequest decodes and validates a DecisionRequest and returns it with
 // its canonical bytes.
 func ParseRequest(raw []byte) (Request, []byte, error) {
-	var r Request
-	if err := strict(raw, &r); err != nil {
-		return r, nil, fmt.Errorf("decision request: %w", err)
+	return parse[Request](raw, "decision request", Request.validate)
+}
+
+// ParseSuite decodes and validates a task suite and returns it with its
+// canonical bytes.
+func ParseSuite(raw []byte) (Suite, []byte, error) {
+	return parse[Suite](raw, "task suite", Suite.validate)
+}
+
+func parse[T any](raw []byte, what string, validate func(T) error) (T, []byte, error) {
+	var v T
+	if err := store.StrictDecode(raw, &v); err != nil {
+		return v, nil, fmt.Errorf("%s: %w", what, err)
 	}
-	if err := r.validate(); err != nil {
-		return r, nil, fmt.Errorf("decision request: %w", err)
+	if err := validate(v); err != nil {
+		return v, nil, fmt.Errorf("%s: %w", what, err)
 	}
-	b, err := canon.Marshal(r)
-	return r, b, err
+	b, err := canon.Marshal(v)
+	return v, b, err
 }
 
 func (r Request) validate() error {
@@ -153,21 +163,14 @@ func (r Request) validate() error {
 	return nil
 }
 
-// ParseSuite decodes and validates a task suite and returns it with its
-// canonical bytes.
-func ParseSuite(raw []byte) (Suite, []byte, error) {
-	var s Suite
-	if err := strict(raw, &s); err != nil {
-		return s, nil, fmt.Errorf("task suite: %w", err)
+func (s Suite) validate() error {
+	if err := s.validateFields(); err != nil {
+		return fmt.Errorf("%q: %w", s.Name, err)
 	}
-	if err := s.validate(); err != nil {
-		return s, nil, fmt.Errorf("task suite %q: %w", s.Name, err)
-	}
-	b, err := canon.Marshal(s)
-	return s, b, err
+	return nil
 }
 
-func (s Suite) validate() error {
+func (s Suite) validateFields() error {
 	switch {
 	case s.Schema != SuiteSchema || s.SchemaVersion != SchemaVersion:
 		return fmt.Errorf("schema %q version %d: want %q version %d", s.Schema, s.SchemaVersion, SuiteSchema, SchemaVersion)
@@ -210,15 +213,6 @@ func (s Suite) checkCase(c Case) error {
 		}
 	default:
 		return fmt.Errorf("scorer %q: want exact, regex, contains or json_schema", c.Scorer)
-	}
-	return nil
-}
-
-func strict(raw []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("decode: %w", err)
 	}
 	return nil
 }

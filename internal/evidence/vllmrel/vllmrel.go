@@ -6,15 +6,14 @@
 package vllmrel
 
 import (
-	"bytes"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/canon"
 	"github.com/narwhal-go/narwhal/internal/evidence"
+	"github.com/narwhal-go/narwhal/internal/evidence/store"
 )
 
 // Schema of the index document.
@@ -53,9 +52,7 @@ func Shipped() Index {
 // version so that its canonical form (and digest) is stable.
 func Parse(raw []byte) (Index, error) {
 	var ix Index
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&ix); err != nil {
+	if err := store.StrictDecode(raw, &ix); err != nil {
 		return ix, fmt.Errorf("release index: %w", err)
 	}
 	if ix.Schema != Schema || ix.SchemaVersion != SchemaVersion {
