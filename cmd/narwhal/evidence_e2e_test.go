@@ -27,15 +27,14 @@ import (
 
 // chain is one end-to-end run on the dev fleet: its files and clock.
 type chain struct {
-	t            *testing.T
-	dir, st      string
-	fleetPath    string
-	base         string
-	engines      *simengine.Fleet
-	at           time.Time // the evidence clock: every step moves it on
-	planD        string
-	stop         func()
-	journalPaths []string
+	t         *testing.T
+	dir, st   string
+	fleetPath string
+	base      string
+	engines   *simengine.Fleet
+	at        time.Time // the evidence clock: every step moves it on
+	planD     string
+	stop      func()
 }
 
 func (c *chain) step() string {
