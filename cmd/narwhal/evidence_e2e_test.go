@@ -214,6 +214,11 @@ func TestEvidenceChainOnDevFleet(t *testing.T) {
 	if n := len(fj["records"].([]any)); n != 2 {
 		t.Fatalf("from-journal wrote %d records, want one per engine: %v", n, fj)
 	}
+	for _, r := range fj["records"].([]any) {
+		if v := r.(map[string]any)["verdict"]; v != evidence.VerdictMeetsSLO {
+			t.Fatalf("served traffic: serving verdict %v, want meets_slo: %v", v, fj)
+		}
+	}
 	asOf := c.step()
 	tiers := c.tierAt(asOf)
 	for _, e := range []string{"p0", "d0"} {
