@@ -34,6 +34,7 @@ type flags struct {
 	standbyOf, leasePath, routerID                 string
 	leaseTTL, leaseRenew, leaseMargin              time.Duration
 	http                                           router.HTTPOptions
+	evidence                                       router.EvidenceOptions
 }
 
 func newRoot() *cobra.Command {
@@ -71,6 +72,9 @@ on from the handoff document at recovery.state_path; with --lease-path
 	fl.StringVar(&f.journal, "journal", "", "request journal (default: journal.jsonl beside profiles.path)")
 	fl.IntVar(&f.maxConcurrent, "max-concurrent", 0, "admission limit, 1..serving.max_connections (default serving.max_connections)")
 	fl.Float64Var(&f.graceful, "graceful-timeout", -1, "whole seconds in-flight requests get after SIGTERM; -1 uses serving.graceful_timeout_s")
+	fl.StringVar(&f.evidence.Store, "evidence-store", "", "evidence store: on every --evidence-interval write serving records from the journal and publish each endpoint's tier (empty: off)")
+	fl.DurationVar(&f.evidence.Interval, "evidence-interval", time.Minute, "how often the evidence pass runs")
+	fl.DurationVar(&f.evidence.Window, "evidence-window", 10*time.Minute, "journal window each serving record covers")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format on stderr: text or json")
 	fl.StringVar(&f.adminTokenEnv, "admin-token-env", "", "name of the environment variable holding the bearer token for POST /narwhal/lifecycle/* (without one, lifecycle actions are accepted only when bound to loopback)")
 	fl.BoolVar(&f.resume, "resume", false, "resume roles, ejections, lifecycle and counters from recovery.state_path (also recovery.resume)")
@@ -125,7 +129,7 @@ func run(ctx context.Context, f flags) error {
 		return err
 	}
 	r, err := router.New(cfg, profiles, router.Options{Logger: log, Journal: jw, MaxConcurrent: f.maxConcurrent,
-		AdminToken: adminToken, AdminOpen: router.IsLoopback(f.host), HA: ha, HTTP: f.http})
+		AdminToken: adminToken, AdminOpen: router.IsLoopback(f.host), HA: ha, HTTP: f.http, Evidence: f.evidence})
 	if err != nil {
 		return cli.Invalid(err)
 	}

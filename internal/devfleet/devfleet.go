@@ -46,6 +46,9 @@ type Options struct {
 	// Sweep is the profiling sweep run over the simulated engines before
 	// the router starts; nil is QuickSweep.
 	Sweep *sweep.Config
+	// OnEngines, when set, receives the simulated engines once they run
+	// (tests restart one to change its build).
+	OnEngines func(*simengine.Fleet)
 }
 
 func (o *Options) defaults() {
@@ -79,6 +82,9 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 		return fmt.Errorf("dev fleet: start simulated engines: %w", err)
 	}
 	defer engines.Close()
+	if o.OnEngines != nil {
+		o.OnEngines(engines)
+	}
 	sidecars, err := startSidecars(ctx, engines, o.Logger)
 	if err != nil {
 		return err

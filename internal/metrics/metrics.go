@@ -72,6 +72,7 @@ type Metrics struct {
 	pools  *pools
 	health health
 	drift  *drift
+	tiers  *prometheus.GaugeVec
 }
 
 // New builds the collectors for cfg on a fresh registry, with the Go
@@ -91,6 +92,7 @@ func New(cfg *fleet.Config) *Metrics {
 	m.buildLatency(b, cfg)
 	m.pools = newPools(b, cfg)
 	m.health = newHealth(b, cfg)
+	m.tiers = newTiers(b, cfg)
 	m.drift = newDrift(b, cfg)
 	return m
 }

@@ -57,6 +57,8 @@ type Options struct {
 	// HTTP bounds what one client connection may hold (body reads, idle
 	// keep-alives); zero fields take the documented defaults.
 	HTTP HTTPOptions
+	// Evidence turns on the evidence pass (evidence.go).
+	Evidence EvidenceOptions
 }
 
 // engine is one configured engine as the router talks to it.
@@ -105,6 +107,7 @@ type Router struct {
 	httpOpts HTTPOptions // with defaults applied
 	reads    bodyReads   // completion bodies being read, per client
 	models   modelLimits // the engines' max_model_len
+	evidence evidenceTiers
 
 	bg       sync.WaitGroup // background probes
 	bgCtx    context.Context
@@ -144,7 +147,7 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 		engines: map[string]*engine{}, seats: make(chan struct{}, limit),
 		stop: make(chan struct{}), done: make(chan struct{}), freed: make(chan struct{}),
 		adminToken: o.AdminToken, adminOpen: o.AdminOpen,
-		httpOpts: o.HTTP.withDefaults(),
+		httpOpts: o.HTTP.withDefaults(), evidence: evidenceTiers{o: o.Evidence},
 	}
 	r.bgCtx, r.bgCancel = context.WithCancel(context.Background())
 	r.stats.credits = float64(cfg.Serving.RetryBudget)
@@ -256,6 +259,7 @@ func (r *Router) Start() {
 		r.bg.Add(1)
 		go r.probeLag()
 		go r.monitor()
+		r.startEvidence()
 	}
 }
 

@@ -62,6 +62,7 @@ func (r *Router) state() routerdoc.StateDoc {
 		Pools:              routerdoc.PhasePair[[]string]{Prefill: snap.Pool(fleet.Prefill), Decode: snap.Pool(fleet.Decode)},
 		Load:               routerdoc.PhasePair[float64]{Prefill: snap.Load.Prefill, Decode: snap.Load.Decode},
 		Engines:            snap.Engines,
+		Evidence:           r.evidenceState(),
 		Thresholds: routerdoc.ThresholdState{Expand: t.Expand, Shrink: t.Shrink, CooldownS: t.CooldownS,
 			SustainedIntervals: t.SustainedIntervals, DwellS: t.DwellS, PanicRatio: t.PanicRatio},
 		SLO:        routerdoc.SLOState{TTFTS: c.SLO.TTFT, TPOTS: c.SLO.TPOT},
