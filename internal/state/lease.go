@@ -181,12 +181,12 @@ func (l *Lease) Renew() error {
 		switch {
 		case !ok:
 			return nil, fmt.Errorf("lease %s: renew: the lease record is gone", where)
-		case cur.Holder != l.holder || cur.Epoch != epoch:
-			return nil, fmt.Errorf("lease %s: renew: now held by %s at epoch %d (ours was epoch %d): another router took over",
-				where, cur.Holder, cur.Epoch, epoch)
 		case cur.Expired(now):
 			return nil, fmt.Errorf("lease %s: renew: expired at %s before it was renewed", where,
 				fromUnixS(cur.ExpiresAt).Format(time.RFC3339Nano))
+		case cur.Holder != l.holder || cur.Epoch != epoch:
+			return nil, fmt.Errorf("lease %s: renew: now held by %s at epoch %d (ours was epoch %d): another router took over",
+				where, cur.Holder, cur.Epoch, epoch)
 		}
 		return &Doc{Epoch: epoch, Holder: l.holder, ExpiresAt: unixS(now.Add(l.ttl)), UpdatedAt: unixS(now)}, nil
 	})
