@@ -117,8 +117,9 @@ func twoRouters(t *testing.T, open func() state.LeaseStore) {
 	mustClaim(t, a, 3) // a released lease is expired: claim at once
 }
 
-// racingClaims: routers claiming at once on their own clients; exactly
-// one holds the lease, the rest see it held.
+// racingClaims: routers claiming at once on their own clients, first on
+// no record, then on an expired one; each time exactly one holds the
+// lease at the next epoch, the rest see it held.
 func racingClaims(t *testing.T, open func() state.LeaseStore) {
 	clk := ports.NewFake(T0)
 	const n = 5
@@ -126,25 +127,35 @@ func racingClaims(t *testing.T, open func() state.LeaseStore) {
 	for i := range leases {
 		leases[i] = NewLease(t, open(), "router", clk, uint64(10+i))
 	}
+	race(t, leases, 1)
+	clk.Advance(TTL + time.Second)
+	race(t, leases, 2)
+}
+
+func race(t *testing.T, leases []*state.Lease, epoch int) {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make([]error, n)
+	errs := make([]error, len(leases))
+	got := make([]int, len(leases))
 	for i, l := range leases {
 		wg.Add(1)
-		go func() { defer wg.Done(); _, errs[i] = l.Claim() }()
+		go func() { defer wg.Done(); got[i], errs[i] = l.Claim() }()
 	}
 	wg.Wait()
 	won := 0
 	for i, err := range errs {
 		var held *state.HeldError
 		switch {
-		case err == nil:
+		case err == nil && got[i] == epoch:
 			won++
+		case err == nil:
+			t.Errorf("router %d claimed epoch %d, want %d", i, got[i], epoch)
 		case !errors.As(err, &held):
 			t.Errorf("router %d: %v, want a claim or a HeldError", i, err)
 		}
 	}
 	if won != 1 {
-		t.Fatalf("%d routers claimed the lease at once, want exactly 1 (%v)", won, errs)
+		t.Fatalf("%d routers claimed epoch %d at once, want exactly 1 (%v)", won, epoch, errs)
 	}
 }
 
