@@ -92,10 +92,7 @@ one fleet safely: only the lease holder places work.`
 }
 
 func run(ctx context.Context, f flags) error {
-	if f.fleet == "" {
-		return cli.Usage("--fleet is required: name the fleet file to serve")
-	}
-	if err := checkHTTP(f.http); err != nil {
+	if err := checkFlags(f); err != nil {
 		return err
 	}
 	log, err := newLogger(f.logFormat)
@@ -106,12 +103,9 @@ func run(ctx context.Context, f flags) error {
 	if err != nil {
 		return cli.Invalid(err)
 	}
-	graceful := cfg.Serving.GracefulTimeoutS
-	if f.graceful >= 0 {
-		if f.graceful != float64(int(f.graceful)) {
-			return cli.Usage("--graceful-timeout must be whole seconds, got %v", f.graceful)
-		}
-		graceful = f.graceful
+	graceful, err := gracefulTimeout(f, cfg)
+	if err != nil {
+		return err
 	}
 	profiles, err := profile.Load(cfg.Profiles.Path)
 	if err != nil {
@@ -134,9 +128,7 @@ func run(ctx context.Context, f flags) error {
 	if err != nil {
 		return err
 	}
-	if ha.Lease != nil {
-		defer ha.Lease.Close() // after Serve has released it
-	}
+	defer closeLease(ha)
 	r, err := router.New(cfg, profiles, router.Options{Logger: log, Journal: jw, MaxConcurrent: f.maxConcurrent,
 		AdminToken: adminToken, AdminOpen: router.IsLoopback(f.host), HA: ha, HTTP: f.http})
 	if err != nil {
@@ -156,6 +148,27 @@ func run(ctx context.Context, f flags) error {
 	}
 	log.Info("narwhal-serve stopped cleanly")
 	return nil
+}
+
+// gracefulTimeout is --graceful-timeout, or serving.graceful_timeout_s
+// when the flag is -1.
+func gracefulTimeout(f flags, cfg *fleet.Config) (float64, error) {
+	if f.graceful < 0 {
+		return cfg.Serving.GracefulTimeoutS, nil
+	}
+	if f.graceful != float64(int(f.graceful)) {
+		return 0, cli.Usage("--graceful-timeout must be whole seconds, got %v", f.graceful)
+	}
+	return f.graceful, nil
+}
+
+// checkFlags refuses a missing --fleet and connection bounds that would
+// switch a bound off.
+func checkFlags(f flags) error {
+	if f.fleet == "" {
+		return cli.Usage("--fleet is required: name the fleet file to serve")
+	}
+	return checkHTTP(f.http)
 }
 
 // checkHTTP refuses connection bounds that would switch a bound off.
@@ -184,6 +197,14 @@ func haOptions(f flags, cfg *fleet.Config) (router.HA, error) {
 	}
 	ha.Lease = lease
 	return ha, nil
+}
+
+// closeLease closes the lease store's connections after Serve released
+// the lease.
+func closeLease(ha router.HA) {
+	if ha.Lease != nil {
+		_ = ha.Lease.Close()
+	}
 }
 
 func newLogger(format string) (*slog.Logger, error) {

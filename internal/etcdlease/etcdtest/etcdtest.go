@@ -36,7 +36,8 @@ func Start(t *testing.T) *Server {
 		}
 		t.Skip("etcd is not installed: run `make tools` (Debian package etcd-server)")
 	}
-	s := &Server{t: t, dir: t.TempDir(), client: freePort(t), peer: freePort(t), log: &testkit.SyncBuffer{}}
+	ports := freePorts(t, 2)
+	s := &Server{t: t, dir: t.TempDir(), client: ports[0], peer: ports[1], log: &testkit.SyncBuffer{}}
 	s.Start()
 	t.Cleanup(s.Stop)
 	return s
@@ -92,11 +93,17 @@ func (s *Server) Stop() {
 	s.cmd = nil
 }
 
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// freePorts reserves n loopback ports at once (so they differ) and frees
+// them for etcd to bind.
+func freePorts(t *testing.T, n int) []int {
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports
 }

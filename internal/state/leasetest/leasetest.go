@@ -81,8 +81,8 @@ func twoRouters(t *testing.T, open func() state.LeaseStore) {
 	mustRecord(t, b, 1, a.Holder(), T0.Add(TTL))
 	_, err := b.Claim()
 	var held *state.HeldError
-	if !errors.As(err, &held) || held.Holder != a.Holder() || held.Epoch != 1 {
-		t.Fatalf("B's claim = %v, want HeldError naming A at epoch 1", err)
+	if !errors.As(err, &held) || held.Holder != a.Holder() || held.Epoch != 1 || !strings.Contains(err.Error(), "until 2026-") {
+		t.Fatalf("B's claim = %v, want HeldError naming A at epoch 1 and its expiry", err)
 	}
 	mustClaim(t, a, 1) // ours: same epoch, extended
 	clk.Advance(Renew)
