@@ -177,7 +177,7 @@ var invalidCases = []invalidCase{
 	{name: "lease unknown key", muts: m(set("recovery.lease", map[string]any{"endpoints": "x"})), stage: 4, want: []want{{"recovery.lease.endpoints", "unknown recovery.lease key 'endpoints'"}}},
 	{name: "etcd lease without endpoints", muts: m(set("recovery.lease", map[string]any{"backend": "etcd"})), stage: 6, want: []want{{"recovery.lease.etcd_endpoints", "etcd_endpoints is required with backend 'etcd'"}}},
 	{name: "etcd lease bad endpoint and key", muts: m(set("recovery.lease", map[string]any{"backend": "etcd", "etcd_endpoints": "http://e0:2379, e1:2379", "etcd_key": "narwhal"})), stage: 6, want: []want{
-		{"recovery.lease.etcd_endpoints", `etcd_endpoints entry "e1:2379" is not an http:// or https:// URL`},
+		{"recovery.lease.etcd_endpoints", `etcd_endpoints entry "e1:2379" is not an http:// URL with a host`},
 		{"recovery.lease.etcd_key", `etcd_key "narwhal" must start with '/'`}}},
 	{name: "kubernetes lease bad names", muts: m(set("recovery.lease", map[string]any{"backend": "kubernetes", "kubernetes_namespace": "Prod", "kubernetes_name": "router_lease"})), stage: 6, want: []want{
 		{"recovery.lease.kubernetes_namespace", `kubernetes_namespace "Prod" is not a Kubernetes namespace`},

@@ -12,8 +12,8 @@ func TestLeaseBackendsThatValidate(t *testing.T) {
 		eps   []string
 	}{
 		{"file by default", Defaults().Recovery.Lease, nil},
-		{"etcd", Lease{Backend: LeaseEtcd, EtcdEndpoints: " http://e0:2379,https://e1:2379 ,", EtcdKey: "/n/l", KubernetesName: "x"},
-			[]string{"http://e0:2379", "https://e1:2379"}},
+		{"etcd", Lease{Backend: LeaseEtcd, EtcdEndpoints: " http://e0:2379,http://e1:2379 ,", EtcdKey: "/n/l", KubernetesName: "x"},
+			[]string{"http://e0:2379", "http://e1:2379"}},
 		{"kubernetes in the pod's namespace", Lease{Backend: LeaseKubernetes, EtcdKey: "/n", KubernetesName: "narwhal-router"}, nil},
 	}
 	for _, tc := range cases {
