@@ -10,7 +10,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X github.com/narwhal-go/narwhal/internal/version.Version=$(VERSION)
 FUZZTIME    ?= 60s
 
-.PHONY: all build run demo bench test lint fmt-check vet staticcheck gotest claims node-deps node-checks sigstore-check fuzz tools promtool clean help
+.PHONY: all build run demo bench test lint fmt-check vet staticcheck gotest claims node-deps node-checks sigstore-check fuzz tools promtool etcd image clean help
 
 all: build
 
@@ -51,7 +51,15 @@ promtool:
 		echo "promtool and prometheus are missing: installing Debian's prometheus package (tests use both binaries; no service is left running)"; \
 		scripts/apt-install.sh prometheus; fi
 
-tools: $(STATICCHECK) promtool
+# The etcd lease tests start a real etcd on loopback (Debian's
+# etcd-server package); apt-install.sh leaves its system service disabled
+# and stopped, so no etcd outlives the tests.
+etcd:
+	@if command -v etcd >/dev/null; then :; else \
+		echo "etcd is missing: installing Debian's etcd-server package (the lease tests start their own on loopback; no service is left running)"; \
+		scripts/apt-install.sh etcd-server; fi
+
+tools: $(STATICCHECK) promtool etcd
 
 staticcheck: $(STATICCHECK)
 	$(STATICCHECK) ./...
@@ -91,6 +99,15 @@ bench: ## benchmarks: placement, simengine, and the router against direct engine
 
 fuzz: ## run the fuzz targets for FUZZTIME each
 	$(GO) test ./internal/fleet -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME)
+
+IMAGE  ?= narwhal:$(VERSION)
+DOCKER ?= docker
+
+# The router and the attestation sidecar in one distroless image (see
+# Dockerfile). Needs docker or a compatible builder; no test needs it.
+image: ## container image of narwhal-serve and narwhal-attest (needs docker)
+	@if command -v $(DOCKER) >/dev/null; then $(DOCKER) build --build-arg VERSION=$(VERSION) -t $(IMAGE) .; else \
+		echo "make image needs docker (or DOCKER=podman, or another compatible builder); nothing built"; exit 1; fi
 
 clean:
 	rm -rf bin .tools

@@ -17,10 +17,8 @@ import (
 	"github.com/narwhal-go/narwhal/internal/cli"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
-	"github.com/narwhal-go/narwhal/internal/ports"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/router"
-	"github.com/narwhal-go/narwhal/internal/state"
 	"github.com/narwhal-go/narwhal/internal/version"
 )
 
@@ -62,8 +60,10 @@ timeout, writes the final handoff document, and exits.
 Engines are watched continuously: failed legs feed a per-class breaker,
 ejected engines are probed for readmission, and a restarted engine process
 is excluded until it is validated again. With --resume the router carries
-on from the handoff document at recovery.state_path; with --lease-path
-(and --standby-of on the standby) two routers share one fleet safely.`
+on from the handoff document at recovery.state_path; with a lease (the
+file at --lease-path, or the etcd or Kubernetes Lease that the fleet's
+recovery.lease selects) and --standby-of on the standby, two routers share
+one fleet safely: only the lease holder places work.`
 	root.Args = cobra.NoArgs
 	fl := root.Flags()
 	fl.StringVar(&f.fleet, "fleet", "", "fleet file (narwhal.fleet v1); required")
@@ -78,8 +78,8 @@ on from the handoff document at recovery.state_path; with --lease-path
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format on stderr: text or json")
 	fl.StringVar(&f.adminTokenEnv, "admin-token-env", "", "name of the environment variable holding the bearer token for POST /narwhal/lifecycle/* (without one, lifecycle actions are accepted only when bound to loopback)")
 	fl.BoolVar(&f.resume, "resume", false, "resume roles, ejections, lifecycle and counters from recovery.state_path (also recovery.resume)")
-	fl.StringVar(&f.standbyOf, "standby-of", "", "run as a warm standby of the primary router at this base URL (needs --lease-path)")
-	fl.StringVar(&f.leasePath, "lease-path", "", "router lease file on storage shared by primary and standby; fences the router that does not hold it")
+	fl.StringVar(&f.standbyOf, "standby-of", "", "run as a warm standby of the primary router at this base URL (needs a lease: --lease-path or recovery.lease)")
+	fl.StringVar(&f.leasePath, "lease-path", "", "router lease file on storage shared by primary and standby (recovery.lease.backend file); fences the router that does not hold it")
 	fl.StringVar(&f.routerID, "router-id", "", "this router's name in the lease holder token (default: the host name)")
 	fl.DurationVar(&f.leaseTTL, "lease-ttl", 5*time.Second, "lease lifetime")
 	fl.DurationVar(&f.leaseRenew, "lease-renew-interval", time.Second, "how often the holder renews the lease")
@@ -93,10 +93,7 @@ on from the handoff document at recovery.state_path; with --lease-path
 }
 
 func run(ctx context.Context, f flags) error {
-	if f.fleet == "" {
-		return cli.Usage("--fleet is required: name the fleet file to serve")
-	}
-	if err := checkHTTP(f.http); err != nil {
+	if err := checkFlags(f); err != nil {
 		return err
 	}
 	log, err := newLogger(f.logFormat)
@@ -128,6 +125,7 @@ func run(ctx context.Context, f flags) error {
 	if err != nil {
 		return err
 	}
+	defer closeLease(ha)
 	r, err := router.New(cfg, profiles, router.Options{Logger: log, Journal: jw, MaxConcurrent: f.maxConcurrent,
 		AdminToken: adminToken, AdminOpen: router.IsLoopback(f.host), HA: ha, HTTP: f.http, Evidence: f.evidence})
 	if err != nil {
@@ -173,6 +171,15 @@ func openJournal(path string, cfg *fleet.Config) (string, *journal.Writer, error
 	return path, jw, nil
 }
 
+// checkFlags refuses a missing --fleet and connection bounds that would
+// switch a bound off.
+func checkFlags(f flags) error {
+	if f.fleet == "" {
+		return cli.Usage("--fleet is required: name the fleet file to serve")
+	}
+	return checkHTTP(f.http)
+}
+
 // checkHTTP refuses connection bounds that would switch a bound off.
 func checkHTTP(o router.HTTPOptions) error {
 	for name, d := range map[string]time.Duration{"--body-read-timeout": o.BodyReadTimeout,
@@ -190,22 +197,23 @@ func checkHTTP(o router.HTTPOptions) error {
 // haOptions builds the handoff, resume and lease settings.
 func haOptions(f flags, cfg *fleet.Config) (router.HA, error) {
 	ha := router.HA{StatePath: cfg.Recovery.StatePath, Resume: f.resume || cfg.Recovery.Resume, StandbyOf: strings.TrimRight(f.standbyOf, "/")}
-	if f.standbyOf != "" && f.leasePath == "" {
-		return ha, cli.Usage("--standby-of needs --lease-path: the lease decides which router places work")
-	}
-	if f.leasePath == "" {
-		return ha, nil
-	}
-	id := f.routerID
-	if id == "" {
-		id, _ = os.Hostname()
-	}
-	lease, err := state.NewLease(f.leasePath, id, f.leaseTTL, f.leaseRenew, f.leaseMargin, ports.SystemClock(), ports.RandomIDs())
+	lease, err := openLease(f, cfg.Recovery.Lease)
 	if err != nil {
-		return ha, cli.Usage("%v", err)
+		return ha, err
+	}
+	if f.standbyOf != "" && lease == nil {
+		return ha, cli.Usage("--standby-of needs a lease: --lease-path, or recovery.lease.backend etcd or kubernetes; the lease decides which router places work")
 	}
 	ha.Lease = lease
 	return ha, nil
+}
+
+// closeLease closes the lease store's connections after Serve released
+// the lease.
+func closeLease(ha router.HA) {
+	if ha.Lease != nil {
+		_ = ha.Lease.Close()
+	}
 }
 
 func newLogger(format string) (*slog.Logger, error) {
