@@ -18,10 +18,10 @@ type benchIndex struct {
 	notSent int
 }
 
-func (b *benchIndex) take(id string) (int, bool) {
-	st, ok := b.step[id]
-	if ok && !b.taken[id] {
-		b.taken[id] = true
+func (b *benchIndex) take(id []byte) (int, bool) {
+	st, ok := b.step[string(id)]
+	if ok && !b.taken[string(id)] {
+		b.taken[string(id)] = true
 		return st, true
 	}
 	return 0, false

@@ -3,7 +3,6 @@ package report
 import (
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"time"
 
@@ -44,21 +43,20 @@ type journalScan struct {
 // ReadJournal scores the journal at path, every file of a rotated set.
 // bench, when not nil, is a bench run whose records the rows are joined
 // to by request id (client_rid), so the journal's rows are also scored
-// per offered rate. A torn final row is reported (Truncated), the rows
+// per offered rate. A torn final row is reported (in Refusals), the rows
 // before it are scored.
 func ReadJournal(path string, bench *Run, o Options) (*Run, error) {
 	o = o.withDefaults()
 	if !(o.SLO.TTFT > 0 && o.SLO.TPOT > 0) {
 		return nil, fmt.Errorf("score %s: no SLO: pass --ttft-slo and --tpot-slo (or --fleet, or a bench file of the same router)", path)
 	}
-	set, err := journal.OpenSet(path)
+	files, err := journal.SetFiles(path)
 	if err != nil {
 		return nil, err
 	}
-	defer set.Close()
 	s := &journalScan{r: newRun(path, "journal", o.SLO, o.Target, o.WindowS), offsets: map[string]float64{},
 		minT: math.Inf(1), maxT: math.Inf(-1)}
-	s.r.Files = set.Files()
+	s.r.Files = files
 	if bench != nil {
 		s.bench = bench.index
 		s.r.Join = &Join{Bench: bench.Name, NotSent: bench.index.notSent}
@@ -66,50 +64,37 @@ func ReadJournal(path string, bench *Run, o Options) (*Run, error) {
 			s.r.Steps = append(s.r.Steps, Step{Rate: st.Rate, StartS: st.StartS, DurationS: st.DurationS})
 		}
 	}
-	if err := s.readAll(set); err != nil {
+	err = journal.ScanBriefs(path, s.add)
+	if errors.Is(err, journal.ErrTruncated) {
+		s.truncated = true
+	} else if err != nil {
 		return nil, err
 	}
 	s.finish(bench, o)
 	return s.r, nil
 }
 
-func (s *journalScan) readAll(set *journal.SetReader) error {
-	for {
-		rec, err := set.Next()
-		switch {
-		case errors.Is(err, io.EOF):
-			return nil
-		case errors.Is(err, journal.ErrTruncated):
-			s.truncated = true
-			return nil
-		case err != nil:
-			return err
-		}
-		s.add(rec)
+func (s *journalScan) add(b *journal.Brief) error {
+	if b.Kind == journal.KindMeta {
+		s.meta(b.Started)
+		return nil
 	}
-}
-
-func (s *journalScan) add(rec journal.Record) {
-	if rec.Kind == journal.KindMeta {
-		s.meta(rec.Meta)
-		return
+	if string(b.Run) != s.lastRun {
+		s.enterRun(string(b.Run))
 	}
-	if rec.Run != s.lastRun {
-		s.enterRun(rec.Run)
+	switch {
+	case b.Kind == journal.KindRequest:
+		s.request(b)
+	case b.Kind == journal.KindEvent && string(b.EventName) == journal.EventControllerDecision:
+		s.decision(b)
 	}
-	switch rec.Kind {
-	case journal.KindRequest:
-		s.request(rec.Request)
-	case journal.KindEvent:
-		if rec.Event.Name == journal.EventControllerDecision {
-			s.decision(rec.Event)
-		}
-	}
+	return nil
 }
 
 // meta notes a run's start: the next new run id's times are offset by
 // it, so a journal of several router runs reads on one clock.
-func (s *journalScan) meta(m *journal.Meta) {
+func (s *journalScan) meta(started []byte) {
+	m := journal.Meta{Started: string(started)}
 	t, ok := m.StartTime()
 	if !ok {
 		return
@@ -134,35 +119,44 @@ func (s *journalScan) enterRun(run string) {
 	s.offset = off
 }
 
-func (s *journalScan) request(row *journal.RequestRow) {
-	at := s.offset + row.Arrived
+func (s *journalScan) request(b *journal.Brief) {
+	at := s.offset + b.Arrived
 	s.minT, s.maxT = min(s.minT, at), max(s.maxT, at)
-	step := s.join(row)
+	step := s.join(b)
 	r := s.r
-	r.Counts.ByOutcome[row.Terminal]++
-	completed := row.Terminal == journal.TerminalCompleted
-	out, wanted := deref(row.OutputLen), deref(row.WantedLen)
-	met := completed && r.SLO.met(row.TTFT, row.TPOT, out, wanted)
-	r.count(at, step, met, row.Terminal == journal.TerminalRefused)
+	terminal := string(b.Terminal)
+	r.Counts.ByOutcome[terminal]++
+	completed := terminal == journal.TerminalCompleted
+	ttft, tpot := nullable(b.TTFT), nullable(b.TPOT)
+	met := completed && r.SLO.met(ttft, tpot, b.OutputLen, b.WantedLen)
+	r.count(at, step, met, terminal == journal.TerminalRefused)
 	r.Counts.Sent++
 	if !completed {
-		key := row.Terminal
-		if row.Reason != nil {
-			key += ":" + *row.Reason
+		key := terminal
+		if b.Reason != nil {
+			key += ":" + string(b.Reason)
 		}
 		r.Refusals[key]++
 	} else {
 		r.Counts.Completed++
-		r.latencies(row.TTFT, row.TPOT, &row.DurationS)
+		r.latencies(ttft, tpot, &b.DurationS)
 	}
-	if row.Error == nil && row.FirstByte != nil && row.TTFT != nil {
+	if !b.HasError && ttft != nil && !math.IsNaN(b.FirstByte) {
 		h := r.Handoff.Local
-		if row.Crossed != nil && *row.Crossed {
+		if b.Crossed {
 			h = r.Handoff.Crossed
 		}
-		h.Add(*row.FirstByte - *row.TTFT)
+		h.Add(b.FirstByte - b.TTFT)
 	}
-	s.engines(row, at)
+	s.engine(b.PrefillIID, "prefill", at)
+	s.engine(b.DecodeIID, "decode", at)
+}
+
+func nullable(v float64) *float64 {
+	if math.IsNaN(v) {
+		return nil
+	}
+	return &v
 }
 
 // latencies adds a completed request's times and counts its misses.
@@ -184,12 +178,12 @@ func (r *Run) latencies(ttft, tpot, e2e *float64) {
 	}
 }
 
-func (s *journalScan) join(row *journal.RequestRow) int {
+func (s *journalScan) join(b *journal.Brief) int {
 	if s.bench == nil {
 		return -1
 	}
-	if row.ClientRID != nil {
-		if step, ok := s.bench.take(*row.ClientRID); ok {
+	if b.ClientRID != nil {
+		if step, ok := s.bench.take(b.ClientRID); ok {
 			s.r.Join.Matched++
 			return step
 		}
@@ -198,42 +192,34 @@ func (s *journalScan) join(row *journal.RequestRow) int {
 	return -1
 }
 
-// engines counts the legs each engine served and notes the role it was
-// first seen in, the start of its role timeline.
-func (s *journalScan) engines(row *journal.RequestRow, at float64) {
-	for _, leg := range []struct {
-		iid  *string
-		role string
-	}{{row.PrefillIID, "prefill"}, {row.DecodeIID, "decode"}} {
-		if leg.iid == nil {
-			continue
-		}
-		e := s.r.Engines[*leg.iid]
-		if leg.role == "prefill" {
-			e.Prefill++
-		} else {
-			e.Decode++
-		}
-		if len(e.Roles) == 0 {
-			e.Roles = []RoleSpan{{At: min(at, 0), Role: leg.role}}
-		}
-		s.r.Engines[*leg.iid] = e
+// engine counts a leg the engine served and notes the role it was first
+// seen in, the start of its role timeline.
+func (s *journalScan) engine(iid []byte, role string, at float64) {
+	if iid == nil {
+		return
 	}
+	e := s.r.Engines[string(iid)]
+	if role == "prefill" {
+		e.Prefill++
+	} else {
+		e.Decode++
+	}
+	if len(e.Roles) == 0 {
+		e.Roles = []RoleSpan{{At: min(at, 0), Role: role}}
+	}
+	s.r.Engines[string(iid)] = e
 }
 
 // decision reads an applied controller decision: the split from then on
 // and, for a flip, the engine and its new role.
-func (s *journalScan) decision(ev *journal.Event) {
-	if applied, _ := ev.Fields["applied"].(bool); !applied {
+func (s *journalScan) decision(b *journal.Brief) {
+	if !b.Applied {
 		return
 	}
-	at := s.offset + ev.At
-	p, _ := ev.Fields["prefill"].(float64)
-	d, _ := ev.Fields["decode"].(float64)
+	at := s.offset + b.At
 	c := &s.r.Control
-	c.Splits = append(c.Splits, Split{At: at, Prefill: int(p), Decode: int(d)})
-	iid, _ := ev.Fields["iid"].(string)
-	to, _ := ev.Fields["to"].(string)
+	c.Splits = append(c.Splits, Split{At: at, Prefill: b.Prefill, Decode: b.Decode})
+	iid, to := string(b.FlipIID), string(b.FlipTo)
 	if iid == "" || to == "" {
 		return
 	}
@@ -305,11 +291,5 @@ func (r *Run) stepsFrom(bench *Run, first time.Time) []float64 {
 	return shifts
 }
 
-func deref(p *int) int {
-	if p == nil {
-		return 0
-	}
-	return *p
-}
 
 func setFiles(path string) ([]string, error) { return journal.SetFiles(path) }
