@@ -291,5 +291,4 @@ func (r *Run) stepsFrom(bench *Run, first time.Time) []float64 {
 	return shifts
 }
 
-
 func setFiles(path string) ([]string, error) { return journal.SetFiles(path) }

@@ -4,9 +4,9 @@ import (
 	"cmp"
 	"fmt"
 	"image/color"
-	"slices"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"gonum.org/v1/plot"

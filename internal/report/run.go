@@ -60,13 +60,13 @@ type Run struct {
 	TTFTLate int `json:"ttft_late"`
 	TPOTLate int `json:"tpot_late"`
 
-	bounds   []float64 // window start → index (internal)
-	index    *benchIndex
+	bounds []float64 // window start → index (internal)
+	index  *benchIndex
 	// wantWindowS is the window length asked for (0: fitted to the run);
 	// counting starts at 1 s (or the asked length) and coarsens.
 	wantWindowS float64
-	lastFlip map[string]string
-	rolesAt0 map[string]string
+	lastFlip    map[string]string
+	rolesAt0    map[string]string
 }
 
 // Counts are request totals; Offered is every request the input knows.

@@ -33,7 +33,9 @@ type Table struct {
 	Rows  [][]string
 }
 
-func (t *Table) add(name string, cells ...string) { t.Rows = append(t.Rows, append([]string{name}, cells...)) }
+func (t *Table) add(name string, cells ...string) {
+	t.Rows = append(t.Rows, append([]string{name}, cells...))
+}
 
 func (t *Table) write(w io.Writer) {
 	fmt.Fprintf(w, "%s\n", t.Title)
