@@ -75,6 +75,13 @@ func Poisson(rates []float64, durationS float64, in, out Dist, seed uint64) (Sch
 	if in.Spread != out.Spread {
 		return Schedule{}, fmt.Errorf("--prompt-tokens and --output-tokens need the same SIGMA (the simulator's generator draws both with one spread)")
 	}
+	total := 0.0
+	for _, rate := range rates {
+		total += rate * durationS
+	}
+	if total > MaxOffers {
+		return Schedule{}, fmt.Errorf("the schedule would offer about %.0f requests, over the bound of %d: lower the rate or the duration", total, MaxOffers)
+	}
 	for _, rate := range rates {
 		tr, err := sim.Generate([]sim.Segment{seg}, rate, seed)
 		if err != nil {

@@ -265,8 +265,8 @@ func enginesTable(runs []*Run) (Table, bool) {
 
 func roles(spans []RoleSpan) string {
 	var parts []string
-	for i, s := range spans {
-		if i == 0 {
+	for _, s := range spans {
+		if s.At == 0 {
 			parts = append(parts, s.Role)
 			continue
 		}
