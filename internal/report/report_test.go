@@ -19,7 +19,7 @@ func TestHistQuantileWithinOnePercent(t *testing.T) {
 		var h Hist
 		xs := make([]float64, n)
 		for i := range xs {
-			xs[i] = math.Exp(rng.NormFloat64()-3) // log-normal around 50 ms
+			xs[i] = math.Exp(rng.NormFloat64() - 3) // log-normal around 50 ms
 			h.Add(xs[i])
 		}
 		slices.Sort(xs)
