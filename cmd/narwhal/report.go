@@ -57,7 +57,7 @@ func runReport(cmd *cobra.Command, o reportOptions, paths []string) error {
 		if err != nil {
 			return cli.Invalid(err)
 		}
-		o.o.SLO = report.SLO{TTFT: cfg.SLO.TTFT, TPOT: cfg.SLO.TPOT}
+		o.o.SLO = cfg.SLO
 	}
 	runs, err := report.Load(paths, o.o)
 	if err != nil {

@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/narwhal-go/narwhal/internal/fleet"
 )
 
 // Schema and SchemaVersion name the results file (docs/bench.md).
@@ -53,11 +55,8 @@ type Header struct {
 	BoundS  float64 `json:"bound_s"` // the whole run's time bound
 }
 
-// SLO is the latency target requests are scored against.
-type SLO struct {
-	TTFT float64 `json:"ttft_s"`
-	TPOT float64 `json:"tpot_s"`
-}
+// SLO is the router's latency target, as its fleet file states it.
+type SLO = fleet.SLO
 
 // Step is one offered rate of the run (a single step without a sweep).
 type Step struct {

@@ -87,7 +87,7 @@ func benchRun(path string, h loadgen.Header, o Options) (*Run, error) {
 	o = o.withDefaults()
 	slo := o.SLO
 	if !(slo.TTFT > 0) && h.SLO != nil {
-		slo = SLO{TTFT: h.SLO.TTFT, TPOT: h.SLO.TPOT}
+		slo = *h.SLO
 	}
 	if !(slo.TTFT > 0 && slo.TPOT > 0) {
 		return nil, fmt.Errorf("report %s: the bench did not learn the router's SLO; pass --ttft-slo and --tpot-slo", path)
@@ -104,7 +104,7 @@ func benchRun(path string, h loadgen.Header, o Options) (*Run, error) {
 func (r *Run) addRecord(rec *loadgen.Record) {
 	r.Counts.ByOutcome[rec.Outcome]++
 	completed := rec.Outcome == loadgen.OutcomeCompleted
-	met := completed && r.SLO.met(rec.TTFT, rec.TPOT, rec.OutputLen, rec.WantedLen)
+	met := completed && sloMet(r.SLO, rec.TTFT, rec.TPOT, rec.OutputLen, rec.WantedLen)
 	refused := rec.Outcome == loadgen.OutcomeHTTPError && rec.Status == 429
 	r.count(rec.ScheduledS, rec.Step, met, refused)
 	if rec.SentS != nil {

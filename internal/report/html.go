@@ -47,10 +47,7 @@ func HTML(runs []*Run) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := pageData{Runs: runs}
-	for _, t := range Tables(runs) {
-		d.Tables = append(d.Tables, t)
-	}
+	d := pageData{Runs: runs, Tables: Tables(runs)}
 	for _, c := range charts {
 		svg, err := inlineSVG(c)
 		if err != nil {

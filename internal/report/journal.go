@@ -128,7 +128,7 @@ func (s *journalScan) request(b *journal.Brief) {
 	r.Counts.ByOutcome[terminal]++
 	completed := terminal == journal.TerminalCompleted
 	ttft, tpot := nullable(b.TTFT), nullable(b.TPOT)
-	met := completed && r.SLO.met(ttft, tpot, b.OutputLen, b.WantedLen)
+	met := completed && sloMet(r.SLO, ttft, tpot, b.OutputLen, b.WantedLen)
 	r.count(at, step, met, terminal == journal.TerminalRefused)
 	r.Counts.Sent++
 	if !completed {

@@ -12,15 +12,15 @@ package report
 
 import (
 	"math"
+
+	"github.com/narwhal-go/narwhal/internal/fleet"
 	"slices"
 	"sort"
 )
 
-// SLO is the target requests are scored against.
-type SLO struct {
-	TTFT float64 `json:"ttft_s"`
-	TPOT float64 `json:"tpot_s"`
-}
+// SLO is the target requests are scored against: the fleet's, whose Met
+// is the one "SLO met" rule.
+type SLO = fleet.SLO
 
 // Run is one scored input: a journal (set) or a bench results file, or
 // one arm of a simulation.
@@ -60,8 +60,7 @@ type Run struct {
 	TTFTLate int `json:"ttft_late"`
 	TPOTLate int `json:"tpot_late"`
 
-	bounds []float64 // window start → index (internal)
-	index  *benchIndex
+	index *benchIndex
 	// wantWindowS is the window length asked for (0: fitted to the run);
 	// counting starts at 1 s (or the asked length) and coarsens.
 	wantWindowS float64
@@ -174,10 +173,10 @@ func newRun(name, kind string, slo SLO, target, windowS float64) *Run {
 		Engines: map[string]Engine{}, lastFlip: map[string]string{}, rolesAt0: map[string]string{}}
 }
 
-// met is the per-request SLO predicate of §8.2: the full output, TTFT
-// within target, TPOT null or within target.
-func (s SLO) met(ttft, tpot *float64, outputLen, wanted int) bool {
-	return ttft != nil && *ttft <= s.TTFT && (tpot == nil || *tpot <= s.TPOT) && outputLen >= wanted
+// sloMet is the per-request SLO predicate of §8.2 (fleet.SLO.Met) for a
+// completed request: the full output counts as complete.
+func sloMet(s SLO, ttft, tpot *float64, outputLen, wanted int) bool {
+	return s.Met(outputLen >= wanted, ttft, tpot)
 }
 
 // window returns the window holding t, growing the list as needed. The

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -211,15 +212,7 @@ func stepsTable(runs []*Run) (Table, bool) {
 }
 
 func keyedTable(title string, runs []*Run, m func(*Run) map[string]int) Table {
-	var keys []string
-	for _, r := range runs {
-		for k := range m(r) {
-			if !slices.Contains(keys, k) {
-				keys = append(keys, k)
-			}
-		}
-	}
-	slices.Sort(keys)
+	keys := unionKeys(runs, func(r *Run) []string { return slices.Collect(maps.Keys(m(r))) })
 	t := Table{Title: title, Head: heads("cause", runs)}
 	for _, k := range keys {
 		var cells []string
@@ -235,18 +228,10 @@ func keyedTable(title string, runs []*Run, m func(*Run) map[string]int) Table {
 }
 
 func enginesTable(runs []*Run) (Table, bool) {
-	var iids []string
-	for _, r := range runs {
-		for iid := range r.Engines {
-			if !slices.Contains(iids, iid) {
-				iids = append(iids, iid)
-			}
-		}
-	}
+	iids := unionKeys(runs, func(r *Run) []string { return slices.Collect(maps.Keys(r.Engines)) })
 	if len(iids) == 0 {
 		return Table{}, false
 	}
-	slices.Sort(iids)
 	t := Table{Title: "Per-engine load (prefill legs / decode legs) and roles over time", Head: heads("engine", runs)}
 	for _, iid := range iids {
 		var cells []string
@@ -261,6 +246,17 @@ func enginesTable(runs []*Run) (Table, bool) {
 		t.add(iid, cells...)
 	}
 	return t, true
+}
+
+// unionKeys is every key some run has, sorted.
+func unionKeys(runs []*Run, keys func(*Run) []string) []string {
+	seen := map[string]bool{}
+	for _, r := range runs {
+		for _, k := range keys(r) {
+			seen[k] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
 }
 
 func roles(spans []RoleSpan) string {
