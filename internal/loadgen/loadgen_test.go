@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/narwhal-go/narwhal/internal/sim"
 )
 
 func TestParseDist(t *testing.T) {
@@ -202,5 +204,25 @@ func TestNewRejectsBadConfig(t *testing.T) {
 func TestPromptLength(t *testing.T) {
 	if p := Prompt("abc", 5); p != "abc tok tok tok tok" {
 		t.Fatalf("prompt %q", p)
+	}
+}
+
+// A trace replays on its own clock, or once per rate with its clock
+// rescaled, as narwhal demo --trace rescales it.
+func TestReplaySchedule(t *testing.T) {
+	tr := sim.Trace{DurationS: 4, Arrivals: []sim.Arrival{{At: 0, InputLen: 5, OutputLen: 6}, {At: 1, InputLen: 7, OutputLen: 8}, {At: 3, InputLen: 1, OutputLen: 2}}}
+	own, err := Replay(tr, nil)
+	if err != nil || len(own.Steps) != 1 || own.Steps[0].Rate != 0.75 || own.Offers[1] != (Offer{At: 1, InputLen: 7, OutputLen: 8}) {
+		t.Fatalf("own clock: %+v, %v", own, err)
+	}
+	swept, err := Replay(tr, []float64{1.5, 0.75})
+	if err != nil || swept.Source != "trace" || len(swept.Offers) != 6 || swept.Steps[0].DurationS != 2 || swept.Steps[1].StartS != 2 {
+		t.Fatalf("sweep: %+v, %v", swept.Steps, err)
+	}
+	if o := swept.Offers[2]; o.At != 1.5 || o.Step != 0 {
+		t.Fatalf("offer at 3 s of the trace, at twice its rate: %+v", o)
+	}
+	if o := swept.Offers[4]; o.At != 3 || o.Step != 1 {
+		t.Fatalf("second step's offer at 1 s, starting at 2 s: %+v", o)
 	}
 }
