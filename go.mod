@@ -10,7 +10,6 @@ require (
 	github.com/prometheus/common v0.74.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
-	github.com/valyala/fastjson v1.6.10
 	go.uber.org/goleak v1.3.0
 	gonum.org/v1/plot v0.17.0
 	pgregory.net/rapid v1.3.0

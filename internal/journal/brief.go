@@ -8,13 +8,12 @@ import (
 	"io"
 	"math"
 	"os"
-
-	"github.com/valyala/fastjson"
 )
 
 // Brief is the part of a row a scorer reads, decoded without building
-// the whole row: narwhal report reads millions of rows this way (the
-// Reader's full decode and validation cost several times more). Nullable
+// the whole row (a one-pass tokenizer that skips the fields it does not
+// need): narwhal report reads millions of rows this way; the Reader's
+// full decode and validation cost about ten times more. Nullable
 // numbers are NaN when null; byte slices are valid only until the
 // callback returns.
 type Brief struct {
@@ -37,8 +36,6 @@ type Brief struct {
 	Applied               bool    // controller_decision
 	Prefill, Decode       int     // controller_decision split
 	FlipIID, FlipTo       []byte  // controller_decision flip
-
-	schemaOK, versionOK bool
 }
 
 // ScanBriefs calls fn for every row of the journal at path, every file of
@@ -50,16 +47,15 @@ func ScanBriefs(path string, fn func(*Brief) error) error {
 	if err != nil {
 		return err
 	}
-	var p fastjson.Parser
 	for _, name := range files {
-		if err := scanBriefFile(name, &p, fn); err != nil {
+		if err := scanBriefFile(name, fn); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func scanBriefFile(name string, p *fastjson.Parser, fn func(*Brief) error) error {
+func scanBriefFile(name string, fn func(*Brief) error) error {
 	f, err := os.Open(name)
 	if err != nil {
 		return fmt.Errorf("read journal %s: %w", name, err)
@@ -81,12 +77,8 @@ func scanBriefFile(name string, p *fastjson.Parser, fn func(*Brief) error) error
 		if len(bytes.TrimSpace(raw)) == 0 {
 			continue
 		}
-		v, perr := p.ParseBytes(raw)
-		if perr == nil {
-			perr = b.fill(v)
-		}
-		if perr != nil {
-			return fmt.Errorf("%s:%d: %v", name, line, perr)
+		if err := b.fill(raw); err != nil {
+			return fmt.Errorf("%s:%d: %v", name, line, err)
 		}
 		if err := fn(&b); err != nil {
 			return err
@@ -112,24 +104,71 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 	return raw[:len(raw)-1], nil
 }
 
-// fill decodes v into b, resetting every field first.
-func (b *Brief) fill(v *fastjson.Value) error {
+// fill decodes one line into b, resetting every field first.
+func (b *Brief) fill(line []byte) error {
 	*b = Brief{TTFT: math.NaN(), TPOT: math.NaN(), FirstByte: math.NaN(), OutputLen: -1, WantedLen: -1}
-	o, err := v.Object()
-	if err != nil {
-		return fmt.Errorf("not a JSON object")
-	}
-	if m := o.Get("meta"); m != nil {
-		if err := checkVersion(strPtr(m.GetStringBytes("schema")), intPtr(m, "schema_version")); err != nil {
-			return fmt.Errorf("meta row: %w", err)
+	s := scanner{b: line}
+	var schema []byte
+	version := -1
+	err := s.object(func(key []byte) error {
+		switch string(key) {
+		case "meta":
+			b.Kind = KindMeta
+			return b.meta(&s)
+		case "schema":
+			t, err := s.value()
+			schema = t.bytes()
+			return err
+		case "schema_version":
+			t, err := s.value()
+			if n, ok := t.int(); ok {
+				version = n
+			}
+			return err
 		}
-		b.Kind, b.Started = KindMeta, m.GetStringBytes("started")
-		return nil
+		t, err := s.value()
+		if err == nil {
+			b.visit(key, t)
+		}
+		return err
+	})
+	if err != nil || b.Kind == KindMeta {
+		return err
 	}
-	o.Visit(b.visit)
-	if !b.schemaOK || !b.versionOK {
-		return checkVersion(strPtr(v.GetStringBytes("schema")), intPtr(v, "schema_version"))
+	if err := checkVersion(strPtr(schema), intPtr(version)); err != nil {
+		return err
 	}
+	return b.classify()
+}
+
+// meta reads the meta row's body: its schema and version, and started.
+func (b *Brief) meta(s *scanner) error {
+	var schema []byte
+	version := -1
+	err := s.object(func(key []byte) error {
+		t, err := s.value()
+		switch string(key) {
+		case "schema":
+			schema = t.bytes()
+		case "schema_version":
+			if n, ok := t.int(); ok {
+				version = n
+			}
+		case "started":
+			b.Started = t.bytes()
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if err := checkVersion(strPtr(schema), intPtr(version)); err != nil {
+		return fmt.Errorf("meta row: %w", err)
+	}
+	return nil
+}
+
+func (b *Brief) classify() error {
 	switch {
 	case b.EventName != nil && string(b.EventName) == EventRequestAdmitted:
 		b.Kind = KindAdmission
@@ -145,81 +184,76 @@ func (b *Brief) fill(v *fastjson.Value) error {
 
 // visit reads one key of a row: the envelope, the request fields and the
 // controller_decision fields.
-func (b *Brief) visit(key []byte, v *fastjson.Value) {
+func (b *Brief) visit(key []byte, t token) {
 	switch string(key) {
-	case "schema":
-		b.schemaOK = string(v.GetStringBytes()) == Schema
-	case "schema_version":
-		n, err := v.Int()
-		b.versionOK = err == nil && n == SchemaVersion
 	case "run":
-		b.Run = v.GetStringBytes()
+		b.Run = t.bytes()
 	case "client_rid":
-		b.ClientRID = v.GetStringBytes()
+		b.ClientRID = t.bytes()
 	case "arrived":
-		b.Arrived = v.GetFloat64()
+		b.Arrived, _ = t.float()
 	case "terminal":
-		b.Terminal = v.GetStringBytes()
+		b.Terminal = t.bytes()
 	case "reason":
-		b.Reason = v.GetStringBytes()
+		b.Reason = t.bytes()
 	case "ttft_s":
-		b.TTFT = num(v)
+		b.TTFT = orNaN(t)
 	case "tpot_s":
-		b.TPOT = num(v)
+		b.TPOT = orNaN(t)
 	case "first_byte_s":
-		b.FirstByte = num(v)
+		b.FirstByte = orNaN(t)
 	case "duration_s":
-		b.DurationS = v.GetFloat64()
+		b.DurationS, _ = t.float()
 	default:
-		b.visitMore(key, v)
+		b.visitMore(key, t)
 	}
 }
 
-func (b *Brief) visitMore(key []byte, v *fastjson.Value) {
+func (b *Brief) visitMore(key []byte, t token) {
 	switch string(key) {
 	case "output_len":
-		b.OutputLen = intOr(v, -1)
+		b.OutputLen = intOr(t, -1)
 	case "wanted_len":
-		b.WantedLen = intOr(v, -1)
+		b.WantedLen = intOr(t, -1)
 	case "prefill_iid":
-		b.PrefillIID = v.GetStringBytes()
+		b.PrefillIID = t.bytes()
 	case "decode_iid":
-		b.DecodeIID = v.GetStringBytes()
+		b.DecodeIID = t.bytes()
 	case "crossed":
-		b.Crossed = v.GetBool()
+		b.Crossed = t.kind == 't'
 	case "error":
-		b.HasError = v.Type() != fastjson.TypeNull
+		b.HasError = t.kind != 'z'
 	case "status":
-		b.Status = v.GetInt()
+		b.Status = intOr(t, 0)
 	case "event":
-		b.EventName = v.GetStringBytes()
+		b.EventName = t.bytes()
 	case "at":
-		b.At = v.GetFloat64()
+		b.At, _ = t.float()
 	case "applied":
-		b.Applied = v.GetBool()
+		b.Applied = t.kind == 't'
 	case "prefill":
-		b.Prefill = v.GetInt()
+		b.Prefill = intOr(t, 0)
 	case "decode":
-		b.Decode = v.GetInt()
+		b.Decode = intOr(t, 0)
 	case "iid":
-		b.FlipIID = v.GetStringBytes()
+		b.FlipIID = t.bytes()
 	case "to":
-		b.FlipTo = v.GetStringBytes()
+		b.FlipTo = t.bytes()
 	}
 }
 
-func num(v *fastjson.Value) float64 {
-	if v.Type() != fastjson.TypeNumber {
-		return math.NaN()
+func orNaN(t token) float64 {
+	if v, ok := t.float(); ok {
+		return v
 	}
-	return v.GetFloat64()
+	return math.NaN()
 }
 
-func intOr(v *fastjson.Value, null int) int {
-	if v.Type() != fastjson.TypeNumber {
-		return null
+func intOr(t token, null int) int {
+	if n, ok := t.int(); ok {
+		return n
 	}
-	return v.GetInt()
+	return null
 }
 
 func strPtr(b []byte) *string {
@@ -230,11 +264,9 @@ func strPtr(b []byte) *string {
 	return &s
 }
 
-func intPtr(v *fastjson.Value, key string) *int {
-	x := v.Get(key)
-	if x == nil || x.Type() != fastjson.TypeNumber {
+func intPtr(n int) *int {
+	if n < 0 {
 		return nil
 	}
-	n := x.GetInt()
 	return &n
 }

@@ -76,3 +76,40 @@ func TestScanBriefsErrors(t *testing.T) {
 		}
 	}
 }
+
+// The tokenizer walks escapes, nested values with brackets inside
+// strings, and every scalar kind; what it cannot walk is an error.
+func TestBriefTokenizer(t *testing.T) {
+	env := `{"schema":"narwhal.journal","schema_version":1,"run":"r\"1",`
+	for _, c := range []struct {
+		name, line string
+		check      func(b *Brief) bool
+		err        string
+	}{
+		{"escapes", env + `"client_rid":"a\\\"b\u00e9","rid":"x","terminal":"completed","ttft_s":1e-3,"error":null}`,
+			func(b *Brief) bool {
+				return string(b.Run) == `r"1` && string(b.ClientRID) == `a\"bé` && b.TTFT == 0.001 && !b.HasError
+			}, ""},
+		{"nested skipped", env + `"attempt_failures":[{"error_message":"}]\"{[","at":1}],"cached_tokens":{"p0":3},"rid":"x","terminal":"failed","reason":"no_engine","error":"e","output_len":null}`,
+			func(b *Brief) bool { return b.HasError && b.OutputLen == -1 && string(b.Reason) == "no_engine" }, ""},
+		{"empty string and spaces", `{ "schema" : "narwhal.journal" , "schema_version" : 1 , "run" : "" , "event" : "e" , "at" : -2.5 }`,
+			func(b *Brief) bool { return b.Kind == KindEvent && b.Run != nil && len(b.Run) == 0 && b.At == -2.5 }, ""},
+		{"unterminated", env + `"rid":"x`, nil, "unterminated string"},
+		{"no value", env + `"rid":}`, nil, "unexpected"},
+		{"bad literal", env + `"crossed":tru}`, nil, "bad literal"},
+		{"not an object", `[1,2]`, nil, "expected '{'"},
+		{"missing comma", env + `"rid":"x" "terminal":"completed"}`, nil, "expected ',' or '}'"},
+	} {
+		var b Brief
+		err := b.fill([]byte(c.line))
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: err %v, want %q", c.name, err, c.err)
+			}
+			continue
+		}
+		if err != nil || !c.check(&b) {
+			t.Errorf("%s: err %v, brief %+v", c.name, err, b)
+		}
+	}
+}
