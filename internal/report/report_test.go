@@ -41,7 +41,7 @@ func TestHistQuantileWithinOnePercent(t *testing.T) {
 }
 
 func TestWindowsCoarsenToStayBounded(t *testing.T) {
-	r := newRun("x", "journal", SLO{1, 1}, 0.9, 1)
+	r := newRun("x", "journal", SLO{TTFT: 1, TPOT: 1}, 0.9, 1)
 	r.count(0.5, -1, true, false)
 	r.count(maxWindows+10, -1, false, true) // past the bound: windows merge
 	if r.WindowS != 2 || len(r.Windows) > maxWindows {
