@@ -6,7 +6,7 @@ import (
 )
 
 // Hist is a latency histogram with logarithmic buckets, 1 % wide, from
-// 10 µs to about 28 h: its memory is fixed however many requests a
+// 10 µs to about 3.3 h (longer values share the last bucket): its memory is fixed however many requests a
 // journal holds, and a quantile is within 1 % of the exact nearest-rank
 // value (docs/bench.md). Zero and negative values go to the first
 // bucket.
@@ -20,7 +20,7 @@ type Hist struct {
 const (
 	histMin   = 1e-5
 	histRatio = 1.01
-	histSize  = 2100 // histMin·1.01^2100 ≈ 1.2e4 s… (log-spaced)
+	histSize  = 2100 // histMin·1.01^2100 ≈ 1.2e4 s
 )
 
 var logRatio = math.Log(histRatio)
