@@ -26,7 +26,7 @@ run: ## local simulated fleet + router on 127.0.0.1:8000 (Ctrl-C stops it)
 	$(GO) run ./cmd/narwhal dev run $(if $(ADMIN_TOKEN_ENV),--admin-token-env $(ADMIN_TOKEN_ENV))
 
 demo: ## static splits vs aggregated vs adaptive on a moving trace, in virtual time (seconds)
-	$(GO) run ./cmd/narwhal demo
+	$(GO) run ./cmd/narwhal demo $(DEMO_ARGS)
 
 test: lint tools node-deps gotest claims node-checks sigstore-check ## everything CI runs
 
@@ -96,6 +96,7 @@ bench: ## benchmarks: placement, simengine, and the router against direct engine
 	$(GO) test -run '^$$' -bench . -benchtime 2000x ./internal/sched/
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/simengine/
 	$(GO) run ./bench/router-overhead
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./internal/loadgen/ ./internal/report/
 
 fuzz: ## run the fuzz targets for FUZZTIME each
 	$(GO) test ./internal/fleet -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME)

@@ -28,6 +28,7 @@ type flags struct {
 	fleet, host, journal, logFormat, adminTokenEnv string
 	port, maxConcurrent                            int
 	graceful                                       float64
+	journalMaxBytes                                int64
 	resume                                         bool
 	standbyOf, leasePath, routerID                 string
 	leaseTTL, leaseRenew, leaseMargin              time.Duration
@@ -70,6 +71,7 @@ one fleet safely: only the lease holder places work.`
 	fl.StringVar(&f.host, "host", "127.0.0.1", "address to bind")
 	fl.IntVar(&f.port, "port", 8000, "port to bind (0 picks a free one)")
 	fl.StringVar(&f.journal, "journal", "", "request journal (default: journal.jsonl beside profiles.path)")
+	fl.Int64Var(&f.journalMaxBytes, "journal-max-bytes", 0, "rotate the journal before it passes this size: the full file becomes <journal>.N and a new one starts with its own meta row (0: never; narwhal report reads the set as one)")
 	fl.IntVar(&f.maxConcurrent, "max-concurrent", 0, "admission limit, 1..serving.max_connections (default serving.max_connections)")
 	fl.Float64Var(&f.graceful, "graceful-timeout", -1, "whole seconds in-flight requests get after SIGTERM; -1 uses serving.graceful_timeout_s")
 	fl.StringVar(&f.evidence.Store, "evidence-store", "", "evidence store: on every --evidence-interval write serving records from the journal and publish each endpoint's tier (empty: off)")
@@ -112,7 +114,7 @@ func run(ctx context.Context, f flags) error {
 	if err != nil {
 		return cli.Invalid(fmt.Errorf("%w (profiles.path in %s)", err, f.fleet))
 	}
-	jpath, jw, err := openJournal(f.journal, cfg)
+	jw, err := openJournal(f, cfg)
 	if err != nil {
 		return err
 	}
@@ -137,7 +139,7 @@ func run(ctx context.Context, f flags) error {
 		return cli.Failed(fmt.Errorf("listen on %s: %w (is another process using the port? choose one with --port)", addr, err))
 	}
 	log.Info("narwhal-serve listening", "addr", ln.Addr().String(), "model", cfg.Model,
-		"engines", len(cfg.Engines), "journal", jpath, "journal_run", jw.Run(), "version", version.String())
+		"engines", len(cfg.Engines), "journal", jw.Path(), "journal_run", jw.Run(), "version", version.String())
 	sctx, stop := cli.UntilSignal(ctx)
 	defer stop()
 	if err := router.Serve(sctx, ln, r, time.Duration(graceful*float64(time.Second))); err != nil {
@@ -159,16 +161,21 @@ func gracefulTimeout(flag float64, cfg *fleet.Config) (float64, error) {
 	return flag, nil
 }
 
-// openJournal opens --journal, or the journal beside profiles.path.
-func openJournal(path string, cfg *fleet.Config) (string, *journal.Writer, error) {
-	if path == "" {
-		path = cfg.JournalPath()
+// openJournal opens --journal (default beside the profiles), rotating at
+// --journal-max-bytes.
+func openJournal(f flags, cfg *fleet.Config) (*journal.Writer, error) {
+	jpath := f.journal
+	if jpath == "" {
+		jpath = cfg.JournalPath()
 	}
-	jw, err := journal.Open(path, journal.Options{Version: version.Version})
+	if f.journalMaxBytes < 0 || (f.journalMaxBytes > 0 && f.journalMaxBytes < 4096) {
+		return nil, cli.Usage("--journal-max-bytes %d: use 0 (no rotation) or at least 4096 bytes", f.journalMaxBytes)
+	}
+	jw, err := journal.Open(jpath, journal.Options{Version: version.Version, MaxBytes: f.journalMaxBytes})
 	if err != nil {
-		return path, nil, cli.Failed(err)
+		return nil, cli.Failed(err)
 	}
-	return path, jw, nil
+	return jw, nil
 }
 
 // checkFlags refuses a missing --fleet and connection bounds that would
