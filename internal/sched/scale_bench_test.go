@@ -33,15 +33,15 @@ func BenchmarkScalePlace(b *testing.B) {
 				if k%n%4 == 0 {
 					phase = Prefill
 				}
-				c.Dispatched(0, fmt.Sprintf("e%03d", k%n), id, phase)
+				c.dispatched(0, fmt.Sprintf("e%03d", k%n), id, phase)
 			}
 			r := c.Track(0, req("new", 1000, 100))
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if _, ref := c.PlacePrefill(r, nil, 0, true); ref != nil {
+				if _, ref := c.choosePrefill(r, nil); ref != nil {
 					b.Fatal(ref)
 				}
-				if _, ref := c.PlaceDecode(r, nil); ref != nil {
+				if _, ref := c.chooseDecode(r, nil); ref != nil {
 					b.Fatal(ref)
 				}
 			}
