@@ -19,6 +19,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/cli"
 	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/httpguard"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/ports"
 	"github.com/narwhal-go/narwhal/internal/profile"
@@ -135,7 +136,7 @@ func run(ctx context.Context, f flags) error {
 		return err
 	}
 	r, err := router.New(cfg, profiles, router.Options{Logger: log, Journal: jw, MaxConcurrent: f.maxConcurrent,
-		AdminToken: adminToken, AdminOpen: router.IsLoopback(f.host), HA: ha, HTTP: f.http})
+		AdminToken: adminToken, AdminOpen: httpguard.IsLoopback(f.host), HA: ha, HTTP: f.http})
 	if err != nil {
 		return cli.Invalid(err)
 	}

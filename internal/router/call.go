@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/openai"
 	"github.com/narwhal-go/narwhal/internal/sched"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
@@ -54,7 +55,7 @@ type outcome struct {
 	terminal  string
 	reason    string // "" for null
 	status    int    // HTTP status sent; 0 for null (a cancellation)
-	err       *apiError
+	err       *openai.Error
 	detail    string // journal error text (may name engines); "" for null
 	readiness string
 }
@@ -69,7 +70,7 @@ func (c *call) fail(o outcome) {
 			// it trickles.
 			c.w.Header().Set("Connection", "close")
 		}
-		o.err.write(c.w)
+		o.err.Write(c.w)
 		c.committed = true
 		o.status = o.err.Status
 	}

@@ -5,9 +5,9 @@ import (
 	"net/http"
 
 	"github.com/narwhal-go/narwhal/internal/avail"
-	"github.com/narwhal-go/narwhal/internal/lifecycle"
-
 	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/lifecycle"
+	"github.com/narwhal-go/narwhal/internal/openai"
 	"github.com/narwhal-go/narwhal/internal/state"
 	"github.com/narwhal-go/narwhal/internal/takeover"
 )
@@ -161,7 +161,7 @@ func (r *Router) serveReady(w http.ResponseWriter, _ *http.Request) {
 func (r *Router) serveHandoff(w http.ResponseWriter, _ *http.Request) {
 	b, err := state.Encode(r.ha.Handoff())
 	if err != nil {
-		serverError(http.StatusInternalServerError, "handoff", "handoff document: "+err.Error()).write(w)
+		openai.ServerError(http.StatusInternalServerError, "handoff", "handoff document: "+err.Error()).Write(w)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -59,12 +59,12 @@ func serveUnrouted(w http.ResponseWriter, q *http.Request, known *http.ServeMux)
 	}
 	if len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		invalid(405, "method_not_allowed",
-			fmt.Sprintf("%s is not allowed on %s; use %s", q.Method, q.URL.Path, strings.Join(allow, " or "))).write(w)
+		openai.Invalid(405, "method_not_allowed",
+			fmt.Sprintf("%s is not allowed on %s; use %s", q.Method, q.URL.Path, strings.Join(allow, " or "))).Write(w)
 		return
 	}
-	invalid(404, "not_found",
-		fmt.Sprintf("Invalid URL (%s %s): this router serves POST /v1/completions, POST /v1/chat/completions and GET /v1/models", q.Method, q.URL.Path)).write(w)
+	openai.Invalid(404, "not_found",
+		fmt.Sprintf("Invalid URL (%s %s): this router serves POST /v1/completions, POST /v1/chat/completions and GET /v1/models", q.Method, q.URL.Path)).Write(w)
 }
 
 // serveCompletion is one original request, from arrival to its journal row.
@@ -148,7 +148,7 @@ func (c *call) recoverPanic() {
 	}
 	c.r.log.Error("internal error serving a request", "rid", c.rid, "panic", v)
 	c.fail(outcome{terminal: journal.TerminalFailed, reason: journal.ReasonInternal, status: 500,
-		detail: fmt.Sprint(v), err: serverError(500, journal.ReasonInternal, "internal error")})
+		detail: fmt.Sprint(v), err: openai.ServerError(500, journal.ReasonInternal, "internal error")})
 }
 
 func (r *Router) newCall(w http.ResponseWriter, req *http.Request, chat bool) *call {
@@ -190,11 +190,11 @@ func echoable(id string) bool {
 func (r *Router) controlGate() (outcome, bool) {
 	if r.closing.Load() {
 		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonNotReady, readiness: "shutting down",
-			err: unavailable("standby", "router is shutting down")}, true
+			err: openai.Unavailable("standby", "router is shutting down")}, true
 	}
 	if reason := r.ha.NotControlling(); reason != "" {
 		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonNotReady, readiness: reason,
-			err: unavailable("standby", reason)}, true
+			err: openai.Unavailable("standby", reason)}, true
 	}
 	return outcome{}, false
 }
@@ -205,12 +205,12 @@ func (r *Router) controlGate() (outcome, bool) {
 func (r *Router) ingressGate(retained int64) (outcome, bool) {
 	if retained > int64(r.limit+r.cfg.Serving.QueueCapacity) {
 		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonInflightLimit,
-			err: overloaded(journal.ReasonInflightLimit, "router in-flight limit reached", 1)}, true
+			err: openai.Overloaded(journal.ReasonInflightLimit, "router in-flight limit reached", 1)}, true
 	}
 	if sat, lag, sizing := r.saturated(); sat {
 		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonSaturated,
 			detail: fmt.Sprintf("router saturated: loop lag %v, median sizing delay %v (limit slo.ttft_s/4)", lag, sizing),
-			err:    overloaded(journal.ReasonSaturated, "router saturated; retry shortly", 1)}, true
+			err:    openai.Overloaded(journal.ReasonSaturated, "router saturated; retry shortly", 1)}, true
 	}
 	if reason, ready := r.readiness(); !ready {
 		code := "standby"
@@ -218,7 +218,7 @@ func (r *Router) ingressGate(retained int64) (outcome, bool) {
 			code = "backend_unavailable"
 		}
 		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonNotReady, readiness: reason,
-			err: unavailable(code, reason)}, true
+			err: openai.Unavailable(code, reason)}, true
 	}
 	return outcome{}, false
 }
@@ -228,12 +228,12 @@ func (r *Router) ingressGate(retained int64) (outcome, bool) {
 func (c *call) parse(raw []byte) bool {
 	body, err := vllm.ParseBody(raw)
 	if err != nil {
-		c.fail(outcome{terminal: journal.TerminalInvalid, err: badRequest("invalid_json", "", err.Error())})
+		c.fail(outcome{terminal: journal.TerminalInvalid, err: openai.BadRequest("invalid_json", "", err.Error())})
 		return false
 	}
 	q, e := openai.Validate(body, c.chat, c.r.cfg.Model)
 	if e != nil {
-		c.fail(outcome{terminal: journal.TerminalInvalid, err: wire(e), detail: e.Message})
+		c.fail(outcome{terminal: journal.TerminalInvalid, err: e, detail: e.Message})
 		return false
 	}
 	c.body = body
@@ -253,7 +253,7 @@ func (c *call) admit(ctx context.Context) (func(), bool) {
 	}
 	if r.cfg.Serving.QueueCapacity == 0 {
 		c.fail(outcome{terminal: journal.TerminalRejected, reason: journal.ReasonInflightLimit,
-			err: overloaded(journal.ReasonInflightLimit, "router in-flight limit reached", 1)})
+			err: openai.Overloaded(journal.ReasonInflightLimit, "router in-flight limit reached", 1)})
 		return nil, false
 	}
 	c.phase = "queue"
@@ -266,7 +266,7 @@ func (c *call) admit(ctx context.Context) (func(), bool) {
 		return release, true
 	case <-t.C():
 		c.fail(outcome{terminal: journal.TerminalExpired, reason: journal.ReasonQueueTimeout,
-			err: serverError(504, "queue_expired", "no admission seat within serving.queue_timeout_s")})
+			err: openai.ServerError(504, "queue_expired", "no admission seat within serving.queue_timeout_s")})
 	case <-ctx.Done():
 		c.ended(ctx)
 	}
@@ -287,7 +287,7 @@ func (c *call) ended(ctx context.Context) {
 		return
 	}
 	c.fail(outcome{terminal: journal.TerminalExpired, reason: journal.ReasonDeadline,
-		err: serverError(504, "request_expired", "original request deadline expired")})
+		err: openai.ServerError(504, "request_expired", "original request deadline expired")})
 }
 
 // size counts the prompt: locally for token-id prompts, on an engine's
@@ -305,7 +305,7 @@ func (c *call) size(ctx context.Context) bool {
 				c.ended(ctx)
 				return false
 			}
-			c.fail(outcome{terminal: journal.TerminalFailed, reason: e.Reason, err: legError("admission", e), detail: e.Msg})
+			c.fail(outcome{terminal: journal.TerminalFailed, reason: e.Reason, err: openai.LegError("admission", e), detail: e.Msg})
 			return false
 		}
 	} else if !exact {

@@ -93,7 +93,7 @@ func (r *Router) watchModelLimits(ctx context.Context) {
 // after the router had paid for a leg. exact says n is a real token
 // count; an estimate is checked only as the one token a prompt has at
 // least.
-func (c *call) contextError(n int, exact bool) *apiError {
+func (c *call) contextError(n int, exact bool) *openai.Error {
 	limit := c.r.maxModelLen()
 	if limit == 0 {
 		return nil
@@ -106,12 +106,12 @@ func (c *call) contextError(n int, exact bool) *apiError {
 		n = 1
 	}
 	if n >= limit {
-		return badRequest("context_length_exceeded", param, fmt.Sprintf(
+		return openai.BadRequest("context_length_exceeded", param, fmt.Sprintf(
 			"the prompt has %d tokens; the model's context is %d tokens (max_model_len) and must also hold the output: shorten the prompt",
 			n, limit))
 	}
 	if c.wanted > 0 && n+c.wanted > limit {
-		return badRequest("context_length_exceeded", c.wantedParam, fmt.Sprintf(
+		return openai.BadRequest("context_length_exceeded", c.wantedParam, fmt.Sprintf(
 			"%s %d and the prompt's %d tokens exceed the model's context of %d tokens (max_model_len): ask for at most %d",
 			c.wantedParam, c.wanted, n, limit, limit-n))
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/avail"
 	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/httpguard"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/metrics"
 	"github.com/narwhal-go/narwhal/internal/ports"
@@ -102,9 +103,9 @@ type Router struct {
 
 	ha       *takeover.HA // lease, standby, handoff document, crash accounting
 	sat      saturation
-	httpOpts HTTPOptions // with defaults applied
-	reads    bodyReads   // completion bodies being read, per client
-	models   modelLimits // the engines' max_model_len
+	httpOpts HTTPOptions         // with defaults applied
+	reads    httpguard.BodyReads // completion bodies being read, per client
+	models   modelLimits         // the engines' max_model_len
 
 	bg       sync.WaitGroup // background probes
 	bgCtx    context.Context

@@ -359,7 +359,7 @@ func (c *call) legFailed(ctx context.Context, n int, phase string, e *vllm.Error
 	backoff, reason := c.retryDecision(n, e)
 	c.recordFailure(n, phase, e, backoff, reason)
 	if reason != "allowed" {
-		c.fail(outcome{terminal: journal.TerminalFailed, reason: e.Reason, err: legError(phase, e), detail: e.Msg})
+		c.fail(outcome{terminal: journal.TerminalFailed, reason: e.Reason, err: openai.LegError(phase, e), detail: e.Msg})
 		return false
 	}
 	return c.backoff(ctx, backoff)
@@ -372,7 +372,7 @@ func (c *call) handoffExpired(ctx context.Context, n int, e *vllm.Error, exclude
 	c.recordFailure(n, "decode", e, backoff, reason)
 	if reason != "allowed" {
 		c.fail(outcome{terminal: journal.TerminalExpired, reason: journal.ReasonHandoff, detail: e.Msg,
-			err: serverError(504, "handoff_expired", "the KV handoff expired before decode could start")})
+			err: openai.ServerError(504, "handoff_expired", "the KV handoff expired before decode could start")})
 		return false
 	}
 	exclude[producer] = true
@@ -453,7 +453,7 @@ func (c *call) outputFailed(ctx context.Context, e *vllm.Error) {
 	c.recordFailureAfterOutput(e)
 	c.streamError("failed")
 	c.settle(outcome{terminal: journal.TerminalFailed, reason: e.Reason, status: 200, detail: e.Msg,
-		err: &apiError{Status: 200, Type: openai.TypeServer, Code: strp("failed")}})
+		err: openai.ServerError(200, "failed", "")})
 }
 
 func (c *call) recordFailureAfterOutput(e *vllm.Error) {
