@@ -207,7 +207,7 @@ func (r *Router) ingressGate(retained int64) (outcome, bool) {
 		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonInflightLimit,
 			err: openai.Overloaded(journal.ReasonInflightLimit, "router in-flight limit reached", 1)}, true
 	}
-	if sat, lag, sizing := r.saturated(); sat {
+	if sat, lag, sizing := r.sat.Saturated(); sat {
 		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonSaturated,
 			detail: fmt.Sprintf("router saturated: loop lag %v, median sizing delay %v (limit slo.ttft_s/4)", lag, sizing),
 			err:    openai.Overloaded(journal.ReasonSaturated, "router saturated; retry shortly", 1)}, true
@@ -312,7 +312,7 @@ func (c *call) size(ctx context.Context) bool {
 		n = max(1, int(float64(len(text))/r.cfg.Engine.CharsPerToken))
 	}
 	c.inputLen, c.sized = n, true
-	r.sized(r.clock.Now().Sub(began))
+	r.sat.Sized(r.clock.Now().Sub(began))
 	if e := c.contextError(n, exact || r.cfg.Engine.Tokenize); e != nil {
 		c.fail(outcome{terminal: journal.TerminalInvalid, err: e, detail: e.Message})
 		return false

@@ -29,6 +29,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/ports"
 	"github.com/narwhal-go/narwhal/internal/probe"
 	"github.com/narwhal-go/narwhal/internal/profile"
+	"github.com/narwhal-go/narwhal/internal/saturation"
 	"github.com/narwhal-go/narwhal/internal/sched"
 	"github.com/narwhal-go/narwhal/internal/takeover"
 	"github.com/narwhal-go/narwhal/internal/units"
@@ -101,8 +102,8 @@ type Router struct {
 	adminOpen  bool
 	identities atomic.Bool
 
-	ha       *takeover.HA // lease, standby, handoff document, crash accounting
-	sat      saturation
+	ha       *takeover.HA        // lease, standby, handoff document, crash accounting
+	sat      *saturation.Monitor // loop lag and sizing delay: lock-free on the request path
 	httpOpts HTTPOptions         // with defaults applied
 	reads    httpguard.BodyReads // completion bodies being read, per client
 	models   modelLimits         // the engines' max_model_len
@@ -146,6 +147,7 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 		stop: make(chan struct{}), done: make(chan struct{}), freed: make(chan struct{}),
 		adminToken: o.AdminToken, adminOpen: o.AdminOpen,
 		httpOpts: o.HTTP.withDefaults(),
+		sat:      saturation.New(o.Clock, units.Seconds(cfg.SLO.SaturationThreshold())),
 	}
 	r.bgCtx, r.bgCancel = context.WithCancel(context.Background())
 	r.stats.credits = float64(cfg.Serving.RetryBudget)
@@ -238,6 +240,12 @@ func (r *Router) background(f func(ctx context.Context)) {
 	}()
 }
 
+// lagMeasured mirrors a saturation probe tick into the gauges.
+func (r *Router) lagMeasured(lag, sizing time.Duration) {
+	r.metrics.LoopLag.Set(lag.Seconds())
+	r.metrics.SizingDelay.Set(sizing.Seconds())
+}
+
 // ServeHTTP makes the router an http.Handler.
 func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) { r.mux.ServeHTTP(w, req) }
 
@@ -254,8 +262,7 @@ func (r *Router) Start() {
 			r.background(r.watchModelLimits) // no sweeps to refresh it
 		}
 		r.identities.Store(true)
-		r.bg.Add(1)
-		go r.probeLag()
+		r.background(func(ctx context.Context) { r.sat.Run(ctx, r.lagMeasured) })
 		go r.monitor()
 	}
 }

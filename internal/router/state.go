@@ -74,7 +74,7 @@ func (r *Router) state() routerdoc.StateDoc {
 			Decisions: ctl.Decisions, Flips: ctl.Flips, FlipReversals: ctl.FlipReversals,
 			FlipsRefused: ctl.FlipsRefused},
 		PanicBypasses: ctl.PanicBypasses,
-		Monitoring:    r.av.MonitoringState(r.lagSeconds()),
+		Monitoring:    r.av.MonitoringState(r.sat.Lag().Seconds()),
 		Flips:         ctl.History, FlipsRefused: ctl.FlipsRefused,
 	}
 }
