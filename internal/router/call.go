@@ -23,15 +23,12 @@ type call struct {
 	deadline  time.Time
 	phase     string // where it is now, for cancellation: admission, queue, backoff, prefill, decode
 
-	bodyRead       bool // the whole request body was read
-	body           vllm.Body
-	stream         bool // the client asked for a stream
-	clientTokenIDs bool // the client asked for return_token_ids itself
-	inputLen       int
-	sized          bool
-	wanted         int
-	wantedParam    string // the field wanted came from: max_tokens or max_completion_tokens
-	sreq           *sched.Request
+	bodyRead bool // the whole request body was read
+	body     vllm.Body
+	q        openai.Request // what the router reads from the valid body
+	inputLen int
+	sized    bool
+	sreq     *sched.Request
 
 	attempts, decodeAttempts int
 	failures                 []journal.AttemptFailure
@@ -141,7 +138,7 @@ func (c *call) row(o outcome, now float64) *journal.RequestRow {
 	}
 	row.QueueWait = c.queueWaits.Admission + c.queueWaits.Prefill + c.queueWaits.Decode
 	if c.sized {
-		row.WantedLen = journal.Ptr(c.wanted)
+		row.WantedLen = journal.Ptr(c.q.Wanted)
 		row.OutputLen = journal.Ptr(c.tokens)
 	}
 	if c.prefillIID != "" {

@@ -237,7 +237,7 @@ func (c *call) parse(raw []byte) bool {
 		return false
 	}
 	c.body = body
-	c.stream, c.clientTokenIDs, c.wanted, c.wantedParam = q.Stream, q.ClientTokenIDs, q.Wanted, q.WantedParam
+	c.q = q
 	return true
 }
 
@@ -318,7 +318,7 @@ func (c *call) size(ctx context.Context) bool {
 		return false
 	}
 	r.mu.Lock()
-	c.sreq = r.core.Track(c.arrived, sched.Request{RID: c.rid, InputLen: n, WantedLen: c.wanted})
+	c.sreq = r.core.Track(c.arrived, sched.Request{RID: c.rid, InputLen: n, WantedLen: c.q.Wanted})
 	r.mu.Unlock()
 	return true
 }

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/avail"
+	"github.com/narwhal-go/narwhal/internal/enginelimits"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/httpguard"
 	"github.com/narwhal-go/narwhal/internal/journal"
@@ -106,7 +107,7 @@ type Router struct {
 	sat      *saturation.Monitor // loop lag and sizing delay: lock-free on the request path
 	httpOpts HTTPOptions         // with defaults applied
 	reads    httpguard.BodyReads // completion bodies being read, per client
-	models   modelLimits         // the engines' max_model_len
+	models   enginelimits.Limits // the engines' max_model_len
 
 	bg       sync.WaitGroup // background probes
 	bgCtx    context.Context
@@ -259,7 +260,8 @@ func (r *Router) Start() {
 		r.ha.Start()
 		r.captureIdentities(r.bgCtx) // its credential probes also learn max_model_len
 		if !r.av.LivenessSweeps() {
-			r.background(r.watchModelLimits) // no sweeps to refresh it
+			src := enginelimits.Source{IIDs: r.order, Model: r.cfg.Model, Ask: r.probe.Credential, Log: r.log}
+			r.background(func(ctx context.Context) { r.models.Watch(ctx, r.clock, src) }) // no sweeps to refresh it
 		}
 		r.identities.Store(true)
 		r.background(func(ctx context.Context) { r.sat.Run(ctx, r.lagMeasured) })

@@ -93,7 +93,7 @@ func (r *Router) servingStateLocked() routerdoc.ServingState {
 	return routerdoc.ServingState{
 		HTTPRetained: r.retained.Load(), HTTPRetainedLimit: r.limit + r.cfg.Serving.QueueCapacity,
 		HTTPRetainedHighWater: st.retainedHighWater, BodyReads: r.reads.Total(),
-		MaxModelLen:     r.maxModelLen(),
+		MaxModelLen:     r.models.Least(),
 		PrefillAttempts: st.prefillAttempts, DecodeAttempts: st.decodeAttempts,
 		RetryAttempts: st.retries, RetryCredits: st.credits, RetryCreditsSpent: st.creditsSpent,
 		RetryDenied: st.retryDenied, ServedAfterRetry: st.servedAfterRetry,
