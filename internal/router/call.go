@@ -82,40 +82,50 @@ func (c *call) settle(o outcome) {
 	}
 	c.settled = true
 	r := c.r
-	r.mu.Lock()
-	now := r.now() // under mu with the counts: see serveCompletion
-	row := c.row(o, now)
-	r.stats.count(o.terminal, o.reason)
-	if !c.sized {
-		r.stats.unsizedOffered++
-	}
-	met := r.sloMet(row)
-	if met {
-		r.stats.sloMet++
-	}
-	if o.terminal == journal.TerminalCompleted {
-		if c.attempts > 1 {
-			r.stats.servedAfterRetry++
-		}
-		r.stats.credits = min(float64(r.cfg.Serving.RetryBudget), r.stats.credits+r.cfg.Serving.RetryReplenish)
-	}
-	if c.reserved {
-		r.stats.credits++ // the retry never dispatched: give the credit back
-	}
-	r.stats.decodeTokens += c.observed
-	r.stats.upstreamPrefill += c.upstreamP
-	r.stats.upstreamDecode += c.upstreamD
-	if c.sreq != nil {
-		r.core.Finished(now, c.rid)
-		r.seatFreed()
-	}
-	r.mu.Unlock()
-	r.observe(o, row, met)
+	var row *journal.RequestRow
+	var met bool
+	var credits float64
+	r.locked(func() { row, met, credits = c.settleLocked(o) })
+	r.observe(o, row, met, credits)
 	if r.journal != nil {
 		if err := r.journal.Request(row); err != nil {
 			r.log.Error("journal write failed; the request's terminal row is lost", "rid", c.rid, "err", err)
 		}
 	}
+}
+
+// settleLocked builds the terminal row and counts it, frees the call's
+// seat in the core, and returns the row, whether it met the SLO, and the
+// retry credits left.
+func (c *call) settleLocked(o outcome) (*journal.RequestRow, bool, float64) {
+	r := c.r
+	now := r.now() // under mu with the counts: see offer
+	row := c.row(o, now)
+	r.stats.Count(o.terminal, o.reason)
+	if !c.sized {
+		r.stats.UnsizedOffered++
+	}
+	met := r.sloMet(row)
+	if met {
+		r.stats.SLOMet++
+	}
+	if o.terminal == journal.TerminalCompleted {
+		if c.attempts > 1 {
+			r.stats.ServedAfterRetry++
+		}
+		r.stats.Credits = min(float64(r.cfg.Serving.RetryBudget), r.stats.Credits+r.cfg.Serving.RetryReplenish)
+	}
+	if c.reserved {
+		r.stats.Credits++ // the retry never dispatched: give the credit back
+	}
+	r.stats.DecodeTokens += c.observed
+	r.stats.UpstreamPrefill += c.upstreamP
+	r.stats.UpstreamDecode += c.upstreamD
+	if c.sreq != nil {
+		r.core.Finished(now, c.rid)
+		r.seatFreedLocked()
+	}
+	return row, met, r.stats.Credits
 }
 
 // sloMet applies the one SLO rule (fleet.SLO.Met) to a terminal row: a

@@ -8,6 +8,8 @@ import (
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
 	"github.com/narwhal-go/narwhal/internal/openai"
+	"github.com/narwhal-go/narwhal/internal/routerdoc"
+	"github.com/narwhal-go/narwhal/internal/sched"
 	"github.com/narwhal-go/narwhal/internal/state"
 	"github.com/narwhal-go/narwhal/internal/takeover"
 )
@@ -45,16 +47,18 @@ func (s haSide) Identify(ctx context.Context)           { s.r.captureIdentities(
 // instant under r.mu, so its run_at matches them exactly.
 func (s haSide) Snapshot() takeover.Snapshot {
 	r := s.r
-	r.mu.Lock()
-	at := r.now()
-	snap := r.core.Snapshot(at)
-	st := r.stats
-	reasons := outcomeReasons(st.reasons)
-	r.mu.Unlock()
-	out := takeover.Snapshot{At: at, Reasons: reasons, Counters: state.Counters{Offered: int64(st.offered),
-		UnsizedOffered: int64(st.unsizedOffered), Served: int64(st.served), SLOMet: int64(st.sloMet),
-		Expired: int64(st.expired), InvalidRequests: int64(st.invalid), Failed: int64(st.failed),
-		Refused: int64(st.refused), Rejected: int64(st.rejected), Cancelled: int64(st.cancelled), Unserved: int64(snap.Unserved)}}
+	var at float64
+	var snap *sched.Snapshot
+	var st routerdoc.Counts
+	var reasons map[string]map[string]int
+	r.locked(func() {
+		at = r.now()
+		snap, st, reasons = r.core.Snapshot(at), r.stats, routerdoc.OutcomeReasons(r.stats.Reasons)
+	})
+	out := takeover.Snapshot{At: at, Reasons: reasons, Counters: state.Counters{Offered: int64(st.Offered),
+		UnsizedOffered: int64(st.UnsizedOffered), Served: int64(st.Served), SLOMet: int64(st.SLOMet),
+		Expired: int64(st.Expired), InvalidRequests: int64(st.Invalid), Failed: int64(st.Failed),
+		Refused: int64(st.Refused), Rejected: int64(st.Rejected), Cancelled: int64(st.Cancelled), Unserved: int64(snap.Unserved)}}
 	for _, e := range snap.Engines {
 		out.Roles = append(out.Roles, takeover.EngineRole{IID: e.IID, Role: e.Role})
 	}
@@ -65,19 +69,22 @@ func (s haSide) Snapshot() takeover.Snapshot {
 // lifecycle takeover restored.
 func (s haSide) Apply(x takeover.Restored) {
 	r := s.r
-	r.mu.Lock()
+	r.locked(func() { s.applyLocked(x) })
+	if x.Hold != "" {
+		r.av.HoldWave(x.Hold)
+	}
+}
+
+func (s haSide) applyLocked(x takeover.Restored) {
+	r := s.r
 	for iid, role := range x.Roles {
 		r.core.SetRole(iid, role)
 	}
 	c := x.Counters
-	r.stats.offered, r.stats.unsizedOffered, r.stats.served, r.stats.sloMet = int(c.Offered), int(c.UnsizedOffered), int(c.Served), int(c.SLOMet)
-	r.stats.expired, r.stats.invalid, r.stats.failed = int(c.Expired), int(c.InvalidRequests), int(c.Failed)
-	r.stats.refused, r.stats.rejected, r.stats.cancelled = int(c.Refused), int(c.Rejected), int(c.Cancelled)
-	r.stats.reasons = x.Reasons
-	r.mu.Unlock()
-	if x.Hold != "" {
-		r.av.HoldWave(x.Hold)
-	}
+	r.stats.Offered, r.stats.UnsizedOffered, r.stats.Served, r.stats.SLOMet = int(c.Offered), int(c.UnsizedOffered), int(c.Served), int(c.SLOMet)
+	r.stats.Expired, r.stats.Invalid, r.stats.Failed = int(c.Expired), int(c.InvalidRequests), int(c.Failed)
+	r.stats.Refused, r.stats.Rejected, r.stats.Cancelled = int(c.Refused), int(c.Rejected), int(c.Cancelled)
+	r.stats.Reasons = x.Reasons
 }
 
 // lifeSide is the lifecycle as takeover records and restores it: read
@@ -96,17 +103,17 @@ func (l lifeSide) RestoreEvents(ev []lifecycle.Event) { l.av.RestoreEvents(ev) }
 
 // AddLate adds the old run's late outcomes to the counters.
 func (s haSide) AddLate(l takeover.Late) {
-	r := s.r
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.stats.offered += l.Offered
-	r.stats.unsizedOffered += l.UnsizedOffered
-	r.stats.sloMet += l.SLOMet
-	for o, n := range l.Outcomes {
-		for range n {
-			r.stats.count(o.Terminal, o.Reason)
+	st := &s.r.stats
+	s.r.locked(func() {
+		st.Offered += l.Offered
+		st.UnsizedOffered += l.UnsizedOffered
+		st.SLOMet += l.SLOMet
+		for o, n := range l.Outcomes {
+			for range n {
+				st.Count(o.Terminal, o.Reason)
+			}
 		}
-	}
+	})
 }
 
 // recordAdmission writes the call's admission record (crash accounting,

@@ -88,9 +88,7 @@ func (r *Router) serveCompletion(w http.ResponseWriter, req *http.Request, chat 
 	}
 	retained := r.retained.Add(1)
 	defer r.retained.Add(-1)
-	r.mu.Lock()
-	r.stats.retainedHighWater = max(r.stats.retainedHighWater, retained)
-	r.mu.Unlock()
+	r.locked(func() { r.stats.RetainedHighWater = max(r.stats.RetainedHighWater, retained) })
 	// A request that cannot succeed hears so before any overload answer
 	// would invite it to retry.
 	if !c.parse(raw) {
@@ -119,10 +117,10 @@ func (r *Router) serveCompletion(w http.ResponseWriter, req *http.Request, chat 
 // handoff reads its run_at under mu too, so resume can tell exactly which
 // journal rows it missed.
 func (r *Router) offer(c *call) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	c.arrived = r.now()
-	r.stats.offered++
+	r.locked(func() {
+		c.arrived = r.now()
+		r.stats.Offered++
+	})
 }
 
 // settleUnsettled makes sure every request ends in exactly one journal
@@ -317,9 +315,9 @@ func (c *call) size(ctx context.Context) bool {
 		c.fail(outcome{terminal: journal.TerminalInvalid, err: e, detail: e.Message})
 		return false
 	}
-	r.mu.Lock()
-	c.sreq = r.core.Track(c.arrived, sched.Request{RID: c.rid, InputLen: n, WantedLen: c.q.Wanted})
-	r.mu.Unlock()
+	r.locked(func() {
+		c.sreq = r.core.Track(c.arrived, sched.Request{RID: c.rid, InputLen: n, WantedLen: c.q.Wanted})
+	})
 	return true
 }
 
@@ -361,10 +359,9 @@ func (c *call) tokenize(ctx context.Context) (int, *vllm.Error) {
 
 // leastLoaded is the live engine outside skip with the fewest resident
 // requests.
-func (r *Router) leastLoaded(skip map[string]bool) string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.core.LeastResident(skip)
+func (r *Router) leastLoaded(skip map[string]bool) (iid string) {
+	r.locked(func() { iid = r.core.LeastResident(skip) })
+	return iid
 }
 
 // tokenizeBody is the /tokenize request for this call's prompt.
@@ -404,9 +401,8 @@ func (r *Router) readiness() (string, bool) {
 	if !r.identities.Load() {
 		return "engine identity validation pending", false
 	}
-	r.mu.Lock()
-	missing := r.coverageLocked()
-	r.mu.Unlock()
+	var missing string
+	r.locked(func() { missing = r.coverageLocked() })
 	if missing == "" {
 		return "", true
 	}

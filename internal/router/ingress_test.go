@@ -81,7 +81,7 @@ func (tr *trickler) close() {
 func (h *harness) offered() int {
 	h.router.mu.Lock()
 	defer h.router.mu.Unlock()
-	return h.router.stats.offered
+	return h.router.stats.Offered
 }
 
 // openAIError decodes an OpenAI-shaped error body; ok is false when the

@@ -30,6 +30,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/ports"
 	"github.com/narwhal-go/narwhal/internal/probe"
 	"github.com/narwhal-go/narwhal/internal/profile"
+	"github.com/narwhal-go/narwhal/internal/routerdoc"
 	"github.com/narwhal-go/narwhal/internal/saturation"
 	"github.com/narwhal-go/narwhal/internal/sched"
 	"github.com/narwhal-go/narwhal/internal/takeover"
@@ -82,10 +83,14 @@ type Router struct {
 	engines map[string]*engine
 	order   []string // iids, sorted
 
-	mu    sync.Mutex // guards core, stats, credits, rng, freed
+	// mu guards core, stats (with the retry credits), rng and freed: the
+	// router's one lock on the request path besides httpguard's per-client
+	// body slots. It is taken only by locked; what runs under it is short,
+	// never blocks, and never calls into avail (coreSide says why).
+	mu    sync.Mutex
 	core  *sched.Core
 	freed chan struct{} // closed (and replaced) whenever a phase seat frees
-	stats stats
+	stats routerdoc.Counts
 	rng   ports.Rng
 
 	retained atomic.Int64 // completion requests from arrival to response end
@@ -151,7 +156,7 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 		sat:      saturation.New(o.Clock, units.Seconds(cfg.SLO.SaturationThreshold())),
 	}
 	r.bgCtx, r.bgCancel = context.WithCancel(context.Background())
-	r.stats.credits = float64(cfg.Serving.RetryBudget)
+	r.stats.Credits = float64(cfg.Serving.RetryBudget)
 	r.metrics.RouterReady.Set(1)
 	r.metrics.AdmissionInflightLimit.Set(float64(limit))
 	r.metrics.HTTPRetainedLimit.Set(float64(limit + cfg.Serving.QueueCapacity))
@@ -220,10 +225,17 @@ func withDefaults(o Options) Options {
 	return o
 }
 
-// seatFreed wakes the requests waiting for a phase seat; they place again
-// and the ones that still find no seat wait on the next signal. Called
-// with r.mu held.
-func (r *Router) seatFreed() {
+// locked runs f holding r.mu: the one place the router takes it. f, and
+// the …Locked methods it calls, touch core, stats, rng and freed.
+func (r *Router) locked(f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f()
+}
+
+// seatFreedLocked wakes the requests waiting for a phase seat; they place
+// again and the ones that still find no seat wait on the next signal.
+func (r *Router) seatFreedLocked() {
 	close(r.freed)
 	r.freed = make(chan struct{})
 }

@@ -15,36 +15,32 @@ import (
 // admin guard in front of the lifecycle routes.
 
 // coreSide is avail.Core over the router's scheduling core: every call
-// takes r.mu. The supervisor is the only caller of SetLive, and it
+// takes r.mu (locked). The supervisor is the only caller of SetLive, and it
 // publishes holding its liveness lock, so that lock comes before r.mu:
 // nothing holding r.mu may call av.Usable or av.LiveCount (or anything
 // that publishes).
 type coreSide struct{ r *Router }
 
 func (c coreSide) SetLive(live map[string]bool) {
-	c.r.mu.Lock()
-	defer c.r.mu.Unlock()
-	for iid, ok := range live {
-		c.r.core.SetLive(iid, ok)
-	}
+	c.r.locked(func() {
+		for iid, ok := range live {
+			c.r.core.SetLive(iid, ok)
+		}
+	})
 }
 
 func (c coreSide) SetProbation(iid string, on bool) {
-	c.r.mu.Lock()
-	defer c.r.mu.Unlock()
-	c.r.core.SetProbation(iid, on)
+	c.r.locked(func() { c.r.core.SetProbation(iid, on) })
 }
 
-func (c coreSide) Snapshot() *sched.Snapshot {
-	c.r.mu.Lock()
-	defer c.r.mu.Unlock()
-	return c.r.core.Snapshot(c.r.now())
+func (c coreSide) Snapshot() (s *sched.Snapshot) {
+	c.r.locked(func() { s = c.r.core.Snapshot(c.r.now()) })
+	return s
 }
 
-func (c coreSide) DecodePace(now float64) []sched.Pace {
-	c.r.mu.Lock()
-	defer c.r.mu.Unlock()
-	return c.r.core.DecodePace(now)
+func (c coreSide) DecodePace(now float64) (p []sched.Pace) {
+	c.r.locked(func() { p = c.r.core.DecodePace(now) })
+	return p
 }
 
 // status is avail.Status: what the lifecycle document says of the router.
