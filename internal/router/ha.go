@@ -41,24 +41,19 @@ type haSide struct{ r *Router }
 func (s haSide) Now() float64                           { return s.r.now() }
 func (s haSide) SLOMet(row *journal.RequestRow) bool    { return s.r.sloMet(row) }
 func (s haSide) Background(f func(ctx context.Context)) { s.r.background(f) }
-func (s haSide) Identify(ctx context.Context)           { s.r.captureIdentities(ctx) }
+func (s haSide) Identify(ctx context.Context)           { s.r.av.CaptureIdentities(ctx) }
 
 // Snapshot reads the roles and counters the handoff records at one
 // instant under r.mu, so its run_at matches them exactly.
 func (s haSide) Snapshot() takeover.Snapshot {
 	r := s.r
-	var at float64
+	var out takeover.Snapshot
 	var snap *sched.Snapshot
-	var st routerdoc.Counts
-	var reasons map[string]map[string]int
 	r.locked(func() {
-		at = r.now()
-		snap, st, reasons = r.core.Snapshot(at), r.stats, routerdoc.OutcomeReasons(r.stats.Reasons)
+		out.At = r.now()
+		snap = r.core.Snapshot(out.At)
+		out.Counters, out.Reasons = r.stats.Handoff(snap.Unserved), routerdoc.OutcomeReasons(r.stats.Reasons)
 	})
-	out := takeover.Snapshot{At: at, Reasons: reasons, Counters: state.Counters{Offered: int64(st.Offered),
-		UnsizedOffered: int64(st.UnsizedOffered), Served: int64(st.Served), SLOMet: int64(st.SLOMet),
-		Expired: int64(st.Expired), InvalidRequests: int64(st.Invalid), Failed: int64(st.Failed),
-		Refused: int64(st.Refused), Rejected: int64(st.Rejected), Cancelled: int64(st.Cancelled), Unserved: int64(snap.Unserved)}}
 	for _, e := range snap.Engines {
 		out.Roles = append(out.Roles, takeover.EngineRole{IID: e.IID, Role: e.Role})
 	}
@@ -80,11 +75,7 @@ func (s haSide) applyLocked(x takeover.Restored) {
 	for iid, role := range x.Roles {
 		r.core.SetRole(iid, role)
 	}
-	c := x.Counters
-	r.stats.Offered, r.stats.UnsizedOffered, r.stats.Served, r.stats.SLOMet = int(c.Offered), int(c.UnsizedOffered), int(c.Served), int(c.SLOMet)
-	r.stats.Expired, r.stats.Invalid, r.stats.Failed = int(c.Expired), int(c.InvalidRequests), int(c.Failed)
-	r.stats.Refused, r.stats.Rejected, r.stats.Cancelled = int(c.Refused), int(c.Rejected), int(c.Cancelled)
-	r.stats.Reasons = x.Reasons
+	r.stats.Restore(x.Counters, x.Reasons)
 }
 
 // lifeSide is the lifecycle as takeover records and restores it: read
@@ -122,10 +113,6 @@ func (c *call) recordAdmission() {
 	c.r.ha.Admitted(journal.Admission{RID: c.rid, ClientRID: c.clientRID, Arrived: c.arrived, Endpoint: c.endpoint})
 }
 
-// controlsFleet: this router places work — it is not a standby, and its
-// lease, when it has one, is valid.
-func (r *Router) controlsFleet() bool { return r.ha.Controls() }
-
 // healthStatus is /health's status word.
 func (r *Router) healthStatus() string {
 	switch {
@@ -135,7 +122,7 @@ func (r *Router) healthStatus() string {
 		return "fenced"
 	case r.ha.Standby():
 		return "standby"
-	case r.waveBlocked() != "":
+	case r.av.WaveBlocked() != "":
 		return "maintenance"
 	}
 	return "degraded"
@@ -143,7 +130,7 @@ func (r *Router) healthStatus() string {
 
 // serveHealth is process liveness: always 200, with the router's status.
 func (r *Router) serveHealth(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, 200, map[string]any{"status": r.healthStatus(), "instances": len(r.order), "available_instances": r.liveCount()})
+	writeJSON(w, 200, map[string]any{"status": r.healthStatus(), "instances": len(r.order), "available_instances": r.av.LiveCount()})
 }
 
 // serveReady is load-balancer readiness: 200 only when this router
@@ -154,7 +141,7 @@ func (r *Router) serveReady(w http.ResponseWriter, _ *http.Request) {
 		reason, ready = "shutting down", false
 	}
 	epoch, holder := r.ha.LeaseIdentity()
-	body := map[string]any{"status": "ready", "control_ready": r.controlsFleet(), "epoch": epoch, "holder": holder, "reason": reason,
+	body := map[string]any{"status": "ready", "control_ready": r.ha.Controls(), "epoch": epoch, "holder": holder, "reason": reason,
 		"held": r.life.Holds()}
 	if !ready {
 		body["status"] = "not_ready"

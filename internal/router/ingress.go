@@ -2,11 +2,11 @@ package router
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 
+	"github.com/narwhal-go/narwhal/internal/avail"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/openai"
 	"github.com/narwhal-go/narwhal/internal/sched"
@@ -326,7 +326,7 @@ func (c *call) size(ctx context.Context) bool {
 // An engine that cannot be reached at all uses no try (failover.go).
 func (c *call) tokenize(ctx context.Context) (int, *vllm.Error) {
 	r := c.r
-	body := c.tokenizeBody()
+	body := vllm.TokenizeBody(c.body, r.cfg.Model, c.chat)
 	tried := map[string]bool{}
 	var last *vllm.Error
 	for tries := 0; tries < r.cfg.Serving.MaxAttempts; {
@@ -343,7 +343,7 @@ func (c *call) tokenize(ctx context.Context) (int, *vllm.Error) {
 		}
 		last = e
 		if ctx.Err() == nil && neverReached(e) {
-			r.legFailedOn(iid, e) // breaker evidence: a refused count is a dead engine
+			r.reportLeg(avail.Failure{IID: iid, Err: e}) // breaker evidence: a refused count is a dead engine
 			continue
 		}
 		tries++
@@ -364,35 +364,13 @@ func (r *Router) leastLoaded(skip map[string]bool) (iid string) {
 	return iid
 }
 
-// tokenizeBody is the /tokenize request for this call's prompt.
-func (c *call) tokenizeBody() []byte {
-	out := map[string]json.RawMessage{"model": mustRaw(c.r.cfg.Model)}
-	keys := []string{"prompt", "add_special_tokens"}
-	if c.chat {
-		keys = []string{"messages", "tools", "chat_template", "chat_template_kwargs", "continue_final_message",
-			"add_generation_prompt", "add_special_tokens"}
-	}
-	for _, k := range keys {
-		if v, ok := c.body[k]; ok {
-			out[k] = v
-		}
-	}
-	b, _ := json.Marshal(out)
-	return b
-}
-
-func mustRaw(v any) json.RawMessage {
-	b, _ := json.Marshal(v)
-	return b
-}
-
 // readiness reports whether the router can place work, or the first
 // reason it cannot.
 func (r *Router) readiness() (string, bool) {
 	if reason := r.ha.NotControlling(); reason != "" {
 		return reason, false
 	}
-	if b := r.waveBlocked(); b != "" {
+	if b := r.av.WaveBlocked(); b != "" {
 		return b, false
 	}
 	if d := r.av.DegradedReason(); d != "" {

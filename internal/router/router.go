@@ -270,7 +270,7 @@ func (r *Router) Metrics() *metrics.Metrics { return r.metrics }
 func (r *Router) Start() {
 	if r.started.CompareAndSwap(false, true) {
 		r.ha.Start()
-		r.captureIdentities(r.bgCtx) // its credential probes also learn max_model_len
+		r.av.CaptureIdentities(r.bgCtx) // its credential probes also learn max_model_len
 		if !r.av.LivenessSweeps() {
 			src := enginelimits.Source{IIDs: r.order, Model: r.cfg.Model, Ask: r.probe.Credential, Log: r.log}
 			r.background(func(ctx context.Context) { r.models.Watch(ctx, r.clock, src) }) // no sweeps to refresh it
@@ -327,7 +327,7 @@ func (r *Router) monitor() {
 		case <-r.stop:
 			return
 		case <-t.C():
-			if r.controlsFleet() {
+			if r.ha.Controls() {
 				r.monitorPass()
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/avail"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/openai"
 	"github.com/narwhal-go/narwhal/internal/sched"
@@ -34,7 +35,7 @@ func (c *call) attempt(ctx context.Context, n int, exclude map[string]bool) bool
 		return retry
 	}
 	r := c.r
-	r.legSucceeded(p, "prefill")
+	r.av.LegSucceeded(p, "prefill")
 	// TTFT is the attempt that serves the request: arrival to its
 	// producer's completion.
 	c.prefilledAt = r.now()
@@ -57,7 +58,7 @@ func (c *call) prefillPhase(ctx context.Context, n int, exclude map[string]bool)
 			return p, h, start, false, true
 		}
 		if ctx.Err() == nil {
-			r.legFailedOn(p, e)
+			r.reportLeg(avail.Failure{IID: p, Err: e})
 		}
 		if !c.failover(ctx, n, "prefill", e, exclude, p) {
 			return "", nil, 0, c.legFailed(ctx, n, "prefill", e, exclude, p), false
@@ -93,14 +94,14 @@ func (c *call) decodePhase(ctx context.Context, n int, exclude map[string]bool, 
 		}
 		e := c.decodeLeg(ctx, n, d, kvp)
 		if e == nil {
-			r.legSucceeded(d, "decode")
+			r.av.LegSucceeded(d, "decode")
 			c.complete()
 			return false
 		}
 		switch {
 		case ctx.Err() != nil || c.clientGone: // the client's doing, not the engine's
 		default:
-			r.decodeFailedOn(d, p, e, c.tokens)
+			r.reportLeg(avail.Failure{IID: d, Err: e, Peer: p, Tokens: c.tokens})
 		}
 		if c.committed {
 			c.outputFailed(ctx, e)

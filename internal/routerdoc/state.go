@@ -8,6 +8,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
 	"github.com/narwhal-go/narwhal/internal/sched"
+	"github.com/narwhal-go/narwhal/internal/state"
 )
 
 // StateInput is what the narwhal.state document is built from: one
@@ -212,4 +213,21 @@ func (s Counts) Clone() Counts {
 	}
 	out.AttemptFailures = maps.Clone(s.AttemptFailures)
 	return out
+}
+
+// Handoff is the counters as the handoff document records them, with
+// the core's unserved count.
+func (s Counts) Handoff(unserved int) state.Counters {
+	return state.Counters{Offered: int64(s.Offered), UnsizedOffered: int64(s.UnsizedOffered), Served: int64(s.Served),
+		SLOMet: int64(s.SLOMet), Expired: int64(s.Expired), InvalidRequests: int64(s.Invalid), Failed: int64(s.Failed),
+		Refused: int64(s.Refused), Rejected: int64(s.Rejected), Cancelled: int64(s.Cancelled), Unserved: int64(unserved)}
+}
+
+// Restore takes back the counters and outcome reasons a handoff document
+// recorded.
+func (s *Counts) Restore(c state.Counters, reasons map[string]map[string]int) {
+	s.Offered, s.UnsizedOffered, s.Served, s.SLOMet = int(c.Offered), int(c.UnsizedOffered), int(c.Served), int(c.SLOMet)
+	s.Expired, s.Invalid, s.Failed = int(c.Expired), int(c.InvalidRequests), int(c.Failed)
+	s.Refused, s.Rejected, s.Cancelled = int(c.Refused), int(c.Rejected), int(c.Cancelled)
+	s.Reasons = reasons
 }
