@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/narwhal-go/narwhal/internal/avail"
+	"github.com/narwhal-go/narwhal/internal/httpguard"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/openai"
 	"github.com/narwhal-go/narwhal/internal/sched"
@@ -42,29 +43,8 @@ func (r *Router) routes() {
 	}
 	// Everything else answers in OpenAI's error shape, not the mux's
 	// text/plain 404 and 405.
-	m.HandleFunc("/", func(w http.ResponseWriter, q *http.Request) { serveUnrouted(w, q, known) })
+	m.HandleFunc("/", func(w http.ResponseWriter, q *http.Request) { openai.NotRouted(w, q, known) })
 	r.mux = m
-}
-
-// serveUnrouted answers a request no route takes: 405 with Allow when the
-// path is served under other methods, else 404.
-func serveUnrouted(w http.ResponseWriter, q *http.Request, known *http.ServeMux) {
-	var allow []string
-	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
-		probe := q.Clone(q.Context())
-		probe.Method = m
-		if _, pattern := known.Handler(probe); pattern != "" {
-			allow = append(allow, m)
-		}
-	}
-	if len(allow) > 0 {
-		w.Header().Set("Allow", strings.Join(allow, ", "))
-		openai.Invalid(405, "method_not_allowed",
-			fmt.Sprintf("%s is not allowed on %s; use %s", q.Method, q.URL.Path, strings.Join(allow, " or "))).Write(w)
-		return
-	}
-	openai.Invalid(404, "not_found",
-		fmt.Sprintf("Invalid URL (%s %s): this router serves POST /v1/completions, POST /v1/chat/completions and GET /v1/models", q.Method, q.URL.Path)).Write(w)
 }
 
 // serveCompletion is one original request, from arrival to its journal row.
@@ -161,24 +141,11 @@ func (r *Router) newCall(w http.ResponseWriter, req *http.Request, chat bool) *c
 	h.Set("X-Request-Id", c.rid)
 	if id := req.Header.Get("X-Request-Id"); id != "" {
 		c.clientRID = &id
-		if echoable(id) {
+		if httpguard.Echoable(id) {
 			h.Set("X-Request-Id", id)
 		}
 	}
 	return c
-}
-
-// echoable: a client request id short and plain enough to send back.
-func echoable(id string) bool {
-	if len(id) > 256 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		if id[i] < 0x21 || id[i] > 0x7e {
-			return false
-		}
-	}
-	return true
 }
 
 // controlGate refuses work before the body is read when this router
