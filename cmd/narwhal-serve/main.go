@@ -37,7 +37,7 @@ type flags struct {
 	resume                                         bool
 	standbyOf, leasePath, routerID                 string
 	leaseTTL, leaseRenew, leaseMargin              time.Duration
-	http                                           router.HTTPOptions
+	http                                           httpguard.Options
 }
 
 func newRoot() *cobra.Command {
@@ -84,10 +84,10 @@ on from the handoff document at recovery.state_path; with --lease-path
 	fl.DurationVar(&f.leaseTTL, "lease-ttl", 5*time.Second, "lease lifetime")
 	fl.DurationVar(&f.leaseRenew, "lease-renew-interval", time.Second, "how often the holder renews the lease")
 	fl.DurationVar(&f.leaseMargin, "lease-safety-margin", time.Second, "the holder fences itself this long before the shared expiry")
-	fl.DurationVar(&f.http.BodyReadTimeout, "body-read-timeout", router.DefaultBodyReadTimeout, "a completion body must arrive within this (never past serving.request_timeout_s), else 408")
-	fl.IntVar(&f.http.BodyReadsPerClient, "body-reads-per-client", router.DefaultBodyReadsPerClient, "completion bodies one client IP may be sending at once, else 429 (raise it behind a proxy that does not buffer bodies)")
-	fl.DurationVar(&f.http.ReadHeaderTimeout, "read-header-timeout", router.DefaultReadHeaderTimeout, "request headers must arrive within this")
-	fl.DurationVar(&f.http.IdleTimeout, "idle-timeout", router.DefaultIdleTimeout, "close keep-alive connections idle this long")
+	fl.DurationVar(&f.http.BodyReadTimeout, "body-read-timeout", httpguard.DefaultBodyReadTimeout, "a completion body must arrive within this (never past serving.request_timeout_s), else 408")
+	fl.IntVar(&f.http.BodyReadsPerClient, "body-reads-per-client", httpguard.DefaultBodyReadsPerClient, "completion bodies one client IP may be sending at once, else 429 (raise it behind a proxy that does not buffer bodies)")
+	fl.DurationVar(&f.http.ReadHeaderTimeout, "read-header-timeout", httpguard.DefaultReadHeaderTimeout, "request headers must arrive within this")
+	fl.DurationVar(&f.http.IdleTimeout, "idle-timeout", httpguard.DefaultIdleTimeout, "close keep-alive connections idle this long")
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), f) }
 	return root
 }
@@ -157,7 +157,7 @@ func run(ctx context.Context, f flags) error {
 }
 
 // checkHTTP refuses connection bounds that would switch a bound off.
-func checkHTTP(o router.HTTPOptions) error {
+func checkHTTP(o httpguard.Options) error {
 	for name, d := range map[string]time.Duration{"--body-read-timeout": o.BodyReadTimeout,
 		"--read-header-timeout": o.ReadHeaderTimeout, "--idle-timeout": o.IdleTimeout} {
 		if d <= 0 {

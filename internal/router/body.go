@@ -12,9 +12,9 @@ import (
 )
 
 // readBody reads the request body within the body deadline
-// (HTTPOptions.BodyReadTimeout, never past the request's deadline) and
+// (httpguard.Options.BodyReadTimeout, never past the request's deadline) and
 // the serving.max_request_bytes cap, holding one of its address's
-// HTTPOptions.BodyReadsPerClient slots meanwhile. On failure it answers
+// httpguard.Options.BodyReadsPerClient slots meanwhile. On failure it answers
 // and settles the call.
 func (c *call) readBody() ([]byte, bool) {
 	r := c.r

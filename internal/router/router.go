@@ -60,7 +60,7 @@ type Options struct {
 	HA HA
 	// HTTP bounds what one client connection may hold (body reads, idle
 	// keep-alives); zero fields take the documented defaults.
-	HTTP HTTPOptions
+	HTTP httpguard.Options
 }
 
 // engine is one configured engine as the router talks to it.
@@ -110,7 +110,7 @@ type Router struct {
 
 	ha       *takeover.HA        // lease, standby, handoff document, crash accounting
 	sat      *saturation.Monitor // loop lag and sizing delay: lock-free on the request path
-	httpOpts HTTPOptions         // with defaults applied
+	httpOpts httpguard.Options   // with defaults applied
 	reads    httpguard.BodyReads // completion bodies being read, per client
 	models   enginelimits.Limits // the engines' max_model_len
 
@@ -152,7 +152,7 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 		engines: map[string]*engine{}, seats: make(chan struct{}, limit),
 		stop: make(chan struct{}), done: make(chan struct{}), freed: make(chan struct{}),
 		adminToken: o.AdminToken, adminOpen: o.AdminOpen,
-		httpOpts: o.HTTP.withDefaults(),
+		httpOpts: o.HTTP.WithDefaults(),
 		sat:      saturation.New(o.Clock, units.Seconds(cfg.SLO.SaturationThreshold())),
 	}
 	r.bgCtx, r.bgCancel = context.WithCancel(context.Background())
