@@ -82,18 +82,16 @@ func (l *Limits) Learn(ctx context.Context, src Source) {
 	})
 }
 
-// Watch learns the lengths every RefreshEvery until ctx ends. Only needed
-// while liveness sweeps are off: otherwise every sweep's credential probe
-// reads the same document.
+// Watch learns the lengths again RefreshEvery after each refresh until
+// ctx ends. Only needed while liveness sweeps are off: otherwise every
+// sweep's credential probe reads the same document.
 func (l *Limits) Watch(ctx context.Context, clock ports.Clock, src Source) {
-	t := clock.NewTicker(RefreshEvery)
-	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C():
-			l.Learn(ctx, src)
+		case <-clock.After(RefreshEvery):
 		}
+		l.Learn(ctx, src)
 	}
 }

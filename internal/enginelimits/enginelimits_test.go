@@ -10,25 +10,33 @@ import (
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
+// report is one engine's answer: iid said n (0: it did not say).
+type report struct {
+	iid string
+	n   int
+}
+
+// TestLeast: after each sequence of reports, the smallest positive one
+// bounds every leg.
 func TestLeast(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		set  [][2]any // iid, n in order
-		want int
+	sequences := map[string]struct {
+		reports []report
+		least   int
 	}{
-		{"none reported", nil, 0},
-		{"one", [][2]any{{"a", 4096}}, 4096},
-		{"the smallest bounds every leg", [][2]any{{"a", 4096}, {"b", 2048}}, 2048},
-		{"an engine that does not say is ignored", [][2]any{{"a", 4096}, {"c", 0}}, 4096},
-		{"a later report replaces the earlier", [][2]any{{"a", 1024}, {"b", 4096}, {"a", 8192}}, 4096},
-		{"all stopped saying", [][2]any{{"a", 1024}, {"a", 0}}, 0},
-	} {
+		"none reported":                          {nil, 0},
+		"one":                                    {[]report{{"a", 4096}}, 4096},
+		"the smallest bounds every leg":          {[]report{{"a", 4096}, {"b", 2048}}, 2048},
+		"an engine that does not say is ignored": {[]report{{"a", 4096}, {"c", 0}}, 4096},
+		"a later report replaces the earlier":    {[]report{{"a", 1024}, {"b", 4096}, {"a", 8192}}, 4096},
+		"all stopped saying":                     {[]report{{"a", 1024}, {"a", 0}}, 0},
+	}
+	for name, seq := range sequences {
 		var l Limits
-		for _, s := range tc.set {
-			l.Set(s[0].(string), s[1].(int))
+		for _, r := range seq.reports {
+			l.Set(r.iid, r.n)
 		}
-		if got := l.Least(); got != tc.want {
-			t.Errorf("%s: Least %d, want %d", tc.name, got, tc.want)
+		if got := l.Least(); got != seq.least {
+			t.Errorf("%s: Least %d, want %d", name, got, seq.least)
 		}
 	}
 }

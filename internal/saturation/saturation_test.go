@@ -116,13 +116,11 @@ func TestConcurrentSized(t *testing.T) {
 	}()
 	var wg sync.WaitGroup
 	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for range 100 {
 				m.Sized(3 * time.Millisecond)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if got := m.Update(0, time.Now()); got != 3*time.Millisecond {
