@@ -16,6 +16,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/cli"
 	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/httpguard"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/router"
@@ -32,7 +33,7 @@ type flags struct {
 	resume                                         bool
 	standbyOf, leasePath, routerID                 string
 	leaseTTL, leaseRenew, leaseMargin              time.Duration
-	http                                           router.HTTPOptions
+	http                                           httpguard.Options
 	evidence                                       router.EvidenceOptions
 }
 
@@ -86,10 +87,10 @@ one fleet safely: only the lease holder places work.`
 	fl.DurationVar(&f.leaseTTL, "lease-ttl", 5*time.Second, "lease lifetime")
 	fl.DurationVar(&f.leaseRenew, "lease-renew-interval", time.Second, "how often the holder renews the lease")
 	fl.DurationVar(&f.leaseMargin, "lease-safety-margin", time.Second, "the holder fences itself this long before the shared expiry")
-	fl.DurationVar(&f.http.BodyReadTimeout, "body-read-timeout", router.DefaultBodyReadTimeout, "a completion body must arrive within this (never past serving.request_timeout_s), else 408")
-	fl.IntVar(&f.http.BodyReadsPerClient, "body-reads-per-client", router.DefaultBodyReadsPerClient, "completion bodies one client IP may be sending at once, else 429 (raise it behind a proxy that does not buffer bodies)")
-	fl.DurationVar(&f.http.ReadHeaderTimeout, "read-header-timeout", router.DefaultReadHeaderTimeout, "request headers must arrive within this")
-	fl.DurationVar(&f.http.IdleTimeout, "idle-timeout", router.DefaultIdleTimeout, "close keep-alive connections idle this long")
+	fl.DurationVar(&f.http.BodyReadTimeout, "body-read-timeout", httpguard.DefaultBodyReadTimeout, "a completion body must arrive within this (never past serving.request_timeout_s), else 408")
+	fl.IntVar(&f.http.BodyReadsPerClient, "body-reads-per-client", httpguard.DefaultBodyReadsPerClient, "completion bodies one client IP may be sending at once, else 429 (raise it behind a proxy that does not buffer bodies)")
+	fl.DurationVar(&f.http.ReadHeaderTimeout, "read-header-timeout", httpguard.DefaultReadHeaderTimeout, "request headers must arrive within this")
+	fl.DurationVar(&f.http.IdleTimeout, "idle-timeout", httpguard.DefaultIdleTimeout, "close keep-alive connections idle this long")
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), f) }
 	return root
 }
@@ -129,7 +130,7 @@ func run(ctx context.Context, f flags) error {
 	}
 	defer closeLease(ha)
 	r, err := router.New(cfg, profiles, router.Options{Logger: log, Journal: jw, MaxConcurrent: f.maxConcurrent,
-		AdminToken: adminToken, AdminOpen: router.IsLoopback(f.host), HA: ha, HTTP: f.http, Evidence: f.evidence})
+		AdminToken: adminToken, AdminOpen: httpguard.IsLoopback(f.host), HA: ha, HTTP: f.http, Evidence: f.evidence})
 	if err != nil {
 		return cli.Invalid(err)
 	}
@@ -188,7 +189,7 @@ func checkFlags(f flags) error {
 }
 
 // checkHTTP refuses connection bounds that would switch a bound off.
-func checkHTTP(o router.HTTPOptions) error {
+func checkHTTP(o httpguard.Options) error {
 	for name, d := range map[string]time.Duration{"--body-read-timeout": o.BodyReadTimeout,
 		"--read-header-timeout": o.ReadHeaderTimeout, "--idle-timeout": o.IdleTimeout} {
 		if d <= 0 {

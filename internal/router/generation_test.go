@@ -31,7 +31,7 @@ func TestStartExcludesAStaleProfileGeneration(t *testing.T) {
 			st.Profiles[1].GenerationDigest = &live  // d0: measured on this process
 			st.Profiles[2].GenerationDigest = &stale // d1: measured on another
 		}})
-	got := h.router.ejectedIIDs()
+	got := h.router.state().Ejected
 	if !slices.Equal(got, []string{"d1"}) {
 		t.Fatalf("ejected at start %v, want only d1 (its profile generation is stale)", got)
 	}

@@ -42,7 +42,7 @@ func (p probes) Inference(ctx context.Context, iid string) *vllm.Error {
 func (p probes) Credential(ctx context.Context, iid string) *vllm.Error {
 	c := p.r.probe.Credential(ctx, iid)
 	if c.Err == nil {
-		p.r.noteModelCards(iid, c.Cards)
+		p.r.models.Note(iid, p.r.cfg.Model, c.Cards)
 	}
 	return c.Err
 }
