@@ -51,9 +51,7 @@ func (r *Router) observe(o outcome, row *journal.RequestRow, sloMet bool) {
 	}
 	m.Upstream("prefill", row.UpstreamSeconds.Prefill)
 	m.Upstream("decode", row.UpstreamSeconds.Decode)
-	if row.QueueWaits.Admission > 0 {
-		m.ObserveQueueWait("admission", row.QueueWaits.Admission)
-	}
+	m.ObserveRequest(row) // tokens, e2e, queue time by stage, KV handoff
 	r.mu.Lock()
 	m.RetryCredits.Set(r.stats.credits)
 	r.mu.Unlock()
