@@ -72,7 +72,7 @@ type Metrics struct {
 	requests requests
 	pools    *pools
 	health   health
-	drift  *drift
+	drift    *drift
 }
 
 // New builds the collectors for cfg on a fresh registry, with the Go

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"testing"
 
-	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/narwhal-go/narwhal/internal/vllm"
