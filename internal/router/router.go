@@ -30,6 +30,8 @@ import (
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/sched"
 	"github.com/narwhal-go/narwhal/internal/takeover"
+	"github.com/narwhal-go/narwhal/internal/tracing"
+	"github.com/narwhal-go/narwhal/internal/ui"
 	"github.com/narwhal-go/narwhal/internal/units"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
@@ -57,6 +59,9 @@ type Options struct {
 	// HTTP bounds what one client connection may hold (body reads, idle
 	// keep-alives); zero fields take the documented defaults.
 	HTTP HTTPOptions
+	// Tracer records router spans (internal/tracing); nil passes
+	// traceparent on to the engines and records nothing.
+	Tracer *tracing.Tracer
 }
 
 // engine is one configured engine as the router talks to it.
@@ -110,6 +115,9 @@ type Router struct {
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
 
+	tracer *tracing.Tracer // W3C trace context and optional span export (tracing.go)
+	ui     *ui.Hub         // the live dashboard (dashboard.go)
+
 	mux    *http.ServeMux
 	stop   chan struct{}
 	done   chan struct{}
@@ -144,7 +152,7 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 		engines: map[string]*engine{}, seats: make(chan struct{}, limit),
 		stop: make(chan struct{}), done: make(chan struct{}), freed: make(chan struct{}),
 		adminToken: o.AdminToken, adminOpen: o.AdminOpen,
-		httpOpts: o.HTTP.withDefaults(),
+		httpOpts: o.HTTP.withDefaults(), tracer: o.Tracer,
 	}
 	r.bgCtx, r.bgCancel = context.WithCancel(context.Background())
 	r.stats.credits = float64(cfg.Serving.RetryBudget)
@@ -253,6 +261,7 @@ func (r *Router) Start() {
 			r.background(r.watchModelLimits) // no sweeps to refresh it
 		}
 		r.identities.Store(true)
+		r.background(r.ui.Run) // the dashboard's history, sampled once a second
 		r.bg.Add(1)
 		go r.probeLag()
 		go r.monitor()

@@ -139,10 +139,16 @@ func FromContext(ctx context.Context) *Request {
 // TraceID is the trace's id in 32 lowercase hex digits.
 func (q *Request) TraceID() string { return q.sc.TraceID().String() }
 
-// End closes the request span with its outcome.
-func (q *Request) End(terminal string) {
+// Outcome records the request's terminal outcome on its span.
+func (q *Request) Outcome(terminal string) {
 	if q.root != nil {
 		q.root.SetAttributes(attribute.String("narwhal.terminal", terminal))
+	}
+}
+
+// End closes the request span.
+func (q *Request) End() {
+	if q.root != nil {
 		q.root.End()
 	}
 }

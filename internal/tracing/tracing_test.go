@@ -92,7 +92,8 @@ func TestSpansExported(t *testing.T) {
 	dctx, ddone := q.Leg(ctx, "decode", "d0", 1)
 	decodeTP := legHeader(t, dctx)
 	ddone(true)
-	q.End("failed")
+	q.Outcome("failed")
+	q.End()
 	spans := exp.GetSpans()
 	names := map[string]string{}
 	for _, s := range spans {
@@ -152,7 +153,7 @@ func TestOTLPExport(t *testing.T) {
 	_, q := tr.Start(context.Background(), http.Header{})
 	_, done := q.Leg(context.Background(), "prefill", "p0", 1)
 	done(false)
-	q.End("completed")
+	q.End()
 	if err := tr.Shutdown(context.Background()); err != nil {
 		t.Fatalf("flush to the receiver: %v", err)
 	}
