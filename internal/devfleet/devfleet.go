@@ -42,6 +42,9 @@ type Options struct {
 	AdminTokenEnv string
 	// Ready, when set, receives the router's base URL once it serves.
 	Ready func(baseURL string)
+	// Started, when set, sees the simulated engines once they run (a
+	// test kills one to watch the alerts fire).
+	Started func(engines *simengine.Fleet)
 }
 
 func (o *Options) defaults() {
@@ -75,6 +78,9 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 		return fmt.Errorf("dev fleet: start simulated engines: %w", err)
 	}
 	defer engines.Close()
+	if o.Started != nil {
+		o.Started(engines)
+	}
 	sidecars, err := startSidecars(ctx, engines, o.Logger)
 	if err != nil {
 		return err
