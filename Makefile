@@ -10,7 +10,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X github.com/narwhal-go/narwhal/internal/version.Version=$(VERSION)
 FUZZTIME    ?= 60s
 
-.PHONY: all build run demo bench test lint fmt-check vet staticcheck gotest claims node-deps node-checks fuzz tools promtool clean help
+.PHONY: all build run observe demo bench test lint fmt-check vet staticcheck gotest claims node-deps node-checks fuzz tools promtool chromium clean help
 
 all: build
 
@@ -24,6 +24,12 @@ build: ## build every command into bin/
 # one, printed in the banner).
 run: ## local simulated fleet + router on 127.0.0.1:8000 (Ctrl-C stops it)
 	$(GO) run ./cmd/narwhal dev run $(if $(ADMIN_TOKEN_ENV),--admin-token-env $(ADMIN_TOKEN_ENV))
+
+# NARWHAL_ROUTER_URL (default make run's http://127.0.0.1:8000), NARWHAL_FLEET
+# (default runs/dev/fleet.json) and NARWHAL_PROMETHEUS_LISTEN_ADDRESS (default
+# 127.0.0.1:9090) say what to scrape and where Prometheus listens.
+observe: promtool ## Prometheus with the shipped config and alert rules against the router (Ctrl-C stops it)
+	$(GO) run ./cmd/narwhal dev observe
 
 demo: ## static splits vs aggregated vs adaptive on a moving trace, in virtual time (seconds)
 	$(GO) run ./cmd/narwhal demo
@@ -51,7 +57,13 @@ promtool:
 		echo "promtool and prometheus are missing: installing Debian's prometheus package (tests use both binaries; no service is left running)"; \
 		scripts/apt-install.sh prometheus; fi
 
-tools: $(STATICCHECK) promtool
+# The dashboard's browser test drives Debian's chromium headless.
+chromium:
+	@if command -v chromium >/dev/null; then :; else \
+		echo "chromium is missing: installing Debian's chromium package (the dashboard's browser test drives it headless)"; \
+		scripts/apt-install.sh chromium; fi
+
+tools: $(STATICCHECK) promtool chromium
 
 staticcheck: $(STATICCHECK)
 	$(STATICCHECK) ./...
@@ -82,6 +94,7 @@ bench: ## benchmarks: placement, simengine, and the router against direct engine
 	$(GO) test -run '^$$' -bench . -benchtime 2000x ./internal/sched/
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/simengine/
 	$(GO) run ./bench/router-overhead
+	$(GO) test -run '^$$' -bench '^BenchmarkDashboardRefresh64$$' -benchtime 200x ./internal/router/
 
 fuzz: ## run the fuzz targets for FUZZTIME each
 	$(GO) test ./internal/fleet -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME)

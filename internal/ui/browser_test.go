@@ -204,4 +204,3 @@ func screenshot(t *testing.T, ctx context.Context) {
 	}
 	t.Logf("screenshot: %s (%d bytes)", path, len(png))
 }
-
