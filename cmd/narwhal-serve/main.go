@@ -20,8 +20,8 @@ import (
 	"github.com/narwhal-go/narwhal/internal/ports"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/router"
-	"github.com/narwhal-go/narwhal/internal/tracing"
 	"github.com/narwhal-go/narwhal/internal/state"
+	"github.com/narwhal-go/narwhal/internal/tracing"
 	"github.com/narwhal-go/narwhal/internal/version"
 )
 

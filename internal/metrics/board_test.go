@@ -109,4 +109,3 @@ func TestBoardQueriesParseWithPromtool(t *testing.T) {
 		t.Errorf("promtool check rules on the board's queries: %v\n%s", err, out)
 	}
 }
-
