@@ -3,9 +3,7 @@ package observe
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,7 +29,7 @@ func TestObserveAgainstTheDevFleet(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
-	o := Options{RouterURL: base, Listen: freeAddr(t), Fleet: filepath.Join(dir, "fleet.json"), Dir: t.TempDir(),
+	o := Options{RouterURL: base, Listen: testkit.FreeAddr(t), Fleet: filepath.Join(dir, "fleet.json"), Dir: t.TempDir(),
 		Deploy: "../../deploy/observability", Prometheus: prom, ScrapeInterval: "250ms", EvalInterval: "250ms", AlertFor: "1s"}
 	promURL := runObserve(t, o)
 	within(t, 20*time.Second, "the router target up", func() bool {
@@ -48,22 +46,14 @@ func TestObserveAgainstTheDevFleet(t *testing.T) {
 }
 
 func devFleet(t *testing.T) (string, string, *simengine.Fleet) {
-	ctx, cancel := context.WithCancel(context.Background())
-	ready, done := make(chan string, 1), make(chan error, 1)
 	var engines *simengine.Fleet
 	dir := t.TempDir()
-	o := devfleet.Options{Dir: dir, Ready: func(u string) { ready <- u }, Started: func(f *simengine.Fleet) { engines = f }}
-	go func() { done <- devfleet.Run(ctx, o, &testkit.SyncBuffer{}) }()
-	t.Cleanup(func() { cancel(); <-done })
-	select {
-	case u := <-ready:
-		return u, dir, engines
-	case err := <-done:
+	run, err := devfleet.Start(devfleet.Options{Dir: dir, Started: func(f *simengine.Fleet) { engines = f }}, &testkit.SyncBuffer{})
+	if err != nil {
 		t.Fatalf("dev fleet: %v", err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("dev fleet not ready in 20 s")
 	}
-	return "", "", nil
+	t.Cleanup(func() { run.Stop() })
+	return run.Base, dir, engines
 }
 
 // runObserve runs make observe's Run until the test ends and returns
@@ -104,17 +94,7 @@ func within(t *testing.T, limit time.Duration, what string, cond func() bool) {
 
 // query is the first sample's value of an instant query, "" without one.
 func query(t *testing.T, promURL, q string) string {
-	var out struct {
-		Data struct {
-			Result []struct {
-				Value []any `json:"value"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if !getJSON(promURL+"/api/v1/query?query="+url.QueryEscape(q), &out) || len(out.Data.Result) == 0 {
-		return ""
-	}
-	v, _ := out.Data.Result[0].Value[1].(string)
+	v, _ := testkit.PromQuery(promURL, q)
 	return v
 }
 
@@ -145,15 +125,6 @@ func getJSON(u string, v any) bool {
 	}
 	defer resp.Body.Close()
 	return resp.StatusCode == 200 && json.NewDecoder(resp.Body).Decode(v) == nil
-}
-
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // A router URL with a path, credentials or no port is refused, naming

@@ -5,11 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,46 +14,11 @@ import (
 	"github.com/narwhal-go/narwhal/internal/ui"
 )
 
-// legHeaders records the traceparent of every completion leg the engines
-// receive, through a proxy in front of each.
-type legHeaders struct {
-	mu  sync.Mutex
-	got []string
-}
-
-func recordLegHeaders(t *testing.T, c *fleet.Config) *legHeaders {
-	lh := &legHeaders{}
-	for i := range c.Engines {
-		target, _ := url.Parse(c.Engines[i].URL)
-		rp := httputil.NewSingleHostReverseProxy(target)
-		rp.FlushInterval = -1
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
-			if strings.HasSuffix(q.URL.Path, "completions") {
-				lh.mu.Lock()
-				lh.got = append(lh.got, q.Header.Get("Traceparent"))
-				lh.mu.Unlock()
-			}
-			rp.ServeHTTP(w, q)
-		}))
-		t.Cleanup(srv.Close)
-		c.Engines[i].URL = srv.URL
-	}
-	return lh
-}
-
-func (lh *legHeaders) take() []string {
-	lh.mu.Lock()
-	defer lh.mu.Unlock()
-	out := lh.got
-	lh.got = nil
-	return out
-}
-
 // A client's traceparent reaches both legs and the journal row; without
 // one the router starts a trace and uses it the same way.
 func TestTraceparentReachesBothLegsAndTheJournal(t *testing.T) {
-	var lh *legHeaders
-	h := newHarness(t, []fleet.Role{fleet.Prefill, fleet.Decode}, func(c *fleet.Config) { lh = recordLegHeaders(t, c) })
+	var lc *legCounter
+	h := newHarness(t, []fleet.Role{fleet.Prefill, fleet.Decode}, func(c *fleet.Config) { lc = countLegs(t, c) })
 	defer h.close()
 	const client = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	for _, sent := range []string{client, ""} {
@@ -74,7 +35,7 @@ func TestTraceparentReachesBothLegsAndTheJournal(t *testing.T) {
 		resp.Body.Close()
 		h.noteRID(resp)
 		row := h.row(resp.Header.Get("X-Narwhal-Request-Id"))
-		legs := lh.take()
+		legs := lc.takeTraces()
 		if row.TraceID == nil || len(*row.TraceID) != 32 || len(legs) != 2 {
 			t.Fatalf("sent %q: row trace_id %v, %d legs", sent, row.TraceID, len(legs))
 		}

@@ -24,25 +24,16 @@ const adminToken = "browser-test-token"
 // devFleet runs make run's fleet in process and returns its base URL.
 func devFleet(t *testing.T) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	ready, done := make(chan string, 1), make(chan error, 1)
-	o := devfleet.Options{Dir: t.TempDir(), Engines: 4, AdminToken: adminToken, Ready: func(u string) { ready <- u }}
-	go func() { done <- devfleet.Run(ctx, o, &testkit.SyncBuffer{}) }()
+	run, err := devfleet.Start(devfleet.Options{Dir: t.TempDir(), Engines: 4, AdminToken: adminToken}, &testkit.SyncBuffer{})
+	if err != nil {
+		t.Fatalf("dev fleet: %v", err)
+	}
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := run.Stop(); err != nil {
 			t.Errorf("dev fleet did not stop cleanly: %v", err)
 		}
 	})
-	select {
-	case u := <-ready:
-		return u
-	case err := <-done:
-		t.Fatalf("dev fleet failed: %v", err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("dev fleet not ready in 20 s")
-	}
-	return ""
+	return run.Base
 }
 
 // browser starts headless Chromium and collects what the page writes to
