@@ -50,17 +50,16 @@ $(STATICCHECK):
 
 # promtool tests the alert rules and a real Prometheus scrapes the dev
 # fleet in a test; both come from Debian's prometheus package. Every apt
-# install goes through scripts/apt-install.sh: it says what it installs,
-# keeps apt's output, starts no service and leaves none enabled.
+# install goes through scripts/apt-install.sh: one line says what it
+# installs (apt's output goes to a log it names, shown when apt fails); it
+# starts no service and leaves none enabled.
 promtool:
 	@if command -v promtool >/dev/null && command -v prometheus >/dev/null; then :; else \
-		echo "promtool and prometheus are missing: installing Debian's prometheus package (tests use both binaries; no service is left running)"; \
 		scripts/apt-install.sh prometheus; fi
 
 # The dashboard's browser test drives Debian's chromium headless.
 chromium:
 	@if command -v chromium >/dev/null; then :; else \
-		echo "chromium is missing: installing Debian's chromium package (the dashboard's browser test drives it headless)"; \
 		scripts/apt-install.sh chromium; fi
 
 tools: $(STATICCHECK) promtool chromium
