@@ -274,6 +274,7 @@ func (r *Router) Start() {
 func (r *Router) Shutdown(ctx context.Context) error {
 	r.closing.Store(true)
 	r.metrics.RouterReady.Set(0)
+	r.ui.Close() // open dashboard feeds end now, not at the server's cut-off
 	waited := make(chan struct{})
 	go func() { r.inflight.Wait(); close(waited) }()
 	var err error

@@ -35,6 +35,9 @@ type Hub struct {
 	lastAt  float64 // the last decision whose reason was taken
 	cached  []byte
 	cachedT time.Time
+
+	closed    chan struct{} // closed by Close: feeds end
+	closeOnce sync.Once
 }
 
 // New returns a hub reading src.
@@ -51,8 +54,12 @@ func New(src Source, o Options) *Hub {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Hub{src: src, o: o, reasons: map[flipKey]string{}}
+	return &Hub{src: src, o: o, reasons: map[flipKey]string{}, closed: make(chan struct{})}
 }
+
+// Close ends every open feed (a router shutting down must not wait for
+// dashboards); the page reconnects to whichever router serves next.
+func (h *Hub) Close() { h.closeOnce.Do(func() { close(h.closed) }) }
 
 // Run samples once per refresh until ctx ends, so the windows cover the
 // last minutes even before anyone opens the page.

@@ -74,6 +74,8 @@ func (h *Hub) serveFeed(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 			return
+		case <-h.closed:
+			return
 		case <-t.C:
 		}
 	}
