@@ -120,9 +120,17 @@ func (h *Hub) viewLocked(s *Snapshot, now time.Time) View {
 			DecodeLoad: st.Load.Decode, MinPrefill: st.MinPrefill, MinDecode: st.MinDecode, Expand: st.Thresholds.Expand},
 		Last1m: window(h.hist.since(now.Add(-time.Minute)), cur),
 		Last5m: window(h.hist.since(now.Add(-5*time.Minute)), cur),
-		Series: h.hist.series(h.o.Step), Flips: flips(st.Flips, h.reasons),
+		Series: h.hist.series(h.stepLocked(now)), Flips: flips(st.Flips, h.reasons),
 		Drops: drops(st), Failures: failures(s.Failures),
 		Totals: Totals{Offered: st.Offered, Served: st.Served, SLOMet: st.SLOMet,
 			Inflight: st.Admission.Inflight, Limit: st.Admission.Limit, Now: s.Now},
 	}
+}
+
+// stepLocked is the charts' resolution: Step, finer while the history is
+// short (about 30 points over what there is, never below one refresh), so
+// a fresh router draws lines at once.
+func (h *Hub) stepLocked(now time.Time) time.Duration {
+	span := now.Sub(h.hist.s[0].at)
+	return min(h.o.Step, max(h.o.Refresh, span/30))
 }
