@@ -10,7 +10,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X github.com/narwhal-go/narwhal/internal/version.Version=$(VERSION)
 FUZZTIME    ?= 60s
 
-.PHONY: all build run demo bench test lint fmt-check vet staticcheck gotest claims node-deps node-checks sigstore-check fuzz tools promtool etcd image clean help
+.PHONY: all build run observe demo bench test lint fmt-check vet staticcheck gotest claims node-deps node-checks sigstore-check fuzz tools promtool etcd chromium image clean help
 
 all: build
 
@@ -24,6 +24,12 @@ build: ## build every command into bin/
 # one, printed in the banner).
 run: ## local simulated fleet + router on 127.0.0.1:8000 (Ctrl-C stops it)
 	$(GO) run ./cmd/narwhal dev run $(if $(ADMIN_TOKEN_ENV),--admin-token-env $(ADMIN_TOKEN_ENV))
+
+# NARWHAL_ROUTER_URL (default make run's http://127.0.0.1:8000), NARWHAL_FLEET
+# (default runs/dev/fleet.json) and NARWHAL_PROMETHEUS_LISTEN_ADDRESS (default
+# 127.0.0.1:9090) say what to scrape and where Prometheus listens.
+observe: promtool ## Prometheus with the shipped config and alert rules against the router (Ctrl-C stops it)
+	$(GO) run ./cmd/narwhal dev observe
 
 demo: ## static splits vs aggregated vs adaptive on a moving trace, in virtual time (seconds)
 	$(GO) run ./cmd/narwhal demo $(DEMO_ARGS)
@@ -44,11 +50,11 @@ $(STATICCHECK):
 
 # promtool tests the alert rules and a real Prometheus scrapes the dev
 # fleet in a test; both come from Debian's prometheus package. Every apt
-# install goes through scripts/apt-install.sh: it says what it installs,
-# keeps apt's output, starts no service and leaves none enabled.
+# install goes through scripts/apt-install.sh: one line says what it
+# installs (apt's output goes to a log it names, shown when apt fails); it
+# starts no service and leaves none enabled.
 promtool:
 	@if command -v promtool >/dev/null && command -v prometheus >/dev/null; then :; else \
-		echo "promtool and prometheus are missing: installing Debian's prometheus package (tests use both binaries; no service is left running)"; \
 		scripts/apt-install.sh prometheus; fi
 
 # The etcd lease tests start a real etcd on loopback (Debian's
@@ -59,7 +65,13 @@ etcd:
 		echo "etcd is missing: installing Debian's etcd-server package (the lease tests start their own on loopback; no service is left running)"; \
 		scripts/apt-install.sh etcd-server; fi
 
-tools: $(STATICCHECK) promtool etcd
+
+# The dashboard's browser test drives Debian's chromium headless.
+chromium:
+	@if command -v chromium >/dev/null; then :; else \
+		scripts/apt-install.sh chromium; fi
+
+tools: $(STATICCHECK) promtool etcd chromium
 
 staticcheck: $(STATICCHECK)
 	$(STATICCHECK) ./...
@@ -99,6 +111,7 @@ bench: ## benchmarks: placement, simengine, and the router against direct engine
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/simengine/
 	$(GO) run ./bench/router-overhead
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./internal/loadgen/ ./internal/report/
+	$(GO) test -run '^$$' -bench '^BenchmarkDashboardRefresh64$$' -benchtime 200x ./internal/router/
 
 fuzz: ## run the fuzz targets for FUZZTIME each
 	$(GO) test ./internal/fleet -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME)

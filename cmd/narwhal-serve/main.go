@@ -20,6 +20,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/router"
+	"github.com/narwhal-go/narwhal/internal/tracing"
 	"github.com/narwhal-go/narwhal/internal/version"
 )
 
@@ -35,6 +36,7 @@ type flags struct {
 	leaseTTL, leaseRenew, leaseMargin              time.Duration
 	http                                           httpguard.Options
 	evidence                                       router.EvidenceOptions
+	otlpTraces                                     string
 }
 
 func newRoot() *cobra.Command {
@@ -43,7 +45,8 @@ func newRoot() *cobra.Command {
 	root.Long = `narwhal-serve loads the fleet file and the profile store at profiles.path,
 then serves POST /v1/completions and /v1/chat/completions (streaming or
 not), GET /v1/models, /health, /ready, /metrics, /narwhal/state,
-/narwhal/lifecycle and /narwhal/handoff, and POST /narwhal/lifecycle/drain
+/narwhal/lifecycle, /narwhal/handoff and the live dashboard /narwhal/ui
+(GET / redirects there), and POST /narwhal/lifecycle/drain
 and /narwhal/lifecycle/readmit (admin: a JSON body, the bearer token of
 --admin-token-env, and no cross-site browser Origin).
 
@@ -91,6 +94,7 @@ one fleet safely: only the lease holder places work.`
 	fl.IntVar(&f.http.BodyReadsPerClient, "body-reads-per-client", httpguard.DefaultBodyReadsPerClient, "completion bodies one client IP may be sending at once, else 429 (raise it behind a proxy that does not buffer bodies)")
 	fl.DurationVar(&f.http.ReadHeaderTimeout, "read-header-timeout", httpguard.DefaultReadHeaderTimeout, "request headers must arrive within this")
 	fl.DurationVar(&f.http.IdleTimeout, "idle-timeout", httpguard.DefaultIdleTimeout, "close keep-alive connections idle this long")
+	fl.StringVar(&f.otlpTraces, "otlp-traces-endpoint", "", "export router spans (request, admission, prefill, kv_handoff, decode) over OTLP/HTTP to this URL, e.g. http://127.0.0.1:4318/v1/traces (default: none; traceparent is passed to the engines either way)")
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), f) }
 	return root
 }
@@ -129,8 +133,13 @@ func run(ctx context.Context, f flags) error {
 		return err
 	}
 	defer closeLease(ha)
+	tracer, err := tracing.New(tracing.Options{Endpoint: f.otlpTraces})
+	if err != nil {
+		return cli.Usage("--otlp-traces-endpoint: %v", err)
+	}
+	defer tracer.Shutdown(context.Background()) // flushes the last spans
 	r, err := router.New(cfg, profiles, router.Options{Logger: log, Journal: jw, MaxConcurrent: f.maxConcurrent,
-		AdminToken: adminToken, AdminOpen: httpguard.IsLoopback(f.host), HA: ha, HTTP: f.http, Evidence: f.evidence})
+		AdminToken: adminToken, AdminOpen: httpguard.IsLoopback(f.host), HA: ha, HTTP: f.http, Evidence: f.evidence, Tracer: tracer})
 	if err != nil {
 		return cli.Invalid(err)
 	}
@@ -141,6 +150,12 @@ func run(ctx context.Context, f flags) error {
 	}
 	log.Info("narwhal-serve listening", "addr", ln.Addr().String(), "model", cfg.Model,
 		"engines", len(cfg.Engines), "journal", jw.Path(), "journal_run", jw.Run(), "version", version.String())
+	return serveUntilSignal(ctx, ln, r, graceful, log)
+}
+
+// serveUntilSignal serves until SIGTERM or SIGINT, then drains for
+// graceful seconds.
+func serveUntilSignal(ctx context.Context, ln net.Listener, r *router.Router, graceful float64, log *slog.Logger) error {
 	sctx, stop := cli.UntilSignal(ctx)
 	defer stop()
 	if err := router.Serve(sctx, ln, r, time.Duration(graceful*float64(time.Second))); err != nil {

@@ -231,6 +231,7 @@ func printBanner(out io.Writer, base string, cfg *fleet.Config, fleetPath, token
   OpenAI base URL   %s/v1   (model %q, any API key)
   try               curl -sN %s/v1/chat/completions -H 'Content-Type: application/json' \
                       -d '{"model":"%s","stream":true,"max_tokens":32,"messages":[{"role":"user","content":"Hello"}]}'
+  dashboard         %s/narwhal/ui   (Prometheus and alerts: make observe)
   state             %s/narwhal/state
   metrics           %s/metrics
   fleet file        %s
@@ -241,7 +242,7 @@ func printBanner(out io.Writer, base string, cfg *fleet.Config, fleetPath, token
                     (readmit: the same at /narwhal/lifecycle/readmit; see docs/reliability.md)
 
 Ctrl-C stops everything.
-`, len(cfg.Engines), base, base, cfg.Model, base, cfg.Model, base, base, fleetPath, cfg.JournalPath(), tokenLine, base, auth, last)
+`, len(cfg.Engines), base, base, cfg.Model, base, cfg.Model, base, base, base, fleetPath, cfg.JournalPath(), tokenLine, base, auth, last)
 }
 
 // QuickSweep is make run's profiling sweep: the real narwhal-profile

@@ -49,31 +49,19 @@ func tinySweep() *sweep.Config {
 func startWith(t *testing.T, o Options) fleetRun {
 	t.Helper()
 	o.Dir, o.Port = t.TempDir(), 0
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
 	out := &testkit.SyncBuffer{}
-	o.Ready = func(u string) { ready <- u }
-	go func() { done <- Run(ctx, o, out) }()
-	select {
-	case u := <-ready:
-		return fleetRun{base: u, dir: o.Dir, banner: out, stop: func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("dev fleet did not stop cleanly: %v", err)
-			}
-			if !strings.Contains(out.String(), "OpenAI base URL") {
-				t.Errorf("banner missing:\n%s", out.String())
-			}
-		}}
-	case err := <-done:
-		cancel()
+	run, err := Start(o, out)
+	if err != nil {
 		t.Fatalf("dev fleet failed to start: %v", err)
-	case <-time.After(60 * time.Second): // TestRunProfilesItsEngines holds the 20 s start-up bound
-		cancel()
-		t.Fatal("dev fleet did not become ready")
 	}
-	return fleetRun{}
+	return fleetRun{base: run.Base, dir: o.Dir, banner: out, stop: func() {
+		if err := run.Stop(); err != nil {
+			t.Errorf("dev fleet did not stop cleanly: %v", err)
+		}
+		if !strings.Contains(out.String(), "OpenAI base URL") {
+			t.Errorf("banner missing:\n%s", out.String())
+		}
+	}}
 }
 
 // drain posts a drain of d1 as curl would, with token when not empty.

@@ -66,6 +66,8 @@ type Writer struct {
 	amu      sync.Mutex // guards pending and flushing (admission group commit)
 	pending  *batch     // admission records queued for the next Write
 	flushing bool       // a caller is writing batches
+
+	recent recent // the latest rows that did not complete, for the dashboard
 }
 
 // Open creates path's parent directories, opens path for appending and
@@ -232,7 +234,11 @@ func (w *Writer) Request(row *RequestRow) error {
 	if err != nil {
 		return fmt.Errorf("journal %s: row %s: %w", w.name, row.RID, err)
 	}
-	return w.writeLine(w.envelope(body))
+	if err := w.writeLine(w.envelope(body)); err != nil {
+		return err
+	}
+	w.recent.add(c)
+	return nil
 }
 
 // Event writes one event row: the envelope, "event", "at", then the

@@ -122,6 +122,13 @@ var families = map[string]dto.MetricType{
 	"narwhal_health_prefill_pauses_total":          dto.MetricType_COUNTER,
 	"narwhal_engine_held":                          dto.MetricType_GAUGE,
 	"narwhal_endpoint_tier":                        dto.MetricType_GAUGE,
+	"narwhal_build_info":                           dto.MetricType_GAUGE,
+	"narwhal_prompt_tokens_total":                  dto.MetricType_COUNTER,
+	"narwhal_generation_tokens_total":              dto.MetricType_COUNTER,
+	"narwhal_e2e_request_seconds":                  dto.MetricType_HISTOGRAM,
+	"narwhal_request_queue_seconds":                dto.MetricType_HISTOGRAM,
+	"narwhal_kv_handoff_seconds":                   dto.MetricType_HISTOGRAM,
+	"narwhal_engine_inflight_legs":                 dto.MetricType_GAUGE,
 }
 
 func TestEveryFamilyPresentFromStart(t *testing.T) {

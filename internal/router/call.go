@@ -187,5 +187,6 @@ func (c *call) row(o outcome, now float64) *journal.RequestRow {
 	if o.terminal == journal.TerminalCancelled {
 		row.CancelledPhase = journal.Ptr(c.phase)
 	}
+	c.traceRow(row)
 	return row
 }

@@ -23,8 +23,8 @@ type route struct {
 
 func (r *Router) routes() {
 	table := []route{
-		{"POST /v1/completions", http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) { r.serveCompletion(w, q, false) })},
-		{"POST /v1/chat/completions", http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) { r.serveCompletion(w, q, true) })},
+		{"POST /v1/completions", r.traced(func(w http.ResponseWriter, q *http.Request) { r.serveCompletion(w, q, false) })},
+		{"POST /v1/chat/completions", r.traced(func(w http.ResponseWriter, q *http.Request) { r.serveCompletion(w, q, true) })},
 		{"GET /v1/models", http.HandlerFunc(r.serveModels)},
 		{"GET /v1/models/{id...}", http.HandlerFunc(r.serveModel)},
 		{"GET /health", http.HandlerFunc(r.serveHealth)},
@@ -36,6 +36,7 @@ func (r *Router) routes() {
 		{"POST /narwhal/lifecycle/readmit", r.admin(r.av.ServeReadmit)},
 		{"GET /metrics", r.metricsHandler()},
 	}
+	table = append(table, r.dashboardRoutes()...)
 	m, known := http.NewServeMux(), http.NewServeMux()
 	for _, rt := range table {
 		m.Handle(rt.pattern, rt.handler)

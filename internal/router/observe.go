@@ -52,9 +52,7 @@ func (r *Router) observe(o outcome, row *journal.RequestRow, sloMet bool, credit
 	}
 	m.Upstream("prefill", row.UpstreamSeconds.Prefill)
 	m.Upstream("decode", row.UpstreamSeconds.Decode)
-	if row.QueueWaits.Admission > 0 {
-		m.ObserveQueueWait("admission", row.QueueWaits.Admission)
-	}
+	m.ObserveRequest(row) // tokens, e2e, queue time by stage, KV handoff
 	m.RetryCredits.Set(credits)
 }
 

@@ -34,6 +34,8 @@ import (
 	"github.com/narwhal-go/narwhal/internal/saturation"
 	"github.com/narwhal-go/narwhal/internal/sched"
 	"github.com/narwhal-go/narwhal/internal/takeover"
+	"github.com/narwhal-go/narwhal/internal/tracing"
+	"github.com/narwhal-go/narwhal/internal/ui"
 	"github.com/narwhal-go/narwhal/internal/units"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
@@ -63,6 +65,9 @@ type Options struct {
 	HTTP httpguard.Options
 	// Evidence turns on the evidence pass (evidence.go).
 	Evidence EvidenceOptions
+	// Tracer records router spans (internal/tracing); nil passes
+	// traceparent on to the engines and records nothing.
+	Tracer *tracing.Tracer
 }
 
 // engine is one configured engine as the router talks to it.
@@ -121,6 +126,9 @@ type Router struct {
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
 
+	tracer *tracing.Tracer // W3C trace context and optional span export (tracing.go)
+	ui     *ui.Hub         // the live dashboard (dashboard.go)
+
 	mux    *http.ServeMux
 	stop   chan struct{}
 	done   chan struct{}
@@ -155,7 +163,7 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 		engines: map[string]*engine{}, seats: make(chan struct{}, limit),
 		stop: make(chan struct{}), done: make(chan struct{}), freed: make(chan struct{}),
 		adminToken: o.AdminToken, adminOpen: o.AdminOpen,
-		httpOpts: o.HTTP.WithDefaults(), evidence: evidenceTiers{o: o.Evidence},
+		httpOpts: o.HTTP.WithDefaults(), evidence: evidenceTiers{o: o.Evidence}, tracer: o.Tracer,
 		sat: saturation.New(o.Clock, units.Seconds(cfg.SLO.SaturationThreshold())),
 	}
 	r.bgCtx, r.bgCancel = context.WithCancel(context.Background())
@@ -279,6 +287,7 @@ func (r *Router) Start() {
 			r.background(func(ctx context.Context) { r.models.Watch(ctx, r.clock, src) }) // no sweeps to refresh it
 		}
 		r.identities.Store(true)
+		r.background(r.ui.Run) // the dashboard's history, sampled once a second
 		r.background(func(ctx context.Context) { r.sat.Run(ctx, r.lagMeasured) })
 		go r.monitor()
 		r.startEvidence()
@@ -291,6 +300,7 @@ func (r *Router) Start() {
 func (r *Router) Shutdown(ctx context.Context) error {
 	r.closing.Store(true)
 	r.metrics.RouterReady.Set(0)
+	r.ui.Close() // open dashboard feeds end now, not at the server's cut-off
 	waited := make(chan struct{})
 	go func() { r.inflight.Wait(); close(waited) }()
 	var err error

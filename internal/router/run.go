@@ -54,7 +54,7 @@ func (c *call) prefillPhase(ctx context.Context, n int, exclude map[string]bool)
 		}
 		c.phase, c.prefillIID = "prefill", p
 		var e *vllm.Error
-		if h, start, e = c.prefillLeg(ctx, n, p); e == nil {
+		if h, start, e = c.tracedPrefillLeg(ctx, n, p); e == nil {
 			return p, h, start, false, true
 		}
 		if ctx.Err() == nil {
@@ -92,7 +92,7 @@ func (c *call) decodePhase(ctx context.Context, n int, exclude map[string]bool, 
 		if !crossed {
 			kvp = nil // same engine: reuse its own cache, no transfer
 		}
-		e := c.decodeLeg(ctx, n, d, kvp)
+		e := c.tracedDecodeLeg(ctx, n, d, kvp)
 		if e == nil {
 			r.av.LegSucceeded(d, "decode")
 			c.complete()

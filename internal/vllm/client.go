@@ -74,6 +74,9 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body []byt
 	if reqID != "" {
 		req.Header.Set("X-Request-Id", reqID)
 	}
+	if tp := traceparent(ctx); tp != "" {
+		req.Header.Set("Traceparent", tp)
+	}
 	if c.key != "" {
 		req.Header.Set("Authorization", "Bearer "+c.key)
 	}
