@@ -28,7 +28,10 @@ type dashboardSource struct{ r *Router }
 // generation.
 func (s dashboardSource) Snapshot() ui.Snapshot {
 	r := s.r
-	snap := ui.Snapshot{State: r.state(), Lifecycle: map[string]string{}, Generation: r.life.ProcessStarts()}
+	snap := ui.Snapshot{State: r.state(), Lifecycle: map[string]string{}, Generation: r.life.ProcessStarts(), Tier: map[string]string{}}
+	for iid, t := range snap.State.Evidence.Endpoints {
+		snap.Tier[iid] = t.Tier // the evidence pass's tiers (evidence.go), when it runs
+	}
 	snap.TTFT, snap.TPOT = r.metrics.Latency()
 	for _, rec := range r.life.Records() {
 		snap.Lifecycle[rec.IID] = string(rec.State)
@@ -38,8 +41,6 @@ func (s dashboardSource) Snapshot() ui.Snapshot {
 	} else {
 		snap.Failures = []*journal.RequestRow{}
 	}
-	r.mu.Lock()
-	snap.Now = r.now()
-	r.mu.Unlock()
+	r.locked(func() { snap.Now = r.now() })
 	return snap
 }
