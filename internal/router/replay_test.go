@@ -10,6 +10,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/sched"
 	"github.com/narwhal-go/narwhal/internal/sim"
+	"github.com/narwhal-go/narwhal/internal/simengine"
 )
 
 // The router and the simulator drive the scheduling core through the same
@@ -21,7 +22,11 @@ import (
 func TestRouterStepsReplayThroughTheSimulator(t *testing.T) {
 	var log []sched.Step // appended inside core steps, which run under the router's mu
 	h := startHarness(t, ppdd, harnessOptions{
-		mod: func(c *fleet.Config) { c.SLO.TTFT, c.Controller.MonitorIntervalS = 0.3, 0.1 },
+		// A TTFT target of 1 s keeps the sizing-saturation threshold
+		// (TTFT/4) above a loaded race-detector run's loop lag, so the
+		// one refusal is the core's own.
+		mod:    func(c *fleet.Config) { c.SLO.TTFT, c.Controller.MonitorIntervalS = 1, 0.1 },
+		engine: func(c *simengine.Config) { c.MaxModelLen = 16384 }, // room for a prompt priced over 1 s
 		built: func(r *Router) {
 			r.core.Record(func(s sched.Step) { log = append(log, s) })
 		},
@@ -72,9 +77,9 @@ func serveMixedTraffic(t *testing.T, h *harness) {
 		}()
 	}
 	wg.Wait()
-	resp, _ := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": promptPricedAt(0.5), "max_tokens": 2})
+	resp, body := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": promptPricedAt(1.6), "max_tokens": 2})
 	if resp.StatusCode != 400 {
-		t.Fatalf("a prompt priced over the TTFT target: status %d, want 400", resp.StatusCode)
+		t.Fatalf("a prompt priced over the TTFT target: status %d, want 400: %s", resp.StatusCode, body)
 	}
 }
 
