@@ -31,7 +31,12 @@ func (r *recorder) Apply(seq int64, _ Batch) {
 	r.mu.Unlock()
 	r.poke()
 }
-func (r *recorder) Gap(a, b int64) { r.mu.Lock(); r.gaps = append(r.gaps, [2]int64{a, b}); r.mu.Unlock(); r.poke() }
+func (r *recorder) Gap(a, b int64) {
+	r.mu.Lock()
+	r.gaps = append(r.gaps, [2]int64{a, b})
+	r.mu.Unlock()
+	r.poke()
+}
 
 // waitFor polls cond for up to 5 s.
 func (r *recorder) waitFor(t *testing.T, what string, cond func() bool) {
