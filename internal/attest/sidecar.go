@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/residency"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -27,6 +28,9 @@ type Options struct {
 	EngineBase string        // for the sources entries and messages
 	Timeout    time.Duration // per identity read; default 5 s
 	Logger     *slog.Logger
+	// Residency is the engine's prefix-cache index, fed from its KV cache
+	// events (residency.Follow); nil: the engine publishes none (404).
+	Residency *residency.Index
 }
 
 // Sidecar vouches for one engine process: it binds to the identity read at
@@ -104,6 +108,7 @@ func (s *Sidecar) Handler() http.Handler {
 			_, _ = w.Write(s.payload)
 		}
 	})
+	s.residencyRoutes(mux)
 	return mux
 }
 

@@ -61,6 +61,21 @@ func NewHasher(algo Algo, blockSize int, seed string) (*Hasher, error) {
 	return h, nil
 }
 
+// NewHasherWithNone builds a hasher from a chain seed already computed
+// (a residency snapshot's none_hash), for callers that never see the
+// engine's PYTHONHASHSEED.
+func NewHasherWithNone(algo Algo, blockSize int, none Hash) (*Hasher, error) {
+	h, err := NewHasher(algo, blockSize, "")
+	if err != nil {
+		return nil, err
+	}
+	h.none = none
+	return h, nil
+}
+
+// Algo is the hash algorithm.
+func (h *Hasher) Algo() Algo { return h.algo }
+
 // BlockSize is the tokens per block.
 func (h *Hasher) BlockSize() int { return h.blockSize }
 
