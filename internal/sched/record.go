@@ -44,6 +44,7 @@ type Step struct {
 	RID, IID string
 
 	InputLen, WantedLen int        // Track
+	Cached              []CachedOn // Track: the cache evidence, sorted by iid
 	Exclude             []string   // Place, PlaceDecode: sorted; nil when none
 	Attempt             Attempt    // Place
 	Tokens              int        // OutputTokens
