@@ -1,10 +1,15 @@
 package attest
 
 import (
+	"context"
+	"log/slog"
 	"net/http"
 	"strconv"
+	"time"
 
+	"github.com/narwhal-go/narwhal/internal/kvevents"
 	"github.com/narwhal-go/narwhal/internal/residency"
+	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
 // residencyRoutes serves GET /v1/residency and GET /v1/residency/events
@@ -45,4 +50,42 @@ func (s *Sidecar) residencyGate(w http.ResponseWriter, r *http.Request) *residen
 		return nil
 	}
 	return s.opts.Residency
+}
+
+// KVEvents is where the engine publishes its KV cache events, and how it
+// hashes blocks (nil skips the seed check).
+type KVEvents struct {
+	Subscriber kvevents.Subscriber
+	Hasher     *kvevents.Hasher
+}
+
+// ServeKV is Serve for an engine that publishes KV cache events: the
+// sidecar also follows them (residency.Follow) and serves the residency
+// routes until Close.
+func ServeKV(ctx context.Context, doc *Document, engineBase, addr string, log *slog.Logger, kv KVEvents) (*Server, error) {
+	c := vllm.NewClient(engineBase, vllm.Options{ConnectTimeout: 2 * time.Second})
+	s, err := New(ctx, Options{Document: doc, Engine: c, EngineBase: engineBase, Logger: log})
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	s.opts.Residency = residency.NewIndex(residency.NewEpoch(), s.bound.ProcessStart, kv.Hasher)
+	srv, err := s.Listen(addr)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	srv.FollowKV(kv.Subscriber)
+	return srv, nil
+}
+
+// FollowKV feeds the sidecar's residency index from sub until Close.
+func (s *Server) FollowKV(sub kvevents.Subscriber) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		residency.Follow(ctx, sub, s.opts.Residency, time.Second)
+	}()
+	s.stopKV = func() { cancel(); <-done }
 }

@@ -162,9 +162,10 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 // Server is a sidecar listening on an address.
 type Server struct {
 	*Sidecar
-	ln   net.Listener
-	srv  *http.Server
-	done chan struct{}
+	ln     net.Listener
+	srv    *http.Server
+	done   chan struct{}
+	stopKV func() // stops FollowKV; nil when not following
 }
 
 // Listen binds addr ("127.0.0.1:0" picks a free port) and serves until
@@ -192,6 +193,9 @@ func (s *Server) AttestationURL() string { return s.URL() + "/v1/attestation" }
 // Close stops serving, waits for the serve loop and releases the engine
 // client's idle connections.
 func (s *Server) Close() error {
+	if s.stopKV != nil {
+		s.stopKV()
+	}
 	err := s.srv.Close()
 	<-s.done
 	if c, ok := s.opts.Engine.(interface{ Close() }); ok {

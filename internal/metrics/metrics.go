@@ -72,6 +72,7 @@ type Metrics struct {
 	pools  *pools
 	health health
 	drift  *drift
+	cache  *cache
 }
 
 // New builds the collectors for cfg on a fresh registry, with the Go
@@ -92,6 +93,7 @@ func New(cfg *fleet.Config) *Metrics {
 	m.pools = newPools(b, cfg)
 	m.health = newHealth(b, cfg)
 	m.drift = newDrift(b, cfg)
+	m.cache = newCache(b, cfg)
 	return m
 }
 

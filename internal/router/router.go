@@ -28,6 +28,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/ports"
 	"github.com/narwhal-go/narwhal/internal/probe"
 	"github.com/narwhal-go/narwhal/internal/profile"
+	"github.com/narwhal-go/narwhal/internal/residency"
 	"github.com/narwhal-go/narwhal/internal/sched"
 	"github.com/narwhal-go/narwhal/internal/takeover"
 	"github.com/narwhal-go/narwhal/internal/units"
@@ -106,7 +107,8 @@ type Router struct {
 	reads    bodyReads   // completion bodies being read, per client
 	models   modelLimits // the engines' max_model_len
 
-	bg       sync.WaitGroup // background probes
+	cache    *residency.Tracker // prefix-cache residency per engine (cache.go); nil: every prefill priced cold
+	bg       sync.WaitGroup     // background probes
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
 
@@ -152,6 +154,7 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 	r.metrics.AdmissionInflightLimit.Set(float64(limit))
 	r.metrics.HTTPRetainedLimit.Set(float64(limit + cfg.Serving.QueueCapacity))
 	r.addEngines(key)
+	r.cache = newCacheTracker(cfg)
 	r.probe = r.newProber()
 	r.av = avail.New(avail.Config{Fleet: cfg, Log: r.log, Clock: r.clock, Epoch: r.epoch, Journal: r.journal,
 		Metrics: r.metrics, Core: coreSide{r}, Probes: probes{r}, Status: status{r},
@@ -253,6 +256,9 @@ func (r *Router) Start() {
 			r.background(r.watchModelLimits) // no sweeps to refresh it
 		}
 		r.identities.Store(true)
+		if r.cache != nil {
+			r.background(r.followResidency)
+		}
 		r.bg.Add(1)
 		go r.probeLag()
 		go r.monitor()

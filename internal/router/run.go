@@ -162,6 +162,9 @@ func (c *call) tryPrefill(n int, exclude map[string]bool) (string, <-chan struct
 	r.mu.Lock()
 	now := r.now()
 	pl, ref := r.core.Place(now, c.rid, exclude, sched.Attempt{N: n, FailedOver: c.failedOver})
+	if ref == nil {
+		c.placedCache(pl)
+	}
 	if pl.IID != "" {
 		c.price = &journal.Price{PriceS: now - c.arrived + pl.Cost.Secondary, ElapsedS: now - c.arrived,
 			BacklogS: pl.Cost.Secondary - pl.OwnPrefill, OwnPrefillS: pl.OwnPrefill}
@@ -249,6 +252,9 @@ func (c *call) prefillLeg(ctx context.Context, n int, iid string) (*vllm.Handoff
 	defer cancel()
 	h, e := r.engines[iid].client.Prefill(lctx, c.endpoint, vllm.PrefillBody(c.body, r.cfg.Model), legID(c.rid, n, "prefill"))
 	c.upstreamP += r.now() - start
+	if h != nil {
+		c.reportedCache(iid, h.CachedTokens)
+	}
 	r.mu.Lock()
 	r.core.PrefillDone(r.now(), iid, c.rid)
 	r.seatFreed()

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -254,17 +255,30 @@ func (s *Stream) Close() {
 // Tokenize counts the prompt of a completions body (prompt) or a chat body
 // (messages) on the engine's /tokenize route.
 func (c *Client) Tokenize(ctx context.Context, body []byte) (int, *Error) {
+	n, _, e := c.TokenizeIDs(ctx, body)
+	return n, e
+}
+
+// TokenizeIDs is Tokenize with the prompt's token ids: nil unless the
+// answer's tokens are non-negative ints as many as its count (the ids
+// prefix hashing needs; runtime reference §1.6).
+func (c *Client) TokenizeIDs(ctx context.Context, body []byte) (int, []int, *Error) {
 	b, e := c.call(ctx, "admission", http.MethodPost, "/tokenize", body, "", 64<<20)
 	if e != nil {
-		return 0, e
+		return 0, nil, e
 	}
 	var out struct {
-		Count *int `json:"count"`
+		Count  *int            `json:"count"`
+		Tokens json.RawMessage `json:"tokens"`
 	}
 	if err := json.Unmarshal(b, &out); err != nil || out.Count == nil || *out.Count < 0 {
-		return 0, invalid("admission", "inference_status", "/tokenize answered without a count")
+		return 0, nil, invalid("admission", "inference_status", "/tokenize answered without a count")
 	}
-	return *out.Count, nil
+	var ids []int
+	if json.Unmarshal(out.Tokens, &ids) != nil || len(ids) != *out.Count || slices.ContainsFunc(ids, func(t int) bool { return t < 0 }) {
+		ids = nil
+	}
+	return *out.Count, ids, nil
 }
 
 // Health probes GET /health: nil when the engine answers 200.

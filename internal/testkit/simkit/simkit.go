@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/narwhal-go/narwhal/internal/attest"
+	"github.com/narwhal-go/narwhal/internal/kvevents"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/simengine"
 )
@@ -21,7 +22,13 @@ func Sidecar(t testing.TB, e *simengine.Engine, addr string) *attest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := attest.Serve(context.Background(), doc, e.URL(), addr, nil)
+	var s *attest.Server
+	if pub, rep := e.KVEventEndpoints(); pub != "" {
+		kv := attest.KVEvents{Subscriber: kvevents.Subscriber{Endpoint: pub, ReplayEndpoint: rep}, Hasher: e.PrefixHasher()}
+		s, err = attest.ServeKV(context.Background(), doc, e.URL(), addr, nil, kv)
+	} else {
+		s, err = attest.Serve(context.Background(), doc, e.URL(), addr, nil)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
