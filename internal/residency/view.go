@@ -100,6 +100,9 @@ func (v *View) Apply(ev Events) bool {
 		}
 	}
 	v.Sequence = max(v.Sequence, ev.Sequence)
+	if ev.BlockSize > 0 {
+		v.BlockSize = ev.BlockSize
+	}
 	return true
 }
 
