@@ -18,7 +18,9 @@ func stored(bs int, parent *uint64, hs ...uint64) kvevents.Event {
 	return kvevents.Event{Kind: kvevents.KindStored, Hashes: hs, Parent: parent, BlockSize: bs, TokenIDs: make([]int, bs*len(hs))}
 }
 
-func removed(hs ...uint64) kvevents.Event { return kvevents.Event{Kind: kvevents.KindRemoved, Hashes: hs} }
+func removed(hs ...uint64) kvevents.Event {
+	return kvevents.Event{Kind: kvevents.KindRemoved, Hashes: hs}
+}
 
 func batch(evs ...kvevents.Event) kvevents.Batch { return kvevents.Batch{Events: evs} }
 
