@@ -69,7 +69,7 @@ func ServeKV(ctx context.Context, doc *Document, engineBase, addr string, log *s
 		c.Close()
 		return nil, err
 	}
-	s.opts.Residency = residency.NewIndex(residency.NewEpoch(), s.bound.ProcessStart, kv.Hasher)
+	s.EnableResidency(kv.Hasher)
 	srv, err := s.Listen(addr)
 	if err != nil {
 		c.Close()
@@ -77,6 +77,13 @@ func ServeKV(ctx context.Context, doc *Document, engineBase, addr string, log *s
 	}
 	srv.FollowKV(kv.Subscriber)
 	return srv, nil
+}
+
+// EnableResidency gives the sidecar a residency index for the bound
+// engine process (h verifies its hash seed; nil skips). Call it before
+// Listen, then FollowKV.
+func (s *Sidecar) EnableResidency(h *kvevents.Hasher) {
+	s.opts.Residency = residency.NewIndex(residency.NewEpoch(), s.bound.ProcessStart, h)
 }
 
 // FollowKV feeds the sidecar's residency index from sub until Close.
