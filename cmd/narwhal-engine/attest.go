@@ -6,7 +6,6 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/attest"
 	"github.com/narwhal-go/narwhal/internal/cli"
-	"github.com/narwhal-go/narwhal/internal/kvevents"
 	"github.com/narwhal-go/narwhal/internal/simengine"
 )
 
@@ -17,9 +16,5 @@ func startSidecar(ctx context.Context, e *simengine.Engine, host string, port in
 	if err != nil {
 		return nil, err
 	}
-	if pub, rep := e.KVEventEndpoints(); pub != "" {
-		kv := attest.KVEvents{Subscriber: kvevents.Subscriber{Endpoint: pub, ReplayEndpoint: rep}, Hasher: e.PrefixHasher()}
-		return attest.ServeKV(ctx, doc, e.URL(), cli.Addr(host, port), log, kv)
-	}
-	return attest.Serve(ctx, doc, e.URL(), cli.Addr(host, port), log)
+	return attest.ServeEngine(ctx, doc, e.URL(), cli.Addr(host, port), log, e)
 }

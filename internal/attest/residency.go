@@ -96,3 +96,18 @@ func (s *Server) FollowKV(sub kvevents.Subscriber) {
 	}()
 	s.stopKV = func() { cancel(); <-done }
 }
+
+// KVSource is an engine that may publish KV cache events (a simengine).
+type KVSource interface {
+	KVEventEndpoints() (pub, replay string)
+	PrefixHasher() *kvevents.Hasher
+}
+
+// ServeEngine is ServeKV when src publishes KV cache events, else Serve.
+func ServeEngine(ctx context.Context, doc *Document, engineBase, addr string, log *slog.Logger, src KVSource) (*Server, error) {
+	if pub, rep := src.KVEventEndpoints(); pub != "" {
+		kv := KVEvents{Subscriber: kvevents.Subscriber{Endpoint: pub, ReplayEndpoint: rep}, Hasher: src.PrefixHasher()}
+		return ServeKV(ctx, doc, engineBase, addr, log, kv)
+	}
+	return Serve(ctx, doc, engineBase, addr, log)
+}

@@ -70,7 +70,8 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return fmt.Errorf("dev fleet: %w", err)
 	}
-	engines, err := simengine.StartFleet(o.Engines, simengine.Config{Model: o.Model, Profile: simengine.DefaultProfile("sim")}, nil)
+	engines, err := simengine.StartFleet(o.Engines, simengine.Config{Model: o.Model, Profile: simengine.WarmProfile("sim"),
+		Prefix: simengine.DevPrefixCache()}, nil)
 	if err != nil {
 		return fmt.Errorf("dev fleet: start simulated engines: %w", err)
 	}
@@ -150,7 +151,7 @@ func Fleet(model string, urls []string, dir string) (*fleet.Config, *profile.Sto
 			role, iid = fleet.Decode, fmt.Sprintf("d%d", i-half)
 		}
 		cfg.Engines = append(cfg.Engines, fleet.Engine{IID: iid, URL: u, Role: role})
-		store.Profiles = append(store.Profiles, simengine.DefaultProfile(iid))
+		store.Profiles = append(store.Profiles, simengine.WarmProfile(iid))
 	}
 	if len(urls) == 1 {
 		cfg.Engines[0].Role = fleet.Decode
@@ -174,7 +175,7 @@ func startSidecars(ctx context.Context, engines *simengine.Fleet, log *slog.Logg
 		doc, err := attest.Parse("simengine "+e.EngineID(), e.AttestationDocument())
 		if err == nil {
 			var s *attest.Server
-			if s, err = attest.Serve(ctx, doc, e.URL(), "127.0.0.1:0", log); err == nil {
+			if s, err = attest.ServeEngine(ctx, doc, e.URL(), "127.0.0.1:0", log, e); err == nil {
 				out = append(out, s)
 				continue
 			}

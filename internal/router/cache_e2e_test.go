@@ -7,24 +7,10 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
-	"github.com/narwhal-go/narwhal/internal/kvevents"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/sched"
 	"github.com/narwhal-go/narwhal/internal/simengine"
 )
-
-func fptr(v float64) *float64 { return &v }
-func iptr(v int) *int         { return &v }
-
-// withWarmFit gives a profile row a warm-prefill fit: a cached prefix is
-// read, not recomputed.
-func withWarmFit(r profile.Row) profile.Row {
-	r.CachedTTFTA, r.CachedTTFTB, r.CachedTTFTC, r.CachedTTFTD = fptr(r.TTFTA), fptr(r.TTFTB), fptr(r.TTFTC), fptr(1e-6)
-	r.CachedCVMAPE = fptr(0.05)
-	r.CachedMinPrefixTokens, r.CachedMaxPrefixTokens = iptr(16), iptr(65536)
-	r.CachedMinSuffixTokens, r.CachedMaxSuffixTokens = iptr(1), iptr(65536)
-	return r
-}
 
 // startCacheHarness is two prefill engines and a decode engine with prefix
 // caching and KV cache events, each with a sidecar serving residency, and
@@ -33,9 +19,7 @@ func startCacheHarness(t *testing.T) *harness {
 	t.Helper()
 	return startHarness(t, []fleet.Role{fleet.Prefill, fleet.Prefill, fleet.Decode}, harnessOptions{
 		engine: func(c *simengine.Config) {
-			c.Profile = withWarmFit(c.Profile)
-			c.Prefix = simengine.PrefixCache{Enabled: true, PromptTokensDetails: true, KVEvents: &kvevents.Config{
-				Enable: true, Endpoint: "tcp://127.0.0.1:0", ReplayEndpoint: "tcp://127.0.0.1:0"}}
+			c.Profile, c.Prefix = simengine.WarmProfile(c.Profile.IID), simengine.DevPrefixCache()
 		},
 		sidecars: true,
 		mod: func(c *fleet.Config) {
@@ -46,7 +30,7 @@ func startCacheHarness(t *testing.T) *harness {
 		built: func(r *Router) {
 			store := &profile.Store{Schema: profile.Schema, SchemaVersion: profile.SchemaVersion}
 			for _, e := range r.cfg.Engines {
-				store.Profiles = append(store.Profiles, withWarmFit(simengine.DefaultProfile(e.IID)))
+				store.Profiles = append(store.Profiles, simengine.WarmProfile(e.IID))
 			}
 			core, err := sched.New(r.cfg, store)
 			if err != nil {

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/narwhal-go/narwhal/internal/attest"
-	"github.com/narwhal-go/narwhal/internal/kvevents"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/simengine"
 )
@@ -22,13 +21,7 @@ func Sidecar(t testing.TB, e *simengine.Engine, addr string) *attest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s *attest.Server
-	if pub, rep := e.KVEventEndpoints(); pub != "" {
-		kv := attest.KVEvents{Subscriber: kvevents.Subscriber{Endpoint: pub, ReplayEndpoint: rep}, Hasher: e.PrefixHasher()}
-		s, err = attest.ServeKV(context.Background(), doc, e.URL(), addr, nil, kv)
-	} else {
-		s, err = attest.Serve(context.Background(), doc, e.URL(), addr, nil)
-	}
+	s, err := attest.ServeEngine(context.Background(), doc, e.URL(), addr, nil, e)
 	if err != nil {
 		t.Fatal(err)
 	}
