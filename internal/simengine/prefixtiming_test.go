@@ -51,12 +51,12 @@ func TestWarmPrefillFollowsTheCachedFit(t *testing.T) {
 	clk := ports.NewFake(time.Unix(1_700_000_000, 0))
 	prof := WarmProfile("sim-0")
 	e := startEngine(t, func(c *Config) { c.Clock = clk; c.Profile = prof; c.Prefix = PrefixCache{Enabled: true} })
-	base := strings.Repeat("word ", 600)
+	base := strings.TrimSpace(strings.Repeat("word ", 600)) // no trailing space: its tokens prefix the longer prompt's
 	n := CountTokens(base)
 	if d := firstTokenAfter(t, e, clk, base); d != units.Seconds(prof.PrefillTime(n)) {
 		t.Fatalf("cold prefill took %v, want prefill_time(%d) = %v", d, n, units.Seconds(prof.PrefillTime(n)))
 	}
-	longer := base + strings.Repeat("more ", 100)
+	longer := base + strings.Repeat(" more", 100)
 	m := CountTokens(longer)
 	p := min(n/16, (m-1)/16) * 16 // the first prompt's whole blocks, short of the last prompt token
 	warm, ok := prof.CachedPrefillTime(p, m-p)
