@@ -200,18 +200,21 @@ func decodeRemoved(dec *msgpack.Decoder, e *Event, n int) (int, error) {
 	return read, nil
 }
 
-func decodeHashes(dec *msgpack.Decoder) ([]uint64, error) {
+func decodeHashes(dec *msgpack.Decoder) ([]uint64, error) { return decodeArray(dec, decodeHash) }
+
+// decodeArray reads an array whose items one reads with item.
+func decodeArray[T any](dec *msgpack.Decoder, item func(*msgpack.Decoder) (T, error)) ([]T, error) {
 	n, err := dec.DecodeArrayLen()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]uint64, 0, max(n, 0))
+	out := make([]T, 0, max(n, 0))
 	for range n {
-		h, err := decodeHash(dec)
+		v, err := item(dec)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, h)
+		out = append(out, v)
 	}
 	return out, nil
 }
@@ -244,19 +247,7 @@ func decodeOptHash(dec *msgpack.Decoder) (*uint64, error) {
 }
 
 func decodeInts(dec *msgpack.Decoder) ([]int, error) {
-	n, err := dec.DecodeArrayLen()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]int, 0, max(n, 0))
-	for range n {
-		v, err := dec.DecodeInt()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, nil
+	return decodeArray(dec, (*msgpack.Decoder).DecodeInt)
 }
 
 func decodeOptString(dec *msgpack.Decoder) (string, error) {

@@ -17,17 +17,20 @@ type cache struct {
 }
 
 func newCache(b builder, cfg *fleet.Config) *cache {
-	c := &cache{
-		placements: b.counterVec("narwhal_cache_placements_total", "Prefill placements by pricing: warm (cache evidence lowered the price) or cold.", "pricing"),
-		predicted:  b.counterVec("narwhal_cache_predicted_tokens_total", "Cached prompt tokens the router predicted on the engine it placed a warm prefill on.", "iid"),
-		reported:   b.counterVec("narwhal_cache_reported_tokens_total", "Cached prompt tokens engines reported (usage.prompt_tokens_details) for prefill legs.", "iid"),
-		known:      b.gaugeVec("narwhal_residency_known", "1 while the router knows the engine's prefix-cache residency, else 0 (priced cold).", "iid"),
+	perEngine := func(name, help string) *prometheus.CounterVec {
+		v := b.counterVec(name, help, "iid")
+		for _, e := range cfg.Engines {
+			seed(v, e.IID)
+		}
+		return v
 	}
-	c.placements.WithLabelValues("warm")
-	c.placements.WithLabelValues("cold")
+	c := &cache{placements: b.counterVec("narwhal_cache_placements_total",
+		"Prefill placements by pricing: warm (cache evidence lowered the price) or cold.", "pricing")}
+	seed(c.placements, "warm", "cold")
+	c.predicted = perEngine("narwhal_cache_predicted_tokens_total", "Cached prompt tokens the router predicted on the engine it placed a warm prefill on.")
+	c.reported = perEngine("narwhal_cache_reported_tokens_total", "Cached prompt tokens engines reported (usage.prompt_tokens_details) for prefill legs.")
+	c.known = b.gaugeVec("narwhal_residency_known", "1 while the router knows the engine's prefix-cache residency, else 0 (priced cold).", "iid")
 	for _, e := range cfg.Engines {
-		seed(c.predicted, e.IID)
-		seed(c.reported, e.IID)
 		c.known.WithLabelValues(e.IID)
 	}
 	return c

@@ -79,7 +79,7 @@ func TestCacheAwarePlacementEndToEnd(t *testing.T) {
 	if cp.PlacedCachedTokens <= 0 || !(cp.PredictedPrefillS < cp.ColdPrefillS) || row.CachedTokens["p1"] != cp.PlacedCachedTokens || row.CachedTokens["p0"] != 0 {
 		t.Errorf("cache evidence %+v, cached_tokens %v: want p1's prefix, warm below cold, none on p0", cp, row.CachedTokens)
 	}
-	if got := counterValue(t, h, "narwhal_cache_reported_tokens_total", "p1"); got != float64(cp.PlacedCachedTokens) {
+	if got := h.gauge(t, "narwhal_cache_reported_tokens_total", map[string]string{"iid": "p1"}); got != float64(cp.PlacedCachedTokens) {
 		t.Errorf("p1 reported %g cached tokens, the router predicted %d", got, cp.PlacedCachedTokens)
 	}
 
@@ -108,26 +108,4 @@ func TestCacheAwarePlacementEndToEnd(t *testing.T) {
 	if row := h.completion(t, turn3+" And in the shallows?"); row.CachePlacement != nil || row.CachedTokens[iid] != 0 {
 		t.Errorf("after %s restarted: cache_placement %+v cached_tokens %v, want cold and no evidence on it", iid, row.CachePlacement, row.CachedTokens)
 	}
-}
-
-func counterValue(t *testing.T, h *harness, family, iid string) float64 {
-	t.Helper()
-	mfs, err := h.router.Metrics().Registry().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != family {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "iid" && l.GetValue() == iid {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	t.Fatalf("no %s{iid=%q}", family, iid)
-	return 0
 }

@@ -115,11 +115,4 @@ func (rn *runner) stored(e *engine, r *request) {
 // DemoWarmProfile is DemoProfile with a warm-prefill fit: a cached prefix
 // is attended to but not recomputed (the quadratic term covers the suffix
 // against the whole context, d' the cost of reading the cached KV).
-func DemoWarmProfile(iid string) profile.Row {
-	r := DemoProfile(iid)
-	a, b, c, d, cv := r.TTFTA, r.TTFTB, r.TTFTC, 2e-6, 0.05
-	minP, maxP, minS, maxS := 16, 65536, 1, 65536
-	r.CachedTTFTA, r.CachedTTFTB, r.CachedTTFTC, r.CachedTTFTD, r.CachedCVMAPE = &a, &b, &c, &d, &cv
-	r.CachedMinPrefixTokens, r.CachedMaxPrefixTokens, r.CachedMinSuffixTokens, r.CachedMaxSuffixTokens = &minP, &maxP, &minS, &maxS
-	return r
-}
+func DemoWarmProfile(iid string) profile.Row { return DemoProfile(iid).WithWarmFit(2e-6, 65536) }

@@ -162,14 +162,7 @@ func (c *prefixCache) resident() int { return c.lru.Len() }
 // WarmProfile is DefaultProfile with a warm-prefill fit, for fleets that
 // cache prefixes: a cached prefix is attended to but not recomputed (the
 // cold curve's terms on the suffix, 1 µs per cached token to read it).
-func WarmProfile(iid string) profile.Row {
-	r := DefaultProfile(iid)
-	a, b, c, d, cv := r.TTFTA, r.TTFTB, r.TTFTC, 1e-6, 0.05
-	minP, maxP, minS, maxS := 16, 131072, 1, 131072
-	r.CachedTTFTA, r.CachedTTFTB, r.CachedTTFTC, r.CachedTTFTD, r.CachedCVMAPE = &a, &b, &c, &d, &cv
-	r.CachedMinPrefixTokens, r.CachedMaxPrefixTokens, r.CachedMinSuffixTokens, r.CachedMaxSuffixTokens = &minP, &maxP, &minS, &maxS
-	return r
-}
+func WarmProfile(iid string) profile.Row { return DefaultProfile(iid).WithWarmFit(1e-6, 131072) }
 
 // DevPrefixCache is prefix caching as the dev fleet runs it: on, cached
 // tokens reported, events on free loopback ports with replay.
