@@ -38,7 +38,6 @@ type Hasher struct {
 	algo      Algo
 	blockSize int
 	none      Hash
-	buf       []byte
 }
 
 // NewHasher builds a hasher for algo, block size and the engine's
@@ -85,22 +84,29 @@ func (h *Hasher) NoneHash() Hash { return h.none }
 // Block is hash_block_tokens(parent, tokens, None): the hash of one full
 // block given its parent's hash (NoneHash for the first block).
 func (h *Hasher) Block(parent Hash, tokens []int) Hash {
+	sum, _ := h.block(nil, parent, tokens)
+	return sum
+}
+
+// block hashes one block, serializing into buf (returned for reuse).
+func (h *Hasher) block(buf []byte, parent Hash, tokens []int) (Hash, []byte) {
 	if h.algo == SHA256 {
-		h.buf = appendPickleBlock(h.buf[:0], parent, tokens)
+		buf = appendPickleBlock(buf[:0], parent, tokens)
 	} else {
-		h.buf = appendCBORBlock(h.buf[:0], parent, tokens)
+		buf = appendCBORBlock(buf[:0], parent, tokens)
 	}
-	return sha256.Sum256(h.buf)
+	return sha256.Sum256(buf), buf
 }
 
 // Prompt hashes the full blocks of a prompt in order (a partial last block
-// has no hash, as in vLLM). It is not safe for concurrent use.
+// has no hash, as in vLLM). A Hasher is safe for concurrent use.
 func (h *Hasher) Prompt(tokens []int) []Hash {
 	n := len(tokens) / h.blockSize
 	out := make([]Hash, n)
 	parent := h.none
+	var buf []byte
 	for b := range n {
-		parent = h.Block(parent, tokens[b*h.blockSize:(b+1)*h.blockSize])
+		parent, buf = h.block(buf, parent, tokens[b*h.blockSize:(b+1)*h.blockSize])
 		out[b] = parent
 	}
 	return out
