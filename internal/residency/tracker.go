@@ -53,13 +53,20 @@ func NewTracker(sources []Source, limit int, timeout time.Duration) *Tracker {
 // Close releases idle connections.
 func (t *Tracker) Close() { t.client.CloseIdleConnections() }
 
-// Refresh reads every sidecar once: the changes since the view's sequence,
-// or a fresh snapshot when the view is unknown or the sidecar says to
-// resynchronise. A failed read loses that engine's residency.
+// Refresh reads every sidecar once, in parallel (a slow sidecar delays no
+// other engine's view): the changes since the view's sequence, or a fresh
+// snapshot when the view is unknown or the sidecar says to resynchronise.
+// A failed read loses that engine's residency.
 func (t *Tracker) Refresh(ctx context.Context) {
+	var wg sync.WaitGroup
 	for _, s := range t.sources {
-		t.refreshOne(ctx, s)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t.refreshOne(ctx, s)
+		}()
 	}
+	wg.Wait()
 }
 
 func (t *Tracker) refreshOne(ctx context.Context, s Source) {

@@ -154,3 +154,11 @@ func promptIDs(body map[string]json.RawMessage) []int {
 	}
 	return nil
 }
+
+// residencyState is the state document's residency map.
+func (r *Router) residencyState() map[string]residency.EngineState {
+	if r.cache == nil {
+		return map[string]residency.EngineState{}
+	}
+	return r.cache.State()
+}

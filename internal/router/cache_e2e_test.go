@@ -2,12 +2,14 @@ package router
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/profile"
+	"github.com/narwhal-go/narwhal/internal/routerdoc"
 	"github.com/narwhal-go/narwhal/internal/sched"
 	"github.com/narwhal-go/narwhal/internal/simengine"
 )
@@ -63,6 +65,10 @@ func TestCacheAwarePlacementEndToEnd(t *testing.T) {
 	h := startCacheHarness(t)
 	for _, iid := range []string{"p0", "p1", "d0"} {
 		eventually(t, "residency of "+iid+" known", func() bool { _, ok := h.residentBlocks(iid); return ok })
+	}
+	var doc routerdoc.StateDoc
+	if err := json.Unmarshal([]byte(get(t, h.srv.URL+"/narwhal/state")), &doc); err != nil || !doc.Residency["p1"].Known || doc.Residency["p1"].Epoch == "" {
+		t.Fatalf("state residency %+v (%v): want p1 known with its sidecar's epoch", doc.Residency, err)
 	}
 	system := strings.Repeat("You answer questions about the sea, briefly and kindly. ", 12)
 	turn1 := system + "Why is the sea salty?"

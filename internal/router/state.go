@@ -47,7 +47,7 @@ func (r *Router) state() routerdoc.StateDoc {
 	}
 	return routerdoc.StateDoc{
 		Schema: routerdoc.StateSchema, SchemaVersion: routerdoc.StateSchemaVersion,
-		JournalRun: journalRun, Controller: "reactive", TokenAccounting: "token_ids",
+		JournalRun: journalRun, Controller: "reactive", TokenAccounting: "token_ids", Residency: r.residencyState(),
 		Served: st.served, SLOMet: st.sloMet, Failed: st.failed, Offered: st.offered,
 		UnsizedOffered: st.unsizedOffered, Expired: st.expired, Cancelled: st.cancelled,
 		InvalidRequests: st.invalid, Unserved: snap.Unserved,
