@@ -176,12 +176,7 @@ func (p *Publisher) Publish(b Batch) (int64, error) {
 	defer p.mu.Unlock()
 	seq := p.next
 	p.next++
-	if len(p.buf) < p.cfg.BufferSteps {
-		p.buf = append(p.buf, stored{seq, payload})
-	} else {
-		p.buf[p.head] = stored{seq, payload}
-		p.head = (p.head + 1) % len(p.buf)
-	}
+	p.keepLocked(stored{seq, payload})
 	msg := [][]byte{p.topic, binary.BigEndian.AppendUint64(nil, uint64(seq)), payload}
 	for s := range p.peers {
 		if !s.wants(p.topic) {
@@ -285,6 +280,16 @@ func (p *Publisher) serveReplay(c net.Conn) {
 			return
 		}
 	}
+}
+
+// keepLocked puts a batch in the replay ring, over the oldest once full.
+func (p *Publisher) keepLocked(s stored) {
+	if len(p.buf) < p.cfg.BufferSteps {
+		p.buf = append(p.buf, s)
+		return
+	}
+	p.buf[p.head] = s
+	p.head = (p.head + 1) % len(p.buf)
 }
 
 // buffered copies the kept batches from start on, oldest first.
