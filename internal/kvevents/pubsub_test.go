@@ -236,7 +236,9 @@ func TestSubscriberReportsAGapTheReplayCannotFill(t *testing.T) {
 	lose(t, p)
 	publishN(t, p, 1)
 	// (a batch that raced the subscription may have been lost too: only the gap after from counts)
-	r.waitFor(t, "the gap", func() bool { return len(r.gaps) > 0 && r.gaps[len(r.gaps)-1][0] == from })
+	r.waitFor(t, "the gap and the batch after it", func() bool {
+		return len(r.gaps) > 0 && r.gaps[len(r.gaps)-1][0] == from && r.seqs[len(r.seqs)-1] >= from+2
+	})
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.gaps[len(r.gaps)-1] != [2]int64{from, from + 2} || r.seqs[len(r.seqs)-1] != from+2 {
