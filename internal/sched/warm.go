@@ -1,6 +1,10 @@
 package sched
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/narwhal-go/narwhal/internal/fleet"
+)
 
 // Cache-aware prefill pricing (runtime reference §2.3). The caller gives a
 // request its cache evidence at Track: for each engine whose residency is
@@ -87,4 +91,17 @@ func CachedMap(pairs []CachedOn) map[string]int {
 		m[p.IID] = p.Tokens
 	}
 	return m
+}
+
+// arrivalPrice is what the demand model charges an arrival (§2.7.2): the
+// lower of the fleet-mean cold prefill time and the cheapest warm price on
+// a live prefill engine that holds part of its prompt.
+func (k *controller) arrivalPrice(r *Request) float64 {
+	p := k.meanPrefill(r.InputLen)
+	for _, i := range k.c.instances {
+		if i.Live && i.Role == fleet.Prefill && r.CachedTokens[i.IID] > 0 {
+			p = min(p, k.c.prefillTime(r, i))
+		}
+	}
+	return p
 }

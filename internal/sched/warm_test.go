@@ -93,3 +93,24 @@ func TestTrackStepRecordsCacheEvidence(t *testing.T) {
 		t.Errorf("CachedMap = %v", m)
 	}
 }
+
+// The demand model charges an arrival the cheapest warm price on a live
+// prefill engine holding its prefix, when that is below the fleet-mean
+// cold price.
+func TestDemandPricesArrivalsWarm(t *testing.T) {
+	price := func(cached map[string]int) float64 {
+		c := newWarmCore(t, warmRow("a"), warmRow("b"))
+		c.Track(0, Request{RID: "r", InputLen: 1000, WantedLen: 10, CachedTokens: cached})
+		_, s, _ := c.ctl.hist.since(-1)
+		return s
+	}
+	cold, warm := price(nil), price(map[string]int{"b": 960})
+	if want := c0(t).ctl.meanPrefill(1000); cold != want {
+		t.Fatalf("cold arrival priced %g, want the fleet-mean cold price %g", cold, want)
+	}
+	if !(warm < cold) {
+		t.Errorf("arrival with b holding 960 tokens priced %g, cold %g: want the warm price", warm, cold)
+	}
+}
+
+func c0(t *testing.T) *Core { return newWarmCore(t, warmRow("a"), warmRow("b")) }
