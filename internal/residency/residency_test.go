@@ -172,7 +172,7 @@ func TestTrackerFollowsAndResynchronises(t *testing.T) {
 	tr.Refresh(ctx)
 	x.Apply(0, batch(kvevents.Event{Kind: kvevents.KindStored, Hashes: hs, TokenIDs: prompt[:4], BlockSize: 2}))
 	tr.Refresh(ctx)
-	ev := tr.Cached(prompt)
+	ev := tr.Cached(prompt, nil)
 	if ev.Cached["a"] != 4 || ev.Sequence["a"] != 0 {
 		t.Fatalf("evidence %+v, want a: 4 tokens at sequence 0", ev)
 	}
@@ -181,7 +181,7 @@ func TestTrackerFollowsAndResynchronises(t *testing.T) {
 	}
 	x.Gap(1, 3) // the sidecar lost history: 410, then an unknown snapshot
 	tr.Refresh(ctx)
-	if _, ok := tr.Cached(prompt).Cached["a"]; ok {
+	if _, ok := tr.Cached(prompt, nil).Cached["a"]; ok {
 		t.Error("evidence survived the sidecar losing residency")
 	}
 	x.Apply(3, batch(kvevents.Event{Kind: kvevents.KindCleared}))

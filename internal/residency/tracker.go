@@ -137,12 +137,19 @@ type Evidence struct {
 	Sequence map[string]int64
 }
 
-// Cached looks a tokenized prompt up in every known view.
-func (t *Tracker) Cached(tokens []int) Evidence {
+// Hashes memoises a prompt's block hashes per engine hashing
+// configuration, so looking one prompt up again hashes nothing.
+type Hashes map[hashKey][]uint64
+
+// Cached looks a tokenized prompt up in every known view; hashed (nil: a
+// fresh one) keeps the prompt's block hashes for the next look-up.
+func (t *Tracker) Cached(tokens []int, hashed Hashes) Evidence {
 	ev := Evidence{Cached: map[string]int{}, Sequence: map[string]int64{}}
+	if hashed == nil {
+		hashed = Hashes{}
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	hashed := map[hashKey][]uint64{}
 	for iid, v := range t.views {
 		k, ok := v.key()
 		if !ok {

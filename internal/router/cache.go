@@ -88,18 +88,23 @@ func coldBody(body map[string]json.RawMessage) bool {
 	return false
 }
 
-// cacheEvidence is the request's cache evidence for Track, or nil (cold):
-// only exactly sized prompts with token ids are looked up.
-func (c *call) cacheEvidence() map[string]int {
+// cacheEvidence is the request's cache evidence as residency stands now:
+// nil (cold) unless the prompt's token ids are known exactly and its shape
+// allows warm pricing; ok is false when there is nothing to look up. It
+// runs at sizing and again before every placement, so residency lost while
+// the request waited prices it cold (§2.3).
+func (c *call) cacheEvidence() (cached map[string]int, ok bool) {
 	if c.r.cache == nil || len(c.tokenIDs) == 0 || coldBody(c.body) {
-		return nil
+		return nil, false
 	}
-	ev := c.r.cache.Cached(c.tokenIDs)
-	c.cacheEv = ev
-	if len(ev.Cached) == 0 {
-		return nil
+	if c.hashes == nil {
+		c.hashes = residency.Hashes{}
 	}
-	return ev.Cached
+	c.cacheEv = c.r.cache.Cached(c.tokenIDs, c.hashes)
+	if len(c.cacheEv.Cached) == 0 {
+		return nil, true
+	}
+	return c.cacheEv.Cached, true
 }
 
 // placedCache records how the placement was priced: cache_placement for a

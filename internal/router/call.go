@@ -51,6 +51,7 @@ type call struct {
 
 	tokenIDs []int                   // the prompt's token ids when known exactly (cache.go)
 	cacheEv  residency.Evidence      // cached tokens per engine with known residency
+	hashes   residency.Hashes        // the prompt's block hashes, computed once
 	cachePl  *journal.CachePlacement // the warm placement's evidence; nil when priced cold
 }
 

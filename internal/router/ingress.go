@@ -320,7 +320,7 @@ func (c *call) size(ctx context.Context) bool {
 		c.fail(outcome{terminal: journal.TerminalInvalid, err: e, detail: e.Message})
 		return false
 	}
-	ev := c.cacheEvidence() // outside r.mu: it reads the residency views
+	ev, _ := c.cacheEvidence() // outside r.mu: it reads the residency views
 	r.mu.Lock()
 	c.sreq = r.core.Track(c.arrived, sched.Request{RID: c.rid, InputLen: n, WantedLen: c.wanted, CachedTokens: ev})
 	r.mu.Unlock()

@@ -159,7 +159,11 @@ func (c *call) waitSeat(ctx context.Context, seat <-chan struct{}, d time.Durati
 // candidate is at its seats: it closes when a seat frees.
 func (c *call) tryPrefill(n int, exclude map[string]bool) (string, <-chan struct{}, bool) {
 	r := c.r
+	ev, recheck := c.cacheEvidence()
 	r.mu.Lock()
+	if recheck {
+		r.core.SetCacheEvidence(c.rid, ev)
+	}
 	now := r.now()
 	pl, ref := r.core.Place(now, c.rid, exclude, sched.Attempt{N: n, FailedOver: c.failedOver})
 	if ref == nil {

@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
@@ -104,4 +105,16 @@ func (k *controller) arrivalPrice(r *Request) float64 {
 		}
 	}
 	return p
+}
+
+// SetCacheEvidence replaces a tracked request's cache evidence before a
+// placement (residency was lost, or grew, while it waited): the placement
+// then prices with what is resident now. Recorded only when it changes.
+func (c *Core) SetCacheEvidence(rid string, cached map[string]int) {
+	r := c.requests[rid]
+	if r == nil || maps.Equal(r.CachedTokens, cached) {
+		return
+	}
+	r.CachedTokens = cached
+	c.log(Step{Kind: StepCacheEvidence, RID: rid, Cached: cachedSorted(cached)})
 }

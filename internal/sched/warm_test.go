@@ -114,3 +114,26 @@ func TestDemandPricesArrivalsWarm(t *testing.T) {
 }
 
 func c0(t *testing.T) *Core { return newWarmCore(t, warmRow("a"), warmRow("b")) }
+
+// Evidence replaced before placement (residency lost while the request
+// waited) prices the placement with what is resident now, and the step
+// log records the change once, so a replay takes the same path.
+func TestSetCacheEvidenceBeforePlacement(t *testing.T) {
+	c := newWarmCore(t, warmRow("a"), warmRow("b"))
+	var steps []Step
+	c.Record(func(s Step) { steps = append(steps, s) })
+	c.Track(0, Request{RID: "r", InputLen: 1000, WantedLen: 10, CachedTokens: map[string]int{"b": 960}})
+	c.SetCacheEvidence("r", map[string]int{"b": 960}) // unchanged: not recorded
+	c.SetCacheEvidence("r", nil)                      // b's residency was lost
+	pl, ref := c.Place(0, "r", nil, First)
+	if ref != nil || pl.IID != "a" || pl.Warm != nil {
+		t.Fatalf("placed on %s warm %+v (%v), want a priced cold", pl.IID, pl.Warm, ref)
+	}
+	var kinds []StepKind
+	for _, s := range steps {
+		kinds = append(kinds, s.Kind)
+	}
+	if len(kinds) != 3 || kinds[1] != StepCacheEvidence || steps[1].Cached != nil {
+		t.Errorf("steps %v, want track, cache_evidence (none), place", kinds)
+	}
+}

@@ -1,6 +1,11 @@
 package sim
 
-import "testing"
+import (
+	"reflect"
+	"testing"
+
+	"github.com/narwhal-go/narwhal/internal/sched"
+)
 
 // A shortened shared-prefix demo: cache-aware pricing sustains a higher
 // rate than cold pricing on shared prefixes, and is never worse at any
@@ -60,5 +65,46 @@ func TestBlockKeysShareExactlyThePrefix(t *testing.T) {
 	c.store(ka, 8) // room for 8: turn 1's oldest blocks go first
 	if got := c.resident(k2, turn2.InputLen, false); got != 0 {
 		t.Errorf("after eviction turn 2 finds %d cached tokens, want 0", got)
+	}
+}
+
+// A cache-aware run's steps, with their evidence, replay step for step;
+// so does a router's evidence change before a placement.
+func TestReplayCarriesCacheEvidence(t *testing.T) {
+	f := SharedPrefixFleet(4)
+	ss := SharedPrefix(30)
+	tr, err := ss.Generate(6, 2, f.Shape.BlockSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arm := CacheArms(4)[1]
+	rn, err := newRunner(f, arm, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log []sched.Step
+	rn.d.core.Record(func(s sched.Step) { log = append(log, s) })
+	if err := rn.loop(); err != nil {
+		t.Fatal(err)
+	}
+	rn.d.arrive(1e6, "late", 2000, 8, map[string]int{IID(0): 1024})
+	rn.d.core.SetCacheEvidence("late", nil)
+	rn.d.place(1e6, "late")
+	warm := 0
+	for _, s := range log {
+		if s.Kind == sched.StepPlace && s.Placement.Warm != nil {
+			warm++
+		}
+	}
+	if warm == 0 {
+		t.Fatal("no placement of a shared-prefix run was priced warm")
+	}
+	fresh, _ := newRunner(f, arm, tr)
+	got, err := Replay(fresh.d.core, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, log) {
+		t.Fatalf("replay differs: %d steps of %d", len(got), len(log))
 	}
 }

@@ -77,6 +77,8 @@ func (d driver) replay(s sched.Step) error {
 		d.finish(s.Now, s.RID)
 	case sched.StepTick:
 		d.tick(s.Now)
+	case sched.StepCacheEvidence:
+		d.core.SetCacheEvidence(s.RID, sched.CachedMap(s.Cached))
 	default:
 		return fmt.Errorf("the simulator takes no %s step: it models no engine failures, restarts or drift", s.Kind)
 	}
