@@ -113,17 +113,7 @@ func TestSubscriberReplaysHistoryThenFollows(t *testing.T) {
 	r.waitFor(t, "replayed history", func() bool { return len(r.seqs) == 3 })
 	// Live batches can race the subscription: keep publishing until one
 	// arrives live, then the stream must be contiguous from 0.
-	for i := 0; ; i++ {
-		publishN(t, p, 1)
-		r.mu.Lock()
-		n := len(r.seqs)
-		r.mu.Unlock()
-		if n > 3 || i > 200 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	r.waitFor(t, "live batches", func() bool { return len(r.seqs) > 3 })
+	publishUntilLive(t, p, r, 3)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.begun) != 1 || !r.begun[0] {
@@ -190,17 +180,7 @@ func TestSubscriberFillsALiveGapFromTheReplay(t *testing.T) {
 	p := startPub(t, 100)
 	r := run(t, p, "kv")
 	r.waitFor(t, "begin", func() bool { return len(r.begun) == 1 })
-	for i := 0; ; i++ { // the first live batch may race the subscription; the replay covers it
-		publishN(t, p, 1)
-		r.mu.Lock()
-		n := len(r.seqs)
-		r.mu.Unlock()
-		if n > 0 || i > 200 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	r.waitFor(t, "a live batch", func() bool { return len(r.seqs) > 0 })
+	publishUntilLive(t, p, r, 0)
 	lose(t, p)
 	publishN(t, p, 1)
 	p.mu.Lock()
@@ -218,16 +198,7 @@ func TestSubscriberReportsAGapTheReplayCannotFill(t *testing.T) {
 	p := startPub(t, 1) // the buffer keeps only the newest batch
 	r := run(t, p, "kv")
 	r.waitFor(t, "begin", func() bool { return len(r.begun) == 1 })
-	for i := 0; ; i++ {
-		publishN(t, p, 1)
-		r.mu.Lock()
-		n := len(r.seqs)
-		r.mu.Unlock()
-		if n > 0 || i > 200 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	publishUntilLive(t, p, r, 0)
 	p.mu.Lock()
 	from := p.next // every batch so far is delivered before the loss
 	p.mu.Unlock()
@@ -244,4 +215,21 @@ func TestSubscriberReportsAGapTheReplayCannotFill(t *testing.T) {
 	if r.gaps[len(r.gaps)-1] != [2]int64{from, from + 2} || r.seqs[len(r.seqs)-1] != from+2 {
 		t.Errorf("gaps %v seqs %v: want batches %d..%d lost and %d applied", r.gaps, r.seqs, from, from+1, from+2)
 	}
+}
+
+// publishUntilLive publishes one batch at a time until r has applied more
+// than have: the first live batches can race the subscription.
+func publishUntilLive(t *testing.T, p *Publisher, r *recorder, have int) {
+	t.Helper()
+	for i := 0; i < 200; i++ {
+		publishN(t, p, 1)
+		r.mu.Lock()
+		n := len(r.seqs)
+		r.mu.Unlock()
+		if n > have {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	r.waitFor(t, "a live batch", func() bool { return len(r.seqs) > have })
 }

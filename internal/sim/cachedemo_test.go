@@ -78,15 +78,8 @@ func TestReplayCarriesCacheEvidence(t *testing.T) {
 		t.Fatal(err)
 	}
 	arm := CacheArms(4)[1]
-	rn, err := newRunner(f, arm, tr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var log []sched.Step
+	rn, log := recordedRun(t, f, arm, tr)
 	rn.d.core.Record(func(s sched.Step) { log = append(log, s) })
-	if err := rn.loop(); err != nil {
-		t.Fatal(err)
-	}
 	rn.d.arrive(1e6, "late", 2000, 8, map[string]int{IID(0): 1024})
 	rn.d.core.SetCacheEvidence("late", nil)
 	rn.d.place(1e6, "late")
