@@ -10,7 +10,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X github.com/narwhal-go/narwhal/internal/version.Version=$(VERSION)
 FUZZTIME    ?= 60s
 
-.PHONY: all build run demo bench test lint fmt-check vet staticcheck gotest claims node-deps node-checks fuzz tools promtool clean help
+.PHONY: all build run observe demo bench test lint fmt-check vet staticcheck gotest claims node-deps node-checks sigstore-check fuzz tools promtool etcd chromium image clean help
 
 all: build
 
@@ -25,10 +25,16 @@ build: ## build every command into bin/
 run: ## local simulated fleet + router on 127.0.0.1:8000 (Ctrl-C stops it)
 	$(GO) run ./cmd/narwhal dev run $(if $(ADMIN_TOKEN_ENV),--admin-token-env $(ADMIN_TOKEN_ENV))
 
-demo: ## static splits vs aggregated vs adaptive on a moving trace, in virtual time (seconds)
-	$(GO) run ./cmd/narwhal demo
+# NARWHAL_ROUTER_URL (default make run's http://127.0.0.1:8000), NARWHAL_FLEET
+# (default runs/dev/fleet.json) and NARWHAL_PROMETHEUS_LISTEN_ADDRESS (default
+# 127.0.0.1:9090) say what to scrape and where Prometheus listens.
+observe: promtool ## Prometheus with the shipped config and alert rules against the router (Ctrl-C stops it)
+	$(GO) run ./cmd/narwhal dev observe
 
-test: lint tools node-deps gotest claims node-checks ## everything CI runs
+demo: ## static splits vs aggregated vs adaptive on a moving trace, in virtual time (seconds)
+	$(GO) run ./cmd/narwhal demo $(DEMO_ARGS)
+
+test: lint tools node-deps gotest claims node-checks sigstore-check ## everything CI runs
 
 lint: fmt-check vet staticcheck ## gofmt, go vet, staticcheck
 
@@ -44,14 +50,28 @@ $(STATICCHECK):
 
 # promtool tests the alert rules and a real Prometheus scrapes the dev
 # fleet in a test; both come from Debian's prometheus package. Every apt
-# install goes through scripts/apt-install.sh: it says what it installs,
-# keeps apt's output, starts no service and leaves none enabled.
+# install goes through scripts/apt-install.sh: one line says what it
+# installs (apt's output goes to a log it names, shown when apt fails); it
+# starts no service and leaves none enabled.
 promtool:
 	@if command -v promtool >/dev/null && command -v prometheus >/dev/null; then :; else \
-		echo "promtool and prometheus are missing: installing Debian's prometheus package (tests use both binaries; no service is left running)"; \
 		scripts/apt-install.sh prometheus; fi
 
-tools: $(STATICCHECK) promtool
+# The etcd lease tests start a real etcd on loopback (Debian's
+# etcd-server package); apt-install.sh leaves its system service disabled
+# and stopped, so no etcd outlives the tests.
+etcd:
+	@if command -v etcd >/dev/null; then :; else \
+		echo "etcd is missing: installing Debian's etcd-server package (the lease tests start their own on loopback; no service is left running)"; \
+		scripts/apt-install.sh etcd-server; fi
+
+
+# The dashboard's browser test drives Debian's chromium headless.
+chromium:
+	@if command -v chromium >/dev/null; then :; else \
+		scripts/apt-install.sh chromium; fi
+
+tools: $(STATICCHECK) promtool etcd chromium
 
 staticcheck: $(STATICCHECK)
 	$(STATICCHECK) ./...
@@ -75,6 +95,14 @@ $(NODE_DIR)/node_modules/.installed: $(NODE_DIR)/package.json
 
 node-deps: $(NODE_DIR)/node_modules/.installed
 
+# The Sigstore project's own Go verifier must agree with narwhal's offline
+# bundle verifier; it lives in a separate module so the main module does not
+# carry sigstore-go's requirements.
+sigstore-check: ## sigstore-go cross-checks internal/evidence/sign's bundle verifier
+	@# Its go.mod requires this module by a replace: -mod=mod lets a change of
+	@# the main module's requirements through without a tidy of this one.
+	cd internal/evidence/sign/sigstorego && GOFLAGS=-mod=mod $(GO) test -count=1 ./...
+
 node-checks: node-deps ## checks that run under Node
 	@for s in scripts/*.mjs; do [ -e "$$s" ] || continue; echo "node $$s"; node "$$s"; done
 
@@ -84,9 +112,20 @@ bench: ## benchmarks: placement, simengine, and the router against direct engine
 	$(GO) test -run '^$$' -bench ViewEvent -benchtime 1000000x ./internal/residency/
 	$(GO) test -run '^$$' -bench FleetMemory -benchtime 1x ./internal/residency/
 	$(GO) run ./bench/router-overhead
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./internal/loadgen/ ./internal/report/
+	$(GO) test -run '^$$' -bench '^BenchmarkDashboardRefresh64$$' -benchtime 200x ./internal/router/
 
 fuzz: ## run the fuzz targets for FUZZTIME each
 	$(GO) test ./internal/fleet -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME)
+
+IMAGE  ?= narwhal:$(VERSION)
+DOCKER ?= docker
+
+# The router and the attestation sidecar in one distroless image (see
+# Dockerfile). Needs docker or a compatible builder; no test needs it.
+image: ## container image of narwhal-serve and narwhal-attest (needs docker)
+	@if command -v $(DOCKER) >/dev/null; then $(DOCKER) build --build-arg VERSION=$(VERSION) -t $(IMAGE) .; else \
+		echo "make image needs docker (or DOCKER=podman, or another compatible builder); nothing built"; exit 1; fi
 
 clean:
 	rm -rf bin .tools

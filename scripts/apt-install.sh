@@ -2,9 +2,11 @@
 # scripts/apt-install.sh PACKAGE...
 #
 # Installs the Debian packages a make target needs (promtool and prometheus
-# from "prometheus" today) without leaving a service behind on the
-# developer's machine. It says what it installs and keeps apt's output
-# visible; a policy-rc.d that exits 101 forbids every service start while
+# from "prometheus", chromium for the dashboard's browser test) without
+# leaving a service behind on the developer's machine. It prints one line
+# saying what it installs and where apt's output goes (a log file, shown
+# in full on the terminal's stderr tail when apt fails); a policy-rc.d
+# that exits 101 forbids every service start while
 # apt runs (it is restored on every exit); afterwards each systemd unit and
 # init script shipped by the named packages, or by a package the install
 # pulled in, is disabled, and stopped where an init system runs.
@@ -12,6 +14,7 @@
 # Test seams (scripts/apt_install_test.go runs this with fake tools):
 #   NARWHAL_POLICY_RC_D  the policy file (default /usr/sbin/policy-rc.d)
 #   NARWHAL_SYSTEMD_DIR  present when systemd runs (default /run/systemd/system)
+#   NARWHAL_APT_LOG      apt's output and the service steps (default a new temporary file)
 set -euo pipefail
 
 if [ $# -eq 0 ]; then
@@ -25,12 +28,16 @@ if [ "$(id -u)" != 0 ]; then
 	SUDO=sudo
 fi
 
-say() { echo "apt-install: $*"; }
-warn() { echo "apt-install: warning: $*" >&2; }
+log=${NARWHAL_APT_LOG:-$(mktemp "${TMPDIR:-/tmp}/narwhal-apt-install.XXXXXX.log")}
+: >"$log"
+# Progress goes to the log: the terminal gets the one line below, and a
+# warning or apt's failure.
+say() { echo "apt-install: $*" >>"$log"; }
+warn() { echo "apt-install: warning: $*" | tee -a "$log" >&2; }
 
 installed() { dpkg-query -W -f='${Package}\n' 2>/dev/null | sort -u || true; }
 
-say "installing Debian package(s) $* with apt-get${SUDO:+ (via sudo)}; no service they ship is started, and each is left disabled"
+echo "apt-install: installing Debian package(s) $* with apt-get${SUDO:+ (via sudo)}; no service they ship is started, and each is left disabled (apt's output: $log)"
 before=$(installed)
 
 # Forbid service starts for the install, keeping any policy already there
@@ -52,8 +59,13 @@ printf '#!/bin/sh\n# written by narwhal scripts/apt-install.sh: no service start
 	$SUDO tee "$policy" >/dev/null
 $SUDO chmod 755 "$policy"
 
-$SUDO apt-get update -q
-$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@"
+apt_failed() {
+	echo "apt-install: apt-get failed (exit $1); the end of $log:" >&2
+	tail -n 25 "$log" >&2
+	exit "$1"
+}
+$SUDO apt-get update -q >>"$log" 2>&1 || apt_failed $?
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" >>"$log" 2>&1 || apt_failed $?
 
 restore_policy
 saved=

@@ -98,20 +98,26 @@ func TestAptInstallLeavesNoServiceBehind(t *testing.T) {
 			}
 			bin := fakeTools(t, dir, log, tc.aptFails)
 			cmd := exec.Command(bash, script, "prometheus")
+			aptLog := filepath.Join(dir, "apt.log")
 			cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "LOG="+log,
-				"NARWHAL_POLICY_RC_D="+policy, "NARWHAL_SYSTEMD_DIR="+systemdDir)
+				"NARWHAL_POLICY_RC_D="+policy, "NARWHAL_SYSTEMD_DIR="+systemdDir, "NARWHAL_APT_LOG="+aptLog)
 			out, err := cmd.CombinedOutput()
 			if (err != nil) != tc.aptFails {
 				t.Fatalf("exit %v, want failure %v:\n%s", err, tc.aptFails, out)
 			}
+			if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); !tc.aptFails &&
+				(len(lines) != 1 || !strings.Contains(lines[0], aptLog)) {
+				t.Errorf("an install prints %d lines, want one progress line naming the log %s:\n%s", len(lines), aptLog, out)
+			}
 			b, _ := os.ReadFile(log)
-			calls := string(b)
+			a, _ := os.ReadFile(aptLog)
+			calls := string(b) + string(a)
 			for _, want := range append([]string{
 				"installing Debian package(s) prometheus", // says what it installs
 				"policy-rc.d during install: exit 101",    // no service may start
 				"sudo apt-get update -q",
 				"DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus",
-				"Setting up prometheus", // apt's output is not hidden
+				"Setting up prometheus", // apt's output is kept, in the log
 			}, tc.wantLines...) {
 				if !strings.Contains(calls, want) && !strings.Contains(string(out), want) {
 					t.Errorf("missing %q\noutput:\n%s\ncalls:\n%s", want, out, calls)

@@ -13,7 +13,11 @@
 // Engines use a short fixed profile (1 ms prefill, 2 ms per decode step) so
 // the numbers are about serving, not GPU time.
 //
-//	go run ./bench/router-overhead [-levels 1,50,200] [-duration 5s] [-tokens 16]
+//	go run ./bench/router-overhead [-levels 1,50,200] [-duration 5s] [-tokens 16] [-engines 2]
+//
+// -engines N runs the router over N engines (half prefill, half decode);
+// the baselines still use one prefill and one decode engine, so the
+// difference is the router's cost at that fleet size (docs/scale.md).
 package main
 
 import (
@@ -47,6 +51,7 @@ func main() {
 	tokens := flag.Int("tokens", 16, "output tokens per request")
 	runs := flag.Int("runs", 3, "repetitions per level; the report shows medians")
 	jsonOut := flag.String("json", "", "also write the results as JSON to this file")
+	engines := flag.Int("engines", 2, "engines in the routed fleet (at least 2; half prefill)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -55,7 +60,7 @@ func main() {
 			defer pprof.StopCPUProfile()
 		}
 	}
-	if err := run(*levels, *duration, *tokens, *runs, *jsonOut); err != nil {
+	if err := run(*levels, *duration, *tokens, *runs, *jsonOut, max(2, *engines)); err != nil {
 		fmt.Fprintln(os.Stderr, "router-overhead:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
@@ -83,8 +88,8 @@ type result struct {
 	CPUus    float64 `json:"cpu_us_per_request"`
 }
 
-func run(levelList string, d time.Duration, tokens, runs int, jsonOut string) error {
-	fl, err := simengine.StartFleet(2, simengine.Config{Model: "bench", Profile: benchProfile("x"), MaxNumSeqs: 1024,
+func run(levelList string, d time.Duration, tokens, runs int, jsonOut string, engines int) error {
+	fl, err := simengine.StartFleet(engines, simengine.Config{Model: "bench", Profile: benchProfile("x"), MaxNumSeqs: 1024,
 		KVCapacityTokens: 1 << 22, MaxModelLen: 8192}, nil)
 	if err != nil {
 		return err
@@ -105,8 +110,9 @@ func run(levelList string, d time.Duration, tokens, runs int, jsonOut string) er
 		urls := fl.URLs()
 		var ds, ts, rs []result
 		for range max(1, runs) {
-			ds = append(ds, measure("direct", c, d, func(hc *http.Client) (float64, error) { return stream(hc, urls[1], body(tokens, nil)) }))
-			ts = append(ts, measure("two-leg", c, d, func(hc *http.Client) (float64, error) { return twoLegs(hc, urls[0], urls[1], tokens) }))
+			dec := urls[len(urls)/2]
+			ds = append(ds, measure("direct", c, d, func(hc *http.Client) (float64, error) { return stream(hc, dec, body(tokens, nil)) }))
+			ts = append(ts, measure("two-leg", c, d, func(hc *http.Client) (float64, error) { return twoLegs(hc, urls[0], dec, tokens) }))
 			rs = append(rs, measure("router", c, d, func(hc *http.Client) (float64, error) { return stream(hc, base, body(tokens, nil)) }))
 		}
 		direct, twoLeg, routed := median(ds), median(ts), median(rs)
@@ -130,9 +136,15 @@ func startRouter(urls []string) (string, func(), error) {
 	cfg.SLO = fleet.SLO{TTFT: 5, TPOT: 1}
 	cfg.Serving.MaxConnections = 2048
 	cfg.Engine.Tokenize = false // sizing by estimate: the bench measures the serving path
-	cfg.Engines = []fleet.Engine{{IID: "p0", URL: urls[0], Role: fleet.Prefill}, {IID: "d0", URL: urls[1], Role: fleet.Decode}}
-	store := &profile.Store{Schema: profile.Schema, SchemaVersion: profile.SchemaVersion,
-		Profiles: []profile.Row{benchProfile("p0"), benchProfile("d0")}}
+	store := &profile.Store{Schema: profile.Schema, SchemaVersion: profile.SchemaVersion}
+	for i, u := range urls {
+		iid, role := fmt.Sprintf("p%d", i), fleet.Prefill
+		if i >= len(urls)/2 {
+			iid, role = fmt.Sprintf("d%d", i-len(urls)/2), fleet.Decode
+		}
+		cfg.Engines = append(cfg.Engines, fleet.Engine{IID: iid, URL: u, Role: role})
+		store.Profiles = append(store.Profiles, benchProfile(iid))
+	}
 	if err := cfg.Validate("bench"); err != nil {
 		return "", nil, err
 	}

@@ -25,6 +25,7 @@ func main() { cli.Main(newRoot()) }
 
 type flags struct {
 	fleet, format, evidenceDir string
+	plan                       string
 	ring, noKV                 bool
 	repeats, paceWords         int
 }
@@ -42,6 +43,7 @@ func newRoot() *cobra.Command {
 	fs.IntVar(&f.repeats, "repeats", 1, "probes per pair (clamped to >= 1)")
 	fs.IntVar(&f.paceWords, "pace-words", 4096, "pace prompt length in words ('benchmark ' x N), halved on HTTP 400")
 	fs.StringVar(&f.evidenceDir, "evidence-store", "evidence", "evidence store for the run's records; empty writes none")
+	fs.StringVar(&f.plan, "plan", "", "prediction record digest (from narwhal plan, in --evidence-store) naming the artifact and hardware class these engines run")
 	return root
 }
 
@@ -70,7 +72,11 @@ func run(c *cobra.Command, f *flags) error {
 		ctx = context.Background()
 	}
 	rep := check.Run(ctx, o)
-	ev, arts, err := writeEvidence(rep, cfg, f.evidenceDir)
+	bind, err := planBinding(f.evidenceDir, f.plan)
+	if err != nil {
+		return invalid(c, res, asJSON, "plan_invalid", err)
+	}
+	ev, arts, err := writeEvidence(rep, cfg, bind, f.evidenceDir)
 	if err != nil {
 		return cli.Failed(err)
 	}
@@ -120,13 +126,29 @@ type engineEvidence struct {
 	Engine    string   `json:"engine"`
 	Execution string   `json:"execution_fingerprint"`
 	State     string   `json:"state"`
+	States    []string `json:"states"`
 	Records   []string `json:"records"`
+}
+
+// planBinding reads the --plan prediction record; none binds nothing.
+func planBinding(dir, plan string) (check.Binding, error) {
+	if plan == "" {
+		return check.Binding{}, nil
+	}
+	if dir == "" {
+		return check.Binding{}, fmt.Errorf("--plan needs --evidence-store: the prediction record is read from it")
+	}
+	rec, _, err := store.Open(dir).Get(plan)
+	if err != nil {
+		return check.Binding{}, fmt.Errorf("--plan %s: %w", plan, err)
+	}
+	return check.BindingFromPlan(rec, plan)
 }
 
 // writeEvidence stores the run's records; with dir "" they are built
 // (and reported) but not written.
-func writeEvidence(rep *check.Report, cfg *fleet.Config, dir string) ([]engineEvidence, []cmdresult.Artifact, error) {
-	ee, err := check.Evidence(rep, cfg, ports.SystemClock(), version.String())
+func writeEvidence(rep *check.Report, cfg *fleet.Config, bind check.Binding, dir string) ([]engineEvidence, []cmdresult.Artifact, error) {
+	ee, err := check.EvidenceBound(rep, cfg, bind, ports.SystemClock(), version.String())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -134,7 +156,7 @@ func writeEvidence(rep *check.Report, cfg *fleet.Config, dir string) ([]engineEv
 	var arts []cmdresult.Artifact
 	st := store.Open(dir)
 	for _, e := range ee {
-		row := engineEvidence{Engine: e.IID, Execution: e.Execution, State: e.State, Records: []string{}}
+		row := engineEvidence{Engine: e.IID, Execution: e.Execution, State: e.State, States: append([]string{}, e.States...), Records: []string{}}
 		for _, r := range e.Records {
 			d, err := r.Digest()
 			if err == nil && dir != "" {

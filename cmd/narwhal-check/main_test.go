@@ -67,7 +67,10 @@ func TestPreflightCommand(t *testing.T) {
 		status  string
 		want    string
 	}{
-		{"healthy", 0, 0, "success", `"state":"serving_verified"`},
+		// Preflight establishes boot_verified (and the engine's own config
+		// verdict); only serving evidence from the journal gives
+		// serving_verified (reference/evidence.md §4.2, §4.4).
+		{"healthy", 0, 0, "success", `"state":"boot_verified","states":["boot_verified","engine_config_validated"`},
 		{"contract mismatch", 4, 1, "failed_gate", `contract.kv_heads is 4, expected 8`},
 	}
 	for _, tc := range tests {

@@ -44,6 +44,7 @@ func (f *simFlags) register(c *cobra.Command, single bool) {
 	fs.IntVar(&f.faults.DropAfterTokens, "fault-drop-after-tokens", 0, "cut every stream after N tokens")
 	fs.BoolVar(&f.faults.Unhealthy, "fault-unhealthy", false, "/health answers 503")
 	fs.BoolVar(&f.faults.CorruptKV, "fault-corrupt-kv", false, "corrupt KV served to consumers")
+	fs.Float64Var(&f.faults.JitterFraction, "fault-jitter-fraction", 0, "spread every step's duration uniformly over ± this fraction (0 ≤ f < 1)")
 	fs.StringVar(&f.failStartup, "fail-startup", "", "fail like vLLM: kv-cache-too-small or cuda-oom (a fixed log; --gpu computes the start-up instead)")
 	f.boot.register(fs)
 	f.prefix.register(fs)

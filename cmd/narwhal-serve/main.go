@@ -16,11 +16,11 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/cli"
 	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/httpguard"
 	"github.com/narwhal-go/narwhal/internal/journal"
-	"github.com/narwhal-go/narwhal/internal/ports"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/router"
-	"github.com/narwhal-go/narwhal/internal/state"
+	"github.com/narwhal-go/narwhal/internal/tracing"
 	"github.com/narwhal-go/narwhal/internal/version"
 )
 
@@ -30,10 +30,13 @@ type flags struct {
 	fleet, host, journal, logFormat, adminTokenEnv string
 	port, maxConcurrent                            int
 	graceful                                       float64
+	journalMaxBytes                                int64
 	resume                                         bool
 	standbyOf, leasePath, routerID                 string
 	leaseTTL, leaseRenew, leaseMargin              time.Duration
-	http                                           router.HTTPOptions
+	http                                           httpguard.Options
+	evidence                                       router.EvidenceOptions
+	otlpTraces                                     string
 }
 
 func newRoot() *cobra.Command {
@@ -42,7 +45,8 @@ func newRoot() *cobra.Command {
 	root.Long = `narwhal-serve loads the fleet file and the profile store at profiles.path,
 then serves POST /v1/completions and /v1/chat/completions (streaming or
 not), GET /v1/models, /health, /ready, /metrics, /narwhal/state,
-/narwhal/lifecycle and /narwhal/handoff, and POST /narwhal/lifecycle/drain
+/narwhal/lifecycle, /narwhal/handoff and the live dashboard /narwhal/ui
+(GET / redirects there), and POST /narwhal/lifecycle/drain
 and /narwhal/lifecycle/readmit (admin: a JSON body, the bearer token of
 --admin-token-env, and no cross-site browser Origin).
 
@@ -61,38 +65,42 @@ timeout, writes the final handoff document, and exits.
 Engines are watched continuously: failed legs feed a per-class breaker,
 ejected engines are probed for readmission, and a restarted engine process
 is excluded until it is validated again. With --resume the router carries
-on from the handoff document at recovery.state_path; with --lease-path
-(and --standby-of on the standby) two routers share one fleet safely.`
+on from the handoff document at recovery.state_path; with a lease (the
+file at --lease-path, or the etcd or Kubernetes Lease that the fleet's
+recovery.lease selects) and --standby-of on the standby, two routers share
+one fleet safely: only the lease holder places work.`
 	root.Args = cobra.NoArgs
 	fl := root.Flags()
 	fl.StringVar(&f.fleet, "fleet", "", "fleet file (narwhal.fleet v1); required")
 	fl.StringVar(&f.host, "host", "127.0.0.1", "address to bind")
 	fl.IntVar(&f.port, "port", 8000, "port to bind (0 picks a free one)")
 	fl.StringVar(&f.journal, "journal", "", "request journal (default: journal.jsonl beside profiles.path)")
+	fl.Int64Var(&f.journalMaxBytes, "journal-max-bytes", 0, "rotate the journal before it passes this size: the full file becomes <journal>.N and a new one starts with its own meta row (0: never; narwhal report reads the set as one)")
 	fl.IntVar(&f.maxConcurrent, "max-concurrent", 0, "admission limit, 1..serving.max_connections (default serving.max_connections)")
 	fl.Float64Var(&f.graceful, "graceful-timeout", -1, "whole seconds in-flight requests get after SIGTERM; -1 uses serving.graceful_timeout_s")
+	fl.StringVar(&f.evidence.Store, "evidence-store", "", "evidence store: on every --evidence-interval write serving records from the journal and publish each endpoint's tier (empty: off)")
+	fl.DurationVar(&f.evidence.Interval, "evidence-interval", time.Minute, "how often the evidence pass runs")
+	fl.DurationVar(&f.evidence.Window, "evidence-window", 10*time.Minute, "journal window each serving record covers")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format on stderr: text or json")
 	fl.StringVar(&f.adminTokenEnv, "admin-token-env", "", "name of the environment variable holding the bearer token for POST /narwhal/lifecycle/* (without one, lifecycle actions are accepted only when bound to loopback)")
 	fl.BoolVar(&f.resume, "resume", false, "resume roles, ejections, lifecycle and counters from recovery.state_path (also recovery.resume)")
-	fl.StringVar(&f.standbyOf, "standby-of", "", "run as a warm standby of the primary router at this base URL (needs --lease-path)")
-	fl.StringVar(&f.leasePath, "lease-path", "", "router lease file on storage shared by primary and standby; fences the router that does not hold it")
+	fl.StringVar(&f.standbyOf, "standby-of", "", "run as a warm standby of the primary router at this base URL (needs a lease: --lease-path or recovery.lease)")
+	fl.StringVar(&f.leasePath, "lease-path", "", "router lease file on storage shared by primary and standby (recovery.lease.backend file); fences the router that does not hold it")
 	fl.StringVar(&f.routerID, "router-id", "", "this router's name in the lease holder token (default: the host name)")
 	fl.DurationVar(&f.leaseTTL, "lease-ttl", 5*time.Second, "lease lifetime")
 	fl.DurationVar(&f.leaseRenew, "lease-renew-interval", time.Second, "how often the holder renews the lease")
 	fl.DurationVar(&f.leaseMargin, "lease-safety-margin", time.Second, "the holder fences itself this long before the shared expiry")
-	fl.DurationVar(&f.http.BodyReadTimeout, "body-read-timeout", router.DefaultBodyReadTimeout, "a completion body must arrive within this (never past serving.request_timeout_s), else 408")
-	fl.IntVar(&f.http.BodyReadsPerClient, "body-reads-per-client", router.DefaultBodyReadsPerClient, "completion bodies one client IP may be sending at once, else 429 (raise it behind a proxy that does not buffer bodies)")
-	fl.DurationVar(&f.http.ReadHeaderTimeout, "read-header-timeout", router.DefaultReadHeaderTimeout, "request headers must arrive within this")
-	fl.DurationVar(&f.http.IdleTimeout, "idle-timeout", router.DefaultIdleTimeout, "close keep-alive connections idle this long")
+	fl.DurationVar(&f.http.BodyReadTimeout, "body-read-timeout", httpguard.DefaultBodyReadTimeout, "a completion body must arrive within this (never past serving.request_timeout_s), else 408")
+	fl.IntVar(&f.http.BodyReadsPerClient, "body-reads-per-client", httpguard.DefaultBodyReadsPerClient, "completion bodies one client IP may be sending at once, else 429 (raise it behind a proxy that does not buffer bodies)")
+	fl.DurationVar(&f.http.ReadHeaderTimeout, "read-header-timeout", httpguard.DefaultReadHeaderTimeout, "request headers must arrive within this")
+	fl.DurationVar(&f.http.IdleTimeout, "idle-timeout", httpguard.DefaultIdleTimeout, "close keep-alive connections idle this long")
+	fl.StringVar(&f.otlpTraces, "otlp-traces-endpoint", "", "export router spans (request, admission, prefill, kv_handoff, decode) over OTLP/HTTP to this URL, e.g. http://127.0.0.1:4318/v1/traces (default: none; traceparent is passed to the engines either way)")
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), f) }
 	return root
 }
 
 func run(ctx context.Context, f flags) error {
-	if f.fleet == "" {
-		return cli.Usage("--fleet is required: name the fleet file to serve")
-	}
-	if err := checkHTTP(f.http); err != nil {
+	if err := checkFlags(f); err != nil {
 		return err
 	}
 	log, err := newLogger(f.logFormat)
@@ -111,7 +119,7 @@ func run(ctx context.Context, f flags) error {
 	if err != nil {
 		return cli.Invalid(fmt.Errorf("%w (profiles.path in %s)", err, f.fleet))
 	}
-	jpath, jw, err := openJournal(f.journal, cfg)
+	jw, err := openJournal(f, cfg)
 	if err != nil {
 		return err
 	}
@@ -124,8 +132,14 @@ func run(ctx context.Context, f flags) error {
 	if err != nil {
 		return err
 	}
+	defer closeLease(ha)
+	tracer, err := tracing.New(tracing.Options{Endpoint: f.otlpTraces})
+	if err != nil {
+		return cli.Usage("--otlp-traces-endpoint: %v", err)
+	}
+	defer tracer.Shutdown(context.Background()) // flushes the last spans
 	r, err := router.New(cfg, profiles, router.Options{Logger: log, Journal: jw, MaxConcurrent: f.maxConcurrent,
-		AdminToken: adminToken, AdminOpen: router.IsLoopback(f.host), HA: ha, HTTP: f.http})
+		AdminToken: adminToken, AdminOpen: httpguard.IsLoopback(f.host), HA: ha, HTTP: f.http, Evidence: f.evidence, Tracer: tracer})
 	if err != nil {
 		return cli.Invalid(err)
 	}
@@ -135,7 +149,13 @@ func run(ctx context.Context, f flags) error {
 		return cli.Failed(fmt.Errorf("listen on %s: %w (is another process using the port? choose one with --port)", addr, err))
 	}
 	log.Info("narwhal-serve listening", "addr", ln.Addr().String(), "model", cfg.Model,
-		"engines", len(cfg.Engines), "journal", jpath, "journal_run", jw.Run(), "version", version.String())
+		"engines", len(cfg.Engines), "journal", jw.Path(), "journal_run", jw.Run(), "version", version.String())
+	return serveUntilSignal(ctx, ln, r, graceful, log)
+}
+
+// serveUntilSignal serves until SIGTERM or SIGINT, then drains for
+// graceful seconds.
+func serveUntilSignal(ctx context.Context, ln net.Listener, r *router.Router, graceful float64, log *slog.Logger) error {
 	sctx, stop := cli.UntilSignal(ctx)
 	defer stop()
 	if err := router.Serve(sctx, ln, r, time.Duration(graceful*float64(time.Second))); err != nil {
@@ -157,20 +177,34 @@ func gracefulTimeout(flag float64, cfg *fleet.Config) (float64, error) {
 	return flag, nil
 }
 
-// openJournal opens --journal, or the journal beside profiles.path.
-func openJournal(path string, cfg *fleet.Config) (string, *journal.Writer, error) {
-	if path == "" {
-		path = cfg.JournalPath()
+// openJournal opens --journal (default beside the profiles), rotating at
+// --journal-max-bytes.
+func openJournal(f flags, cfg *fleet.Config) (*journal.Writer, error) {
+	jpath := f.journal
+	if jpath == "" {
+		jpath = cfg.JournalPath()
 	}
-	jw, err := journal.Open(path, journal.Options{Version: version.Version})
+	if f.journalMaxBytes < 0 || (f.journalMaxBytes > 0 && f.journalMaxBytes < 4096) {
+		return nil, cli.Usage("--journal-max-bytes %d: use 0 (no rotation) or at least 4096 bytes", f.journalMaxBytes)
+	}
+	jw, err := journal.Open(jpath, journal.Options{Version: version.Version, MaxBytes: f.journalMaxBytes})
 	if err != nil {
-		return path, nil, cli.Failed(err)
+		return nil, cli.Failed(err)
 	}
-	return path, jw, nil
+	return jw, nil
+}
+
+// checkFlags refuses a missing --fleet and connection bounds that would
+// switch a bound off.
+func checkFlags(f flags) error {
+	if f.fleet == "" {
+		return cli.Usage("--fleet is required: name the fleet file to serve")
+	}
+	return checkHTTP(f.http)
 }
 
 // checkHTTP refuses connection bounds that would switch a bound off.
-func checkHTTP(o router.HTTPOptions) error {
+func checkHTTP(o httpguard.Options) error {
 	for name, d := range map[string]time.Duration{"--body-read-timeout": o.BodyReadTimeout,
 		"--read-header-timeout": o.ReadHeaderTimeout, "--idle-timeout": o.IdleTimeout} {
 		if d <= 0 {
@@ -186,22 +220,23 @@ func checkHTTP(o router.HTTPOptions) error {
 // haOptions builds the handoff, resume and lease settings.
 func haOptions(f flags, cfg *fleet.Config) (router.HA, error) {
 	ha := router.HA{StatePath: cfg.Recovery.StatePath, Resume: f.resume || cfg.Recovery.Resume, StandbyOf: strings.TrimRight(f.standbyOf, "/")}
-	if f.standbyOf != "" && f.leasePath == "" {
-		return ha, cli.Usage("--standby-of needs --lease-path: the lease decides which router places work")
-	}
-	if f.leasePath == "" {
-		return ha, nil
-	}
-	id := f.routerID
-	if id == "" {
-		id, _ = os.Hostname()
-	}
-	lease, err := state.NewLease(f.leasePath, id, f.leaseTTL, f.leaseRenew, f.leaseMargin, ports.SystemClock(), ports.RandomIDs())
+	lease, err := openLease(f, cfg.Recovery.Lease)
 	if err != nil {
-		return ha, cli.Usage("%v", err)
+		return ha, err
+	}
+	if f.standbyOf != "" && lease == nil {
+		return ha, cli.Usage("--standby-of needs a lease: --lease-path, or recovery.lease.backend etcd or kubernetes; the lease decides which router places work")
 	}
 	ha.Lease = lease
 	return ha, nil
+}
+
+// closeLease closes the lease store's connections after Serve released
+// the lease.
+func closeLease(ha router.HA) {
+	if ha.Lease != nil {
+		_ = ha.Lease.Close()
+	}
 }
 
 func newLogger(format string) (*slog.Logger, error) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/atomicfile"
 	"github.com/narwhal-go/narwhal/internal/cli"
+	"github.com/narwhal-go/narwhal/internal/report"
 	"github.com/narwhal-go/narwhal/internal/sim"
 )
 
@@ -24,6 +25,8 @@ type demoOptions struct {
 	trace    string
 	workers  int
 	workload string
+	plotDir  string
+	html     string
 }
 
 func newDemoCmd() *cobra.Command {
@@ -61,6 +64,8 @@ with nothing shared, where cache-aware pricing must not lose.`,
 	f.Float64Var(&o.segmentS, "segment-s", sim.DemoSegmentS, "simulated seconds of each of the trace's three phases")
 	f.StringVar(&o.jsonPath, "json", "", "also write the narwhal.sim-results document to this file")
 	f.StringVar(&o.trace, "trace", "", "replay this trace file (JSON Lines) instead of generating one; --rates rescales its clock")
+	f.StringVar(&o.plotDir, "plot", "", "also write the report's charts (attainment per rate per arm, adaptive arms' roles over time) as PNG and SVG into this directory")
+	f.StringVar(&o.html, "html", "", "also write the charts and tables as one self-contained HTML page")
 	f.IntVar(&o.workers, "workers", runtime.NumCPU(), "simulations run in parallel (results do not depend on it)")
 	f.StringVar(&o.workload, "workload", "moving", "moving (the three-phase trace) or shared-prefix (multi-turn sessions: cold vs cache-aware prefill pricing)")
 	return cmd
@@ -92,6 +97,9 @@ func runDemo(cmd *cobra.Command, o demoOptions, ratesSet bool) error {
 		if err := atomicfile.Write(o.jsonPath, b, 0o644); err != nil {
 			return cli.Failed(fmt.Errorf("%w: check that the directory exists and is writable", err))
 		}
+	}
+	if err := writeCharts(cmd, o.plotDir, o.html, report.FromSim(res)); err != nil {
+		return err
 	}
 	// Wall time goes to stderr: stdout stays identical run to run.
 	fmt.Fprintf(cmd.ErrOrStderr(), "simulated %d runs in %.1f s\n", len(res.Arms)*len(res.Rates), elapsed.Seconds())

@@ -46,6 +46,6 @@ Ctrl-C drains the router and stops the engines.`,
 	f.IntVar(&o.Engines, "engines", 4, "number of simulated engines")
 	f.StringVar(&o.Model, "model", "narwhal/sim-llama-3-8b", "model name the fleet serves")
 	f.StringVar(&o.AdminTokenEnv, "admin-token-env", "", "name of the environment variable holding the bearer token for POST /narwhal/lifecycle/* (default: a random token, printed at start)")
-	dev.AddCommand(run)
+	dev.AddCommand(run, newObserveCmd())
 	return dev
 }

@@ -18,15 +18,16 @@ import (
 	"github.com/narwhal-go/narwhal/internal/evidence"
 	"github.com/narwhal-go/narwhal/internal/evidence/memory"
 	"github.com/narwhal-go/narwhal/internal/evidence/store"
+	"github.com/narwhal-go/narwhal/internal/evidence/support"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/planner"
 	"github.com/narwhal-go/narwhal/internal/ports"
 )
 
 type diagnoseFlags struct {
-	planPath, gpu, modelDir, fleetPath, engine, format, storeDir, vllmVersion string
-	gpuGiB                                                                    float64
-	needMaxLen                                                                int64
+	planPath, gpu, modelDir, fleetPath, engine, format, storeDir, vllmVersion, cpuArch string
+	gpuGiB                                                                             float64
+	needMaxLen                                                                         int64
 }
 
 func newDiagnoseCmd() *cobra.Command {
@@ -75,6 +76,7 @@ an unknown GPU); nothing is written on bad input.`,
 	fl.StringVar(&f.vllmVersion, "vllm-version", "", "the vLLM version whose memory accounting --model-dir follows (default: the log's, else "+planner.DefaultVLLMVersion+")")
 	fl.StringVar(&f.format, "format", "text", "output format: text, or json for a narwhal.command-result envelope")
 	fl.StringVar(&f.storeDir, "store", "evidence", "evidence store directory the records are written to")
+	fl.StringVar(&f.cpuArch, "cpu-arch", hostCPUArch(), "CPU architecture of the failed engine's host (x86_64, aarch64), for the engine support state")
 	c.AddCommand(newDiagnoseProveCmd())
 	return c
 }
@@ -185,6 +187,7 @@ type diagnoseRun struct {
 	apps          []diagnose.Application
 	appDigests    []string
 	ruleStatus    diagnose.RuleStatus // the rule's status for the log's engine minor, from the store
+	support       *support.Entry      // the engine support state, nil when not derivable
 	warnings      []string
 }
 
@@ -217,6 +220,9 @@ func runDiagnose(cmd *cobra.Command, f diagnoseFlags, logArg string) error {
 		return cli.Failed(fmt.Errorf("store: %w", err))
 	}
 	if err := run.write(st, in.req, clock); err != nil {
+		return cli.Failed(err)
+	}
+	if run.support, err = diagnoseSupport(st, f, in, run, model, clock); err != nil {
 		return cli.Failed(err)
 	}
 	if f.format == "json" {

@@ -17,6 +17,7 @@ import (
 // to do next. Every value printed comes from typed fields.
 func writeDiagnoseText(w io.Writer, run diagnoseRun, dir string) {
 	d := run.diag
+	writeSupportFirst(w, "narwhal diagnose", run.support)
 	if d.Status == diagnose.StatusNoFailure {
 		fmt.Fprintf(w, "no failure: the log (%d lines) shows no exception or engine error\n", d.Lines)
 		writeFacts(w, d.Facts)
@@ -130,7 +131,7 @@ func writeDiagnoseJSON(w io.Writer, run diagnoseRun, dir string) error {
 	}
 	data := map[string]any{
 		"diagnosis": run.diag, "remedy": run.remedy, "log_digest": run.logDigest, "failure_record": nilIfEmpty(run.failureDigest),
-		"applications": apps, "warnings": nonNilStrings(run.warnings),
+		"applications": apps, "warnings": nonNilStrings(run.warnings), "engine_support": run.support,
 	}
 	r := cmdresult.Result{Command: "narwhal diagnose", Operation: "diagnose", Status: cmdresult.Success, Data: data, Artifacts: arts}
 	return r.Write(w, nil)

@@ -19,45 +19,50 @@ import (
 // newEvidenceCmd is the evidence tree: canonical form, digests and the
 // content-addressed record store (docs/evidence.md).
 func newEvidenceCmd() *cobra.Command {
-	c := &cobra.Command{Use: "evidence", Short: "Canonical, content-addressed evidence records"}
-	var storeDir string
-	c.PersistentFlags().StringVar(&storeDir, "store", "evidence", "evidence store directory")
-	for _, sub := range []struct {
-		use, short string
-		args       cobra.PositionalArgs
-		run        func(cmd *cobra.Command, args []string, store string) error
-	}{
-		{"canon FILE", "Print the RFC 8785 canonical form of a JSON file (no trailing newline)", cobra.ExactArgs(1), evCanon},
-		{"digest FILE", "Print the 1220… digest of a JSON file's canonical form", cobra.ExactArgs(1), evDigest},
-		{"verify DIR|FILE", "Re-check canonical form and digests of a store directory or one file", cobra.ExactArgs(1), evVerify},
-		{"add FILE", "Add a canonical record to the store and print its digest", cobra.ExactArgs(1), evAdd},
-		{"show DIGEST", "Print a stored record's canonical bytes after re-verifying them", cobra.ExactArgs(1), evShow},
-		{"ls", "List stored records: digest, kind, level, claim", cobra.NoArgs, evLs},
-		{"release NAME", "Write a narwhal.evidence-release manifest over every stored record and print its digest", cobra.ExactArgs(1), evRelease},
-	} {
-		run := sub.run
-		c.AddCommand(&cobra.Command{Use: sub.use, Short: sub.short, Args: sub.args,
-			RunE: func(cmd *cobra.Command, args []string) error { return run(cmd, args, storeDir) }})
-	}
+	c := &cobra.Command{Use: "evidence", Short: "Canonical, content-addressed evidence records, acceptance and tiers"}
+	f := &evFlags{}
+	f.bind(c)
+	c.PersistentPreRunE = func(*cobra.Command, []string) error { return f.check() }
+	c.AddCommand(
+		evCanonCmd(f), evDigestCmd(f), evVerifyCmd(f),
+		evAddCmd(f), evShowCmd(f), evLsCmd(f), evReleaseCmd(f),
+		evProposeCmd(f), evAcceptCmd(f), evFromJournalCmd(f), evTaskRunCmd(f),
+		evTierCmd(f), evStaleCmd(f), evReleasesCmd(f),
+	)
+	c.AddCommand(evSignCmds()...)
+	c.AddCommand(evSupportCmd(&f.store), evQueueCmd(&f.store))
 	return c
 }
 
-func evCanon(cmd *cobra.Command, args []string, _ string) error {
-	b, err := canonicalFile(args[0])
-	if err != nil {
-		return err
+func evCanonCmd(f *evFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "canon FILE",
+		Short: "Print the RFC 8785 canonical form of a JSON file (no trailing newline)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b, err := canonicalFile(args[0])
+			if err != nil {
+				return err
+			}
+			return f.emit(cmd, "canon", map[string]any{"canonical": string(b), "digest": canon.Digest(b)}, func(w io.Writer) { w.Write(b) })
+		},
 	}
-	_, err = cmd.OutOrStdout().Write(b)
-	return err
 }
 
-func evDigest(cmd *cobra.Command, args []string, _ string) error {
-	b, err := canonicalFile(args[0])
-	if err != nil {
-		return err
+func evDigestCmd(f *evFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "digest FILE",
+		Short: "Print the 1220… digest of a JSON file's canonical form",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b, err := canonicalFile(args[0])
+			if err != nil {
+				return err
+			}
+			d := canon.Digest(b)
+			return f.emit(cmd, "digest", map[string]any{"digest": d}, func(w io.Writer) { fmt.Fprintln(w, d) })
+		},
 	}
-	_, err = fmt.Fprintln(cmd.OutOrStdout(), canon.Digest(b))
-	return err
 }
 
 // canonicalFile reads and canonicalizes path ("-" is stdin); anything that
@@ -88,23 +93,31 @@ func readInput(path string) ([]byte, error) {
 	return b, nil
 }
 
-func evVerify(cmd *cobra.Command, args []string, _ string) error {
-	fi, err := os.Stat(args[0])
-	if err != nil {
-		return cli.Invalid(err)
+func evVerifyCmd(f *evFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "verify DIR|FILE",
+		Short: "Re-check canonical form and digests of a store directory or one file",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fi, err := os.Stat(args[0])
+			if err != nil {
+				return cli.Invalid(err)
+			}
+			n, probs := 1, verifyFile(args[0])
+			if fi.IsDir() {
+				n, probs = store.Open(args[0]).Verify()
+			}
+			for _, p := range probs {
+				fmt.Fprintln(cmd.ErrOrStderr(), cmd.CommandPath()+": "+p.String())
+			}
+			if len(probs) > 0 {
+				return cli.Silent(cli.ExitFailed)
+			}
+			return f.emit(cmd, "verify", map[string]any{"files": n}, func(w io.Writer) {
+				fmt.Fprintf(w, "verified %d files: canonical, digests match\n", n)
+			})
+		},
 	}
-	n, probs := 1, verifyFile(args[0])
-	if fi.IsDir() {
-		n, probs = store.Open(args[0]).Verify()
-	}
-	for _, p := range probs {
-		fmt.Fprintln(cmd.ErrOrStderr(), cmd.CommandPath()+": "+p.String())
-	}
-	if len(probs) > 0 {
-		return cli.Silent(cli.ExitFailed)
-	}
-	_, err = fmt.Fprintf(cmd.OutOrStdout(), "verified %d files: canonical, digests match\n", n)
-	return err
 }
 
 // verifyFile checks one file is canonical and, when named <digest>.json,
@@ -124,46 +137,23 @@ func verifyFile(path string) []store.Problem {
 	return nil
 }
 
-func evAdd(cmd *cobra.Command, args []string, dir string) error {
-	raw, err := readInput(args[0])
-	if err != nil {
-		return err
+func evAddCmd(f *evFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "add FILE",
+		Short: "Add a canonical record to the store and print its digest",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			raw, err := readInput(args[0])
+			if err != nil {
+				return err
+			}
+			d, err := f.open().Put(raw)
+			if err != nil {
+				return cli.Invalid(fmt.Errorf("%s: %w", args[0], err))
+			}
+			return f.emit(cmd, "add", map[string]any{"record": d}, func(w io.Writer) { fmt.Fprintln(w, d) })
+		},
 	}
-	d, err := store.Open(dir).Put(raw)
-	if err != nil {
-		return cli.Invalid(fmt.Errorf("%s: %w", args[0], err))
-	}
-	_, err = fmt.Fprintln(cmd.OutOrStdout(), d)
-	return err
-}
-
-func evShow(cmd *cobra.Command, args []string, dir string) error {
-	if !canon.IsDigest(args[0]) {
-		_, err := canon.ParseDigest(args[0])
-		return cli.Invalid(err)
-	}
-	_, b, err := store.Open(dir).Get(args[0])
-	if err != nil {
-		return cli.Failed(err)
-	}
-	_, err = cmd.OutOrStdout().Write(append(b, '\n'))
-	return err
-}
-
-func evLs(cmd *cobra.Command, args []string, dir string) error {
-	s := store.Open(dir)
-	ds, err := s.List()
-	if err != nil {
-		return cli.Failed(err)
-	}
-	for _, d := range ds {
-		r, _, err := s.Get(d)
-		if err != nil {
-			return cli.Failed(err)
-		}
-		fmt.Fprintf(cmd.OutOrStdout(), "%s  %-13s %-24s %s\n", d, r.Kind, r.Level, claimText(r.Claim))
-	}
-	return nil
 }
 
 func claimText(c evidence.Claim) string {
@@ -177,11 +167,17 @@ func claimText(c evidence.Claim) string {
 	return s
 }
 
-func evRelease(cmd *cobra.Command, args []string, dir string) error {
-	d, err := store.Open(dir).WriteRelease(args[0], nil)
-	if err != nil {
-		return cli.Failed(err)
+func evReleaseCmd(f *evFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "release NAME",
+		Short: "Write a narwhal.evidence-release manifest over every stored record and print its digest",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d, err := f.open().WriteRelease(args[0], nil)
+			if err != nil {
+				return cli.Failed(err)
+			}
+			return f.emit(cmd, "release", map[string]any{"release": d}, func(w io.Writer) { fmt.Fprintln(w, d) })
+		},
 	}
-	_, err = fmt.Fprintln(cmd.OutOrStdout(), d)
-	return err
 }

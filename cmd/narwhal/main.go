@@ -13,6 +13,7 @@ func main() { cli.Main(newRoot()) }
 
 func newRoot() *cobra.Command {
 	root := cli.NewRoot("narwhal", "Operate a disaggregated prefill/decode vLLM fleet")
-	root.AddCommand(newConfigCmd(), newEvidenceCmd(), newDevCmd(), newDemoCmd(), newFleetCmd(), newPlanCmd(), newDiagnoseCmd())
+	root.AddCommand(newConfigCmd(), newEvidenceCmd(), newDevCmd(), newDemoCmd(), newFleetCmd(), newPlanCmd(), newDiagnoseCmd(),
+		newBenchCmd(), newReportCmd())
 	return root
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/cmdresult"
 	"github.com/narwhal-go/narwhal/internal/evidence/memory"
 	"github.com/narwhal-go/narwhal/internal/evidence/store"
+	"github.com/narwhal-go/narwhal/internal/evidence/support"
 	"github.com/narwhal-go/narwhal/internal/planner"
 	"github.com/narwhal-go/narwhal/internal/ports"
 )
@@ -22,6 +23,7 @@ type planFlags struct {
 	format     string
 	storeDir   string
 	compareLog string
+	cpuArch    string
 }
 
 func newPlanCmd() *cobra.Command {
@@ -77,6 +79,7 @@ GPU, an unsupported vLLM version); nothing is written on bad input.`,
 	fl.StringVar(&f.format, "format", "text", "output format: text, or json for a narwhal.command-result envelope")
 	fl.StringVar(&f.storeDir, "store", "evidence", "evidence store directory the prediction record is written to")
 	fl.StringVar(&f.compareLog, "compare-log", "", "a vLLM startup log to compare the prediction with, figure by figure")
+	fl.StringVar(&f.cpuArch, "cpu-arch", hostCPUArch(), "CPU architecture of the serving host (x86_64, aarch64), for the engine support state")
 	return c
 }
 
@@ -99,13 +102,18 @@ func runPlan(cmd *cobra.Command, f planFlags) error {
 			return err
 		}
 	}
+	sup, err := planner.Support(store.Open(f.storeDir), res, f.cpuArch)
+	if err != nil {
+		return cli.Failed(err)
+	}
 	out, err := planner.Save(store.Open(f.storeDir), res, clock)
 	if err != nil {
 		return cli.Failed(err)
 	}
 	if f.format == "json" {
-		return writePlanJSON(cmd.OutOrStdout(), res, out, cmp, f.storeDir)
+		return writePlanJSON(cmd.OutOrStdout(), res, out, cmp, f.storeDir, sup)
 	}
+	writeSupportFirst(cmd.OutOrStdout(), "narwhal plan", sup)
 	writePlanText(cmd.OutOrStdout(), res, out, f.storeDir)
 	writeComparisons(cmd.OutOrStdout(), cmp)
 	return nil
@@ -142,13 +150,13 @@ func compareLog(path string, res planner.Result) ([]planComparison, error) {
 	return out, nil
 }
 
-func writePlanJSON(w io.Writer, res planner.Result, out planner.Outcome, cmp []planComparison, dir string) error {
+func writePlanJSON(w io.Writer, res planner.Result, out planner.Outcome, cmp []planComparison, dir string, sup *support.Entry) error {
 	data := map[string]any{
 		"prediction": res.Prediction, "quantization": res.Quantization, "quantization_support": res.QuantVerdict,
 		"artifact_identity": res.Local.Identity, "identity_unresolved": res.Local.Unresolved, "lineage": res.Lineage,
 		"execution": res.Execution, "execution_fingerprint": res.ExecutionFP, "stated_margin_bytes": res.StatedMargin,
 		"record": out.RecordDigest, "tier": out.Tier, "prior_evidence": out.Priors, "warnings": res.Warnings,
-		"comparisons": cmp,
+		"comparisons": cmp, "engine_support": sup,
 	}
 	r := cmdresult.Result{Command: "narwhal plan", Operation: "plan", Status: cmdresult.Success, Data: data,
 		Artifacts: []cmdresult.Artifact{{Kind: "evidence_record", Path: dir + "/" + out.RecordDigest, State: "created"}}}

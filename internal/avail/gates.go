@@ -28,7 +28,8 @@ func (s *Supervisor) gates(iid string, old *lifecycle.Identity, requireNewer boo
 	modelOK := g.add("model", s.probes.Model(ctx, iid), s.cfg.Model)
 	id, err := s.identityGate(ctx, iid, old, requireNewer)
 	identified := g.add("process_identity", err, fmt.Sprintf("vLLM %s, process start %.3f", id.Version, id.ProcessStart))
-	if !attested || !modelOK || !identified {
+	profiled := identified && g.add("profile_generation", s.profileGenerationGate(ctx, iid, id), "the loaded profile was measured on this process")
+	if !attested || !modelOK || !profiled {
 		return g.checks, id
 	}
 	g.add("generation", asErr(s.probes.Inference(ctx, iid)), "a direct completion")

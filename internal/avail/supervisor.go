@@ -63,6 +63,10 @@ type Probes interface {
 	Identity(ctx context.Context, iid string) (lifecycle.Identity, error)
 	// Attestation verifies the engine's sidecar against the contract.
 	Attestation(ctx context.Context, iid string) error
+	// AttestationDigest verifies the engine's sidecar for the live
+	// identity id and returns the attestation digest (for the profile
+	// generation).
+	AttestationDigest(ctx context.Context, iid string, id lifecycle.Identity) (string, error)
 	// Model checks the engine serves the fleet's model.
 	Model(ctx context.Context, iid string) error
 	// Transfer moves KV from iid to peer and decodes there.
@@ -88,6 +92,9 @@ type Config struct {
 	Core    Core
 	Probes  Probes
 	Status  Status
+	// Generations is each loaded profile row's generation_digest by iid
+	// (rows without one are absent); read-only.
+	Generations map[string]string
 	// StateChanged is called after every change the handoff document
 	// records. It must return at once: it is called on request goroutines.
 	StateChanged func()
@@ -128,6 +135,7 @@ type Supervisor struct {
 	status  Status
 	changed func()
 	reply   func(w http.ResponseWriter, status int, v any)
+	gens    map[string]string // Config.Generations; read-only
 
 	life  *lifecycle.Manager
 	drift *lifecycle.Drift // decode pace health: probation and eviction (drift.go)
@@ -153,7 +161,7 @@ type Supervisor struct {
 func New(c Config) *Supervisor {
 	s := &Supervisor{cfg: c.Fleet, log: c.Log, clock: c.Clock, epoch: c.Epoch, journal: c.Journal,
 		metrics: c.Metrics, core: c.Core, probes: c.Probes, status: c.Status, changed: c.StateChanged, reply: c.Reply,
-		ctx: c.Context, goBg: c.Go,
+		ctx: c.Context, goBg: c.Go, gens: c.Generations,
 		life: lifecycle.New(c.Fleet)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

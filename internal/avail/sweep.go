@@ -31,6 +31,10 @@ func (s *Supervisor) readmissionProbes(ctx context.Context) {
 				s.log.Warn("readmission validation failed", "iid", iid, "checks", checks)
 				return
 			}
+		} else if err := s.profileGenerationGate(ctx, iid, id); err != nil {
+			s.log.Warn("readmission blocked by the profile generation", "iid", iid, "err", err)
+			s.lifecycleEvent("profile_recovery_blocked", map[string]any{"iid": iid, "reason": err.Error()})
+			return
 		}
 		s.life.AcceptIdentity(iid, id)
 		if s.life.Recovered(iid) {
@@ -142,6 +146,7 @@ func (s *Supervisor) CaptureIdentities(ctx context.Context) {
 			s.observeIdentity(s.order[i], *id)
 		}
 	}
+	s.checkProfileGenerations(ctx, ids)
 }
 
 func allOK(checks []lifecycle.Check) bool {

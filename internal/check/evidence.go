@@ -11,11 +11,20 @@ import (
 	"github.com/narwhal-go/narwhal/internal/ports"
 )
 
-// Endpoint evidence states preflight can establish.
+// Endpoint evidence states preflight can establish (reference/evidence.md
+// §4.2). serving_verified is not among them: only serving evidence from
+// the journal against an accepted request produces it (§4.4).
 const (
-	StateBootVerified    = "boot_verified"
-	StateServingVerified = "serving_verified"
+	StateArtifactResolved      = "artifact_resolved"
+	StateFormatDetected        = "format_detected"
+	StateEngineConfigValidated = "engine_config_validated"
+	StateBootVerified          = "boot_verified"
+	StateServingVerified       = "serving_verified"
 )
+
+// Unbound prefixes the artifact subject of engines no plan was bound to:
+// such boot records can never meet a prediction's artifact identity.
+const Unbound = "unbound:model:"
 
 // Execution is what one engine replica executes, as far as attestation
 // and the fleet's hardware block say: its fingerprint is the record
@@ -33,59 +42,161 @@ func (x Execution) Fingerprint() (string, error) {
 	return d, err
 }
 
+// Binding names the artifact identity and hardware class the operator
+// says the fleet's engines run, taken from a stored plan (its prediction
+// record). Without one, boot records name the model only.
+type Binding struct {
+	Artifact      string
+	HardwareClass string
+	Plan          string // prediction record digest
+}
+
 // EngineEvidence is what one preflight run says about one engine.
 type EngineEvidence struct {
 	IID       string
 	Execution string            // execution fingerprint
-	State     string            // the highest state established, "" when none
-	Records   []evidence.Record // boot, then serving (when evaluated)
+	State     string            // boot_verified when the boot was healthy, "" otherwise
+	States    []string          // every endpoint state established
+	Records   []evidence.Record // boot, endpoint states, then KV pairs it produced
 }
 
-// Evidence turns a report into records, one boot record per engine whose
-// reach and contract gates ran and one serving record per engine whose KV
-// and slo gates ran, each with the outcome as its verdict. It is a pure
-// function of its inputs and the clock: same inputs, same digests.
+// Evidence turns a report into records without a plan binding.
 func Evidence(rep *Report, cfg *fleet.Config, clock ports.Clock, producerVersion string) ([]EngineEvidence, error) {
+	return EvidenceBound(rep, cfg, Binding{}, clock, producerVersion)
+}
+
+// EvidenceBound turns a report into records: per engine a boot record
+// (healthy or failed) on artifact + hardware class + execution, one
+// record per endpoint state a gate decided, and one KV-transfer record
+// per directed pair the consume gate probed, filed under the producer. It
+// is a pure function of its inputs and the clock: same inputs, same digests.
+func EvidenceBound(rep *Report, cfg *fleet.Config, b Binding, clock ports.Clock, pv string) ([]EngineEvidence, error) {
+	if b.Artifact == "" {
+		b.Artifact = Unbound + cfg.Model
+	}
+	if b.HardwareClass == "" {
+		b.HardwareClass = declaredClass(cfg.Hardware)
+	}
+	bases := map[string]recordBase{}
 	var out []EngineEvidence
 	for _, e := range cfg.Engines {
-		ee, err := engineEvidence(rep, cfg, e.IID, clock, producerVersion)
+		base, err := newBase(rep, cfg.Hardware, b, e.IID, clock, pv)
 		if err != nil {
 			return nil, fmt.Errorf("evidence for engine %s: %w", e.IID, err)
 		}
-		out = append(out, ee)
+		bases[e.IID] = base
+		out = append(out, base.engineEvidence())
+	}
+	for i := range out {
+		out[i].Records = append(out[i].Records, pairRecords(rep, bases, out[i].IID)...)
 	}
 	return out, nil
 }
 
-func engineEvidence(rep *Report, cfg *fleet.Config, iid string, clock ports.Clock, pv string) (EngineEvidence, error) {
-	x := Execution{EngineVersion: rep.Live[iid].Version, Hardware: cfg.Hardware}
+// declaredClass is the hardware class the fleet declares (no memory or
+// capability: a plan binding gives the full class).
+func declaredClass(h *fleet.Hardware) string {
+	if h == nil {
+		return "undeclared"
+	}
+	return fmt.Sprintf("%s/x%d", strings.ToLower(strings.ReplaceAll(h.Accelerator, " ", "-")), h.AcceleratorsPerEngine)
+}
+
+func newBase(rep *Report, hw *fleet.Hardware, b Binding, iid string, clock ports.Clock, pv string) (recordBase, error) {
+	x := Execution{EngineVersion: rep.Live[iid].Version, Hardware: hw}
 	var inputs []string
 	if p := rep.Attested[iid]; p != nil {
 		k := p.Contract
 		x.Contract, x.EngineVersion = &k, p.Engine.Version
 		inputs = append(inputs, p.AttestationDigest)
 	}
+	if canon.IsDigest(b.Plan) {
+		inputs = append(inputs, b.Plan)
+	}
 	fp, err := x.Fingerprint()
-	if err != nil {
-		return EngineEvidence{}, err
+	return recordBase{rep: rep, iid: iid, fp: fp, x: x, b: b, inputs: inputs, clock: clock, pv: pv}, err
+}
+
+func (base recordBase) engineEvidence() EngineEvidence {
+	ee := EngineEvidence{IID: base.iid, Execution: base.fp}
+	// A fleet-wide line (mixed versions) is about pairs, not about this
+	// engine's boot: only the engine's own lines decide it.
+	boot := base.rep.engineOutcome(base.iid, GateReach, GateContract)
+	if boot == Skipped {
+		return ee
 	}
-	ee := EngineEvidence{IID: iid, Execution: fp}
-	base := recordBase{rep: rep, iid: iid, fp: fp, x: x, inputs: inputs, clock: clock, pv: pv}
-	boot := rep.outcomeFor(iid, GateReach, GateContract)
-	if boot != Skipped {
-		ee.Records = append(ee.Records, base.record(evidence.KindBoot, evidence.ScopeBoot, StateBootVerified, boot, GateReach, GateContract))
-		if boot == Passed {
-			ee.State = StateBootVerified
+	verdict := evidence.VerdictHealthy
+	if boot != Passed {
+		verdict = evidence.VerdictFailed
+	}
+	ee.Records = append(ee.Records, base.record(evidence.KindBoot, evidence.ScopeBoot, "boot", verdict, base.subject(), GateReach, GateContract))
+	if boot == Passed {
+		ee.State = StateBootVerified
+	}
+	for _, st := range base.states(boot) {
+		v := evidence.VerdictPass
+		if st.o != Passed {
+			v = evidence.VerdictFail
+		} else {
+			ee.States = append(ee.States, st.name)
 		}
+		ee.Records = append(ee.Records, base.record(evidence.KindEndpointState, evidence.ScopeConfig, "endpoint_state:"+st.name, v, base.subject(), st.gates...))
 	}
-	serving := rep.outcomeFor(iid, GateProduce, GateConsume, GateSLO)
-	if serving != Skipped && boot != Skipped {
-		ee.Records = append(ee.Records, base.record(evidence.KindCompatibility, evidence.ScopeKVTransfer, StateServingVerified, serving, GateProduce, GateConsume, GateSLO))
-		if serving == Passed && boot == Passed {
-			ee.State = StateServingVerified
+	return ee
+}
+
+type stateOutcome struct {
+	name  string
+	o     Outcome
+	gates []string
+}
+
+// states maps gates to endpoint states: reach + contract is boot; with an
+// attested launch, the booted engine accepting its arguments is the
+// engine's own config verdict; the model gate (the engine loaded and
+// serves the artifact) is format detection; a bound, resolved artifact
+// identity on an attested, serving engine is artifact resolution.
+func (base recordBase) states(boot Outcome) []stateOutcome {
+	out := []stateOutcome{{StateBootVerified, boot, []string{GateReach, GateContract}}}
+	if base.x.Contract != nil {
+		out = append(out, stateOutcome{StateEngineConfigValidated, boot, []string{GateReach, GateContract}})
+	}
+	model := base.rep.outcomeFor(base.iid, GateModel)
+	if model == Skipped {
+		return out
+	}
+	out = append(out, stateOutcome{StateFormatDetected, model, []string{GateModel}})
+	if base.x.Contract != nil && canon.IsDigest(base.b.Artifact) {
+		o := model
+		if boot != Passed {
+			o = Failed
 		}
+		out = append(out, stateOutcome{StateArtifactResolved, o, []string{GateContract, GateModel}})
 	}
-	return ee, nil
+	return out
+}
+
+// pairRecords are the directed KV-transfer records whose producer is iid.
+func pairRecords(rep *Report, bases map[string]recordBase, iid string) []evidence.Record {
+	g := rep.Gate(GateConsume)
+	if g == nil {
+		return nil
+	}
+	var out []evidence.Record
+	for _, l := range g.Lines {
+		prod, cons, ok := strings.Cut(l.Engine, " -> ")
+		if !ok || prod != iid || (l.Status != OK && l.Status != Fail) {
+			continue
+		}
+		pb, cb := bases[prod], bases[cons]
+		v := evidence.VerdictPass
+		if l.Status == Fail {
+			v = evidence.VerdictFail
+		}
+		subject := map[string]string{evidence.SubjectPair: l.Engine, "producer_endpoint": pb.fp, "consumer_endpoint": cb.fp}
+		out = append(out, pb.record(evidence.KindCompatibility, evidence.ScopeKVTransfer, "kv_transfer", v, subject, GateProduce, GateConsume))
+	}
+	return out
 }
 
 type recordBase struct {
@@ -93,28 +204,30 @@ type recordBase struct {
 	iid    string
 	fp     string
 	x      Execution
+	b      Binding
 	inputs []string
 	clock  ports.Clock
 	pv     string
 }
 
-func (b recordBase) record(kind evidence.Kind, scope evidence.ClaimScope, state string, o Outcome, gates ...string) evidence.Record {
-	verdict := evidence.VerdictPass
-	if o != Passed {
-		verdict = "fail"
-	}
+func (b recordBase) subject() map[string]string {
+	return map[string]string{evidence.SubjectArtifact: b.b.Artifact, evidence.SubjectHardwareClass: b.b.HardwareClass, evidence.SubjectEndpoint: b.fp}
+}
+
+func (b recordBase) record(kind evidence.Kind, scope evidence.ClaimScope, quantity, verdict string, subject map[string]string, gates ...string) evidence.Record {
 	var pkgs []string
 	if b.x.Contract != nil && b.x.Contract.NIXLVersion != "" {
 		pkgs = append(pkgs, "nixl@"+b.x.Contract.NIXLVersion)
 	}
-	display := map[string]any{"engine_iid": b.iid, "state": state, "gates": b.rep.gateOutcomes(b.iid, gates...)}
+	display := map[string]any{"engine_iid": b.iid, "gates": b.rep.gateOutcomes(b.iid, gates...), "execution": b.x,
+		"reason": "preflight", "production_mode": false}
 	if id, ok := b.rep.Live[b.iid]; ok {
 		display["process_start_time_seconds"] = id.ProcessStart
 	}
 	r := evidence.Record{Kind: kind, ClaimScope: scope, EpistemicStatus: evidence.Measured, Level: evidence.MaintainerLabMeasured,
-		Subject:    map[string]string{evidence.SubjectEndpoint: b.fp},
-		Claim:      evidence.Claim{Quantity: "endpoint_state:" + state, Verdict: &verdict},
-		Engine:     evidence.Engine{Name: "vllm", Version: b.x.EngineVersion, Packages: pkgs},
+		Subject:    subject,
+		Claim:      evidence.Claim{Quantity: quantity, Verdict: &verdict},
+		Engine:     evidence.Engine{Name: "vllm", Version: b.x.EngineVersion, Packages: append([]string{}, pkgs...)},
 		Provenance: evidence.Provenance{Producer: "narwhal-check", ProducerVersion: b.pv, Inputs: append([]string{}, b.inputs...)},
 		Display:    display}
 	return evidence.Stamp(r, b.clock)
@@ -133,13 +246,22 @@ func (r *Report) gateOutcomes(iid string, gates ...string) map[string]any {
 // the whole fleet) fails it; otherwise an ok line passes it; otherwise it
 // was skipped. Every named gate must pass for a pass.
 func (r *Report) outcomeFor(iid string, gates ...string) Outcome {
+	return r.outcome(iid, true, gates)
+}
+
+// engineOutcome is outcomeFor without the fleet-wide lines.
+func (r *Report) engineOutcome(iid string, gates ...string) Outcome {
+	return r.outcome(iid, false, gates)
+}
+
+func (r *Report) outcome(iid string, fleetLines bool, gates []string) Outcome {
 	result := Passed
 	for _, name := range gates {
 		g := r.Gate(name)
 		if g == nil {
 			return Skipped
 		}
-		switch lineOutcome(g, iid) {
+		switch lineOutcome(g, iid, fleetLines) {
 		case Failed:
 			return Failed
 		case Skipped:
@@ -149,12 +271,12 @@ func (r *Report) outcomeFor(iid string, gates ...string) Outcome {
 	return result
 }
 
-func lineOutcome(g *Gate, iid string) Outcome {
+func lineOutcome(g *Gate, iid string, fleetLines bool) Outcome {
 	o := Skipped
 	for _, l := range g.Lines {
 		about := l.Engine == iid || involves(l.Engine, iid)
 		switch {
-		case l.Status == Fail && (about || l.Engine == ""):
+		case l.Status == Fail && (about || fleetLines && l.Engine == ""):
 			return Failed
 		case l.Status == OK && about:
 			o = Passed
@@ -183,4 +305,18 @@ func Digests(ee []EngineEvidence) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// BindingFromPlan takes the artifact identity and hardware class from a
+// stored prediction record (narwhal plan's), so preflight's boot records
+// meet the plan's on the same subject.
+func BindingFromPlan(rec evidence.Record, digest string) (Binding, error) {
+	if rec.Kind != evidence.KindPrediction {
+		return Binding{}, fmt.Errorf("--plan %s is a %s record, not a prediction: pass the record digest narwhal plan printed", digest, rec.Kind)
+	}
+	a, hw := rec.Subject[evidence.SubjectArtifact], rec.Subject[evidence.SubjectHardwareClass]
+	if a == "" || hw == "" {
+		return Binding{}, fmt.Errorf("--plan %s names no artifact or hardware class", digest)
+	}
+	return Binding{Artifact: a, HardwareClass: hw, Plan: digest}, nil
 }

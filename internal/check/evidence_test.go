@@ -1,10 +1,14 @@
 package check
 
 import (
+	"maps"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/attest"
+	"github.com/narwhal-go/narwhal/internal/evidence"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/ports"
 	"github.com/narwhal-go/narwhal/internal/vllm"
@@ -23,6 +27,7 @@ func sampleReport(start float64, consume Status) (*Report, *fleet.Config) {
 		Gates: []Gate{
 			{Name: GateReach, Lines: []Line{ok("e0"), ok("e1")}},
 			{Name: GateContract, Lines: []Line{ok("e0"), ok("e1")}},
+			{Name: GateModel, Lines: []Line{ok("e0"), ok("e1")}},
 			{Name: GateProduce, Lines: []Line{ok("e0"), ok("e1")}},
 			{Name: GateConsume, Lines: []Line{{Status: consume, Engine: "e0 -> e1"}, ok("e1 -> e0")}},
 			{Name: GateSLO, Lines: []Line{ok("e0"), ok("e1")}},
@@ -30,47 +35,90 @@ func sampleReport(start float64, consume Status) (*Report, *fleet.Config) {
 	return rep, cfg
 }
 
-func TestEvidenceDeterministic(t *testing.T) {
+func evidenceOf(t *testing.T, start float64, consume Status, b Binding) ([]EngineEvidence, []string) {
+	t.Helper()
 	clock := ports.NewFake(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-	digests := func(start float64, consume Status) ([]EngineEvidence, []string) {
-		rep, cfg := sampleReport(start, consume)
-		ee, err := Evidence(rep, cfg, clock, "test")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ds, err := Digests(ee)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ee, ds
+	rep, cfg := sampleReport(start, consume)
+	ee, err := EvidenceBound(rep, cfg, b, clock, "test")
+	if err != nil {
+		t.Fatal(err)
 	}
-	ee1, d1 := digests(100, OK)
-	_, d2 := digests(100, OK)
-	if len(d1) != 4 || len(d2) != 4 {
-		t.Fatalf("want a boot and a serving record per engine, got %d and %d", len(d1), len(d2))
+	ds, err := Digests(ee)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i := range d1 {
-		if d1[i] != d2[i] {
-			t.Fatalf("same inputs, different digests:\n%v\n%v", d1, d2)
-		}
-	}
-	if ee1[0].State != StateServingVerified || ee1[1].State != StateServingVerified {
-		t.Fatalf("states %q %q, want serving_verified", ee1[0].State, ee1[1].State)
+	return ee, ds
+}
+
+func TestEvidenceDeterministic(t *testing.T) {
+	ee1, d1 := evidenceOf(t, 100, OK, Binding{})
+	_, d2 := evidenceOf(t, 100, OK, Binding{})
+	if len(d1) == 0 || !slices.Equal(d1, d2) {
+		t.Fatalf("same inputs, different digests:\n%v\n%v", d1, d2)
 	}
 	// A restarted process of the same build: same execution, new records.
-	ee3, d3 := digests(200, OK)
+	ee3, d3 := evidenceOf(t, 200, OK, Binding{})
 	if ee3[0].Execution != ee1[0].Execution {
 		t.Fatal("the execution fingerprint moved with the process start")
 	}
-	if d3[0] == d1[0] && d3[1] == d1[1] {
+	if slices.Equal(d3, d1) {
 		t.Fatal("records of a different process have the same digests")
 	}
-	// A failed pair stops both of its engines at boot_verified.
-	ee4, _ := digests(100, Fail)
-	if ee4[0].State != StateBootVerified || ee4[1].State != StateBootVerified {
-		t.Fatalf("after a failed pair: states %q %q, want boot_verified", ee4[0].State, ee4[1].State)
+}
+
+// Boot records count for the tier rules: claim scope boot, verdict
+// healthy, subject artifact + hardware class + execution fingerprint.
+func TestBootRecordCountsForTiers(t *testing.T) {
+	art := "1220" + strings.Repeat("ab", 32)
+	ee, _ := evidenceOf(t, 100, OK, Binding{Artifact: art, HardwareClass: "h100/81559mib/cc9.0/x1"})
+	boot := ee[0].Records[0]
+	if boot.Kind != evidence.KindBoot || boot.ClaimScope != evidence.ScopeBoot || *boot.Claim.Verdict != evidence.VerdictHealthy {
+		t.Fatalf("boot record %s/%s verdict %s, want boot/boot healthy", boot.Kind, boot.ClaimScope, *boot.Claim.Verdict)
 	}
-	if v := *ee4[0].Records[1].Claim.Verdict; v != "fail" {
-		t.Fatalf("serving verdict %q, want fail", v)
+	want := map[string]string{evidence.SubjectArtifact: art, evidence.SubjectHardwareClass: "h100/81559mib/cc9.0/x1", evidence.SubjectEndpoint: ee[0].Execution}
+	if !maps.Equal(boot.Subject, want) {
+		t.Fatalf("boot subject %v, want %v", boot.Subject, want)
+	}
+	wantStates := []string{StateBootVerified, StateEngineConfigValidated, StateArtifactResolved}
+	for _, s := range wantStates {
+		if !slices.Contains(ee[0].States, s) {
+			t.Errorf("states %v lack %s", ee[0].States, s)
+		}
+	}
+	if slices.Contains(ee[0].States, StateServingVerified) {
+		t.Error("preflight claimed serving_verified: only serving evidence from the journal does")
+	}
+}
+
+// One directed KV-transfer record per probed pair, filed under its
+// producer, with the pair's verdict.
+func TestPairRecords(t *testing.T) {
+	ee, _ := evidenceOf(t, 100, Fail, Binding{})
+	var pairs []string
+	for _, e := range ee {
+		for _, r := range e.Records {
+			if r.ClaimScope == evidence.ScopeKVTransfer {
+				pairs = append(pairs, r.Subject[evidence.SubjectPair]+"="+*r.Claim.Verdict)
+			}
+		}
+	}
+	slices.Sort(pairs)
+	if want := []string{"e0 -> e1=fail", "e1 -> e0=pass"}; !slices.Equal(pairs, want) {
+		t.Fatalf("pair records %v, want %v", pairs, want)
+	}
+	if ee[0].State != StateBootVerified {
+		t.Fatalf("a failed pair changed the boot state: %q", ee[0].State)
+	}
+}
+
+// Without a plan binding the artifact is the model name, marked unbound,
+// and no artifact_resolved state is claimed.
+func TestUnboundEvidenceNamesModelOnly(t *testing.T) {
+	ee, _ := evidenceOf(t, 100, OK, Binding{})
+	if a := ee[0].Records[0].Subject[evidence.SubjectArtifact]; !strings.HasPrefix(a, Unbound) {
+		t.Fatalf("artifact subject %q, want %s…", a, Unbound)
+	}
+	if slices.Contains(ee[0].States, StateArtifactResolved) {
+		t.Fatal("artifact_resolved without a resolved artifact identity")
 	}
 }

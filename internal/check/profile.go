@@ -61,39 +61,44 @@ func (r *run) profile(_ context.Context, g *Gate) {
 }
 
 // generation binds a profile to the process it measured: with a contract
-// the live attestation digest, without one the engine identity.
+// the verified attestation, without one the engine identity
+// (profile.Generation, the digest narwhal-profile wrote).
 func (r *run) generation(g *Gate, iid string, row profile.Row) {
 	if row.GenerationDigest == nil {
 		g.add(Warn, iid, "%s profile has no generation evidence; reprofile with a generation-binding narwhal-profile", iid)
 		return
 	}
-	p, ok := r.attested[iid]
+	live, ok := r.liveGeneration(iid)
 	if !ok {
 		return
 	}
-	if *row.GenerationDigest != p.AttestationDigest {
-		g.add(Fail, iid, "%s profile generation differs from the live engine; reprofile before admission", iid)
+	if err := profile.CheckGeneration(row, live); err != nil {
+		g.add(Fail, iid, "%v", err)
 		r.incompatible[iid] = "profile generation"
 		return
 	}
-	g.add(OK, iid, "%s profile generation %s", iid, p.AttestationDigest)
+	g.add(OK, iid, "%s profile generation %s", iid, live)
+}
+
+// liveGeneration is iid's generation digest from what identity and
+// contract already verified; false when neither was read.
+func (r *run) liveGeneration(iid string) (string, bool) {
+	att := ""
+	if p, ok := r.attested[iid]; ok {
+		att = p.AttestationDigest
+	} else if r.cfg.EngineContract != nil {
+		return "", false // contracted but unverified: the contract gate already failed it
+	}
+	id, ok := r.identity[iid]
+	if !ok && att == "" {
+		return "", false
+	}
+	live, err := profile.Generation(id.Version, id.ProcessStart, att)
+	return live, err == nil
 }
 
 func (r *run) rowProblems(row profile.Row) []string {
-	var out []string
-	if row.DecodeMinRequests == nil || row.DecodeMaxRequests == nil || *row.DecodeMinRequests == *row.DecodeMaxRequests {
-		out = append(out, "decode domain does not span the request axis")
-	}
-	if row.DecodeMinKVTokens == nil || row.DecodeMaxKVTokens == nil || *row.DecodeMinKVTokens == *row.DecodeMaxKVTokens {
-		out = append(out, "decode domain does not span the KV-token axis")
-	}
-	if m := r.cfg.Profiles.MaxDecodeFitMAPE; row.DecodeFitMAPE == nil || *row.DecodeFitMAPE > m {
-		out = append(out, fmt.Sprintf("decode_fit_mape %v exceeds profiles.max_decode_fit_mape %v", derefStr(row.DecodeFitMAPE), m))
-	}
-	if m := r.cfg.Profiles.MaxDecodeCVMAPE; row.DecodeCVMAPE == nil || *row.DecodeCVMAPE > m {
-		out = append(out, fmt.Sprintf("decode_cv_mape %v exceeds profiles.max_decode_cv_mape %v", derefStr(row.DecodeCVMAPE), m))
-	}
-	return out
+	return row.Problems(profile.Limits{MaxDecodeFitMAPE: r.cfg.Profiles.MaxDecodeFitMAPE, MaxDecodeCVMAPE: r.cfg.Profiles.MaxDecodeCVMAPE})
 }
 
 func deref(p *float64) float64 {
@@ -101,13 +106,6 @@ func deref(p *float64) float64 {
 		return math.NaN()
 	}
 	return *p
-}
-
-func derefStr(p *float64) string {
-	if p == nil {
-		return "(absent)"
-	}
-	return fmt.Sprint(*p)
 }
 
 // paceTime is one engine's best cold prefill.

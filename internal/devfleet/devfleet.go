@@ -22,6 +22,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/profile"
+	"github.com/narwhal-go/narwhal/internal/profile/sweep"
 	"github.com/narwhal-go/narwhal/internal/router"
 	"github.com/narwhal-go/narwhal/internal/simengine"
 	"github.com/narwhal-go/narwhal/internal/version"
@@ -42,6 +43,12 @@ type Options struct {
 	AdminTokenEnv string
 	// Ready, when set, receives the router's base URL once it serves.
 	Ready func(baseURL string)
+	// Sweep is the profiling sweep run over the simulated engines before
+	// the router starts; nil is QuickSweep.
+	Sweep *sweep.Config
+	// OnEngines, when set, receives the simulated engines once they run
+	// (tests restart one to change its build).
+	OnEngines func(*simengine.Fleet)
 }
 
 func (o *Options) defaults() {
@@ -76,20 +83,24 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 		return fmt.Errorf("dev fleet: start simulated engines: %w", err)
 	}
 	defer engines.Close()
+	if o.OnEngines != nil {
+		o.OnEngines(engines)
+	}
 	sidecars, err := startSidecars(ctx, engines, o.Logger)
 	if err != nil {
 		return err
 	}
 	defer closeAll(sidecars)
-	cfg, store := Fleet(o.Model, engines.URLs(), o.Dir)
+	cfg, _ := Fleet(o.Model, engines.URLs(), o.Dir) // the engines' own curves stay theirs: the router gets measured ones
 	contract := simengine.Contract(simengine.DefaultIdentity(o.Model))
 	cfg.EngineContract = &contract
 	for i, s := range sidecars {
 		cfg.Engines[i].AttestationURL = s.AttestationURL()
 	}
 	fleetPath := filepath.Join(o.Dir, "fleet.json")
-	if err := profile.Save(cfg.Profiles.Path, store); err != nil {
-		return fmt.Errorf("dev fleet: %w", err)
+	store, err := profileFleet(ctx, o, cfg, out)
+	if err != nil {
+		return err
 	}
 	if err := cfg.Save(fleetPath); err != nil {
 		return fmt.Errorf("dev fleet: %w", err)
@@ -221,6 +232,7 @@ func printBanner(out io.Writer, base string, cfg *fleet.Config, fleetPath, token
   OpenAI base URL   %s/v1   (model %q, any API key)
   try               curl -sN %s/v1/chat/completions -H 'Content-Type: application/json' \
                       -d '{"model":"%s","stream":true,"max_tokens":32,"messages":[{"role":"user","content":"Hello"}]}'
+  dashboard         %s/narwhal/ui   (Prometheus and alerts: make observe)
   state             %s/narwhal/state
   metrics           %s/metrics
   fleet file        %s
@@ -231,5 +243,95 @@ func printBanner(out io.Writer, base string, cfg *fleet.Config, fleetPath, token
                     (readmit: the same at /narwhal/lifecycle/readmit; see docs/reliability.md)
 
 Ctrl-C stops everything.
-`, len(cfg.Engines), base, base, cfg.Model, base, cfg.Model, base, base, fleetPath, cfg.JournalPath(), tokenLine, base, auth, last)
+`, len(cfg.Engines), base, base, cfg.Model, base, cfg.Model, base, base, base, fleetPath, cfg.JournalPath(), tokenLine, base, auth, last)
+}
+
+// QuickSweep is make run's profiling sweep: the real narwhal-profile
+// measurement (sweep.Fleet), sized so the simulated engines are profiled in
+// seconds inside their 4096-token context. It includes the warm sweep
+// (--warm): without a cached fit the router prices every prefill cold, and
+// its grid reaches down to chat-sized prefixes and suffixes, the domain a
+// conversation's next turn is priced in.
+func QuickSweep() sweep.Config {
+	return sweep.Config{PrefillLengths: []int{256, 1024, 2048, 4095}, PrefillRepeats: 3, DecodeLengths: []int{256, 1024},
+		Concurrency: []int{1, 4, 16}, DecodeTokens: 16, Timeout: 60 * time.Second,
+		Warm: true, WarmPrefixes: []int{64, 512, 1536}, WarmSuffixes: []int{8, 64, 512}}
+}
+
+// profileFleet profiles the simulated engines the way an operator profiles
+// real ones (narwhal-profile's sweep.Fleet), writes profiles.path and its
+// samples file, and returns the store the router will load.
+func profileFleet(ctx context.Context, o Options, cfg *fleet.Config, out io.Writer) (*profile.Store, error) {
+	sc := QuickSweep()
+	if o.Sweep != nil {
+		sc = *o.Sweep
+	}
+	start := time.Now()
+	run := sweep.Fleet{Config: cfg, Engines: cfg.Engines, Out: cfg.Profiles.Path}
+	results := run.Sweep(ctx, sc)
+	for attempt := 0; attempt < 2; attempt++ {
+		if resweepFailed(ctx, run, sc, results) == nil {
+			break
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	fallBack(results, out)
+	for _, r := range results {
+		if r.Row == nil {
+			return nil, fmt.Errorf("dev fleet: profiling the simulated engines: %w (samples in %s)", r.Err, sweep.SamplesPath(cfg.Profiles.Path))
+		}
+	}
+	if _, err := run.Write(results); err != nil {
+		return nil, fmt.Errorf("dev fleet: %w", err)
+	}
+	fmt.Fprintf(out, "profiled %d simulated engines in %.1fs (narwhal-profile's sweep) -> %s\n", len(results), time.Since(start).Seconds(), cfg.Profiles.Path)
+	st, err := profile.Load(cfg.Profiles.Path)
+	if err != nil {
+		return nil, fmt.Errorf("dev fleet: the measured store does not load: %w", err)
+	}
+	return st, nil
+}
+
+// resweepFailed profiles once more the engines whose sweep failed, in
+// place in results: on a busy laptop one disturbed cohort can push a fit
+// over the limits, and make run should not fail for it. A failure of the
+// new sweep is returned.
+func resweepFailed(ctx context.Context, run sweep.Fleet, sc sweep.Config, results []sweep.Result) error {
+	var idx []int
+	run.Engines = nil
+	for i, r := range results {
+		if r.Err != nil {
+			idx = append(idx, i)
+			run.Engines = append(run.Engines, run.Config.Engines[i])
+		}
+	}
+	if len(idx) == 0 {
+		return nil
+	}
+	for k, r := range run.Sweep(ctx, sc) {
+		results[idx[k]] = r
+		if r.Err != nil {
+			return r.Err
+		}
+	}
+	return nil
+}
+
+// fallBack gives every engine whose fit was still refused the simulated
+// engine's own curves, bound to the generation its sweep read, and says so:
+// a host too busy to time 12 ms decode steps within 5% must not stop make
+// run. The samples file keeps the refused measurements and their reason.
+func fallBack(results []sweep.Result, out io.Writer) {
+	for i, r := range results {
+		if r.Err == nil || r.Samples == nil || r.Samples.Before.Digest == "" {
+			continue
+		}
+		row := simengine.WarmProfile(r.Samples.IID) // the curves the dev fleet's engines run (Run)
+		row.GenerationDigest = &r.Samples.Before.Digest
+		fmt.Fprintf(out, "warning: %v; serving %s with the simulated engine's built-in curves (re-run narwhal-profile --merge --engines %s on a quieter machine)\n",
+			r.Err, r.Samples.IID, r.Samples.IID)
+		results[i] = sweep.Result{Row: &row, Samples: r.Samples}
+	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/profile"
+	"github.com/narwhal-go/narwhal/internal/profile/sweep"
 	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
@@ -33,38 +34,34 @@ type fleetRun struct {
 }
 
 // start runs a dev fleet on a free port; stop waits for a clean shutdown.
+// It profiles the engines with a tiny sweep: TestRunProfilesItsEngines
+// runs make run's own sweep.
 func start(t *testing.T) fleetRun {
-	return startWith(t, Options{})
+	return startWith(t, Options{Sweep: tinySweep()})
+}
+
+func tinySweep() *sweep.Config {
+	c := QuickSweep()
+	c.PrefillLengths, c.DecodeLengths, c.Concurrency = []int{256, 512, 1024}, []int{256, 2048}, []int{1, 4}
+	return &c
 }
 
 func startWith(t *testing.T, o Options) fleetRun {
 	t.Helper()
 	o.Dir, o.Port = t.TempDir(), 0
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
 	out := &testkit.SyncBuffer{}
-	o.Ready = func(u string) { ready <- u }
-	go func() { done <- Run(ctx, o, out) }()
-	select {
-	case u := <-ready:
-		return fleetRun{base: u, dir: o.Dir, banner: out, stop: func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("dev fleet did not stop cleanly: %v", err)
-			}
-			if !strings.Contains(out.String(), "OpenAI base URL") {
-				t.Errorf("banner missing:\n%s", out.String())
-			}
-		}}
-	case err := <-done:
-		cancel()
+	run, err := Start(o, out)
+	if err != nil {
 		t.Fatalf("dev fleet failed to start: %v", err)
-	case <-time.After(20 * time.Second):
-		cancel()
-		t.Fatal("dev fleet did not become ready")
 	}
-	return fleetRun{}
+	return fleetRun{base: run.Base, dir: o.Dir, banner: out, stop: func() {
+		if err := run.Stop(); err != nil {
+			t.Errorf("dev fleet did not stop cleanly: %v", err)
+		}
+		if !strings.Contains(out.String(), "OpenAI base URL") {
+			t.Errorf("banner missing:\n%s", out.String())
+		}
+	}}
 }
 
 // drain posts a drain of d1 as curl would, with token when not empty.
@@ -127,7 +124,7 @@ func TestRunGeneratesAndPrintsAnAdminToken(t *testing.T) {
 // and never printed.
 func TestRunUsesTheOperatorsAdminToken(t *testing.T) {
 	const secret = "operator-chosen-admin-token"
-	run := startWith(t, Options{AdminToken: secret, AdminTokenEnv: "MY_ADMIN_TOKEN"})
+	run := startWith(t, Options{AdminToken: secret, AdminTokenEnv: "MY_ADMIN_TOKEN", Sweep: tinySweep()})
 	defer run.stop()
 	if strings.Contains(run.banner.String(), secret) || !strings.Contains(run.banner.String(), `Bearer $MY_ADMIN_TOKEN`) {
 		t.Errorf("banner:\n%s", run.banner.String())
@@ -138,6 +135,46 @@ func TestRunUsesTheOperatorsAdminToken(t *testing.T) {
 	if code, body := drain(t, run.base, secret); code != http.StatusOK {
 		t.Errorf("drain with the operator's token: %d %s", code, body)
 	}
+}
+
+// TestRunProfilesItsEngines: make run measures its engines with
+// narwhal-profile's sweep (QuickSweep), binds every row to the engine's
+// attested generation and starts within 20 s.
+func TestRunProfilesItsEngines(t *testing.T) {
+	begin := time.Now()
+	run := startWith(t, Options{})
+	took := time.Since(begin)
+	defer run.stop()
+	// Under the race detector the host is too slow for both bounds: the
+	// start-up may take longer and a fit may be refused (make run then
+	// serves the built-in curves and says why).
+	if took > 20*time.Second && !raceEnabled {
+		t.Errorf("make run took %v to serve, want < 20 s", took)
+	}
+	banner := run.banner.String()
+	if !strings.Contains(banner, "profiled 4 simulated engines") {
+		t.Fatalf("no profiling line in the banner:\n%s", banner)
+	}
+	if strings.Contains(banner, "warning:") && (!raceEnabled || !strings.Contains(banner, "exceeds")) {
+		t.Fatalf("make run's profiling was refused:\n%s", banner)
+	}
+	running, err := fleet.Load(filepath.Join(run.dir, "fleet.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := profile.Load(running.Profiles.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range store.Profiles {
+		if r.GenerationDigest == nil || r.DecodeFitMAPE == nil {
+			t.Fatalf("%s: not a measured, generation-bound row: %+v", r.IID, r)
+		}
+	}
+	if _, err := os.Stat(sweep.SamplesPath(running.Profiles.Path)); err != nil {
+		t.Fatalf("no samples file: %v", err)
+	}
+	t.Logf("make run served after %v", took)
 }
 
 func TestRunServesAndWritesItsFiles(t *testing.T) {

@@ -2,12 +2,9 @@ package devfleet
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,7 +45,7 @@ scrape_configs:
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, prom, "--config.file="+cfgPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
@@ -62,10 +59,9 @@ scrape_configs:
 		cmd.Process.Signal(os.Interrupt)
 		cmd.Wait()
 	}()
-	q := "http://" + addr + "/api/v1/query?query=" + url.QueryEscape(`narwhal_served_total{job="narwhal-router"}`)
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		if v, ok := queryValue(q); ok {
+		if v, ok := testkit.PromQuery("http://"+addr, `narwhal_served_total{job="narwhal-router"}`); ok {
 			if v != "3" {
 				t.Errorf("narwhal_served_total = %s, want 3", v)
 			}
@@ -74,34 +70,4 @@ scrape_configs:
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Fatalf("Prometheus never returned narwhal_served_total from the router:\n%s", logs.String())
-}
-
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// queryValue runs an instant query and returns the first sample's value.
-func queryValue(u string) (string, bool) {
-	resp, err := http.Get(u)
-	if err != nil {
-		return "", false
-	}
-	defer resp.Body.Close()
-	var out struct {
-		Data struct {
-			Result []struct {
-				Value []any `json:"value"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if json.NewDecoder(resp.Body).Decode(&out) != nil || len(out.Data.Result) == 0 || len(out.Data.Result[0].Value) != 2 {
-		return "", false
-	}
-	v, _ := out.Data.Result[0].Value[1].(string)
-	return v, true
 }

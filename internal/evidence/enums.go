@@ -12,10 +12,12 @@ const (
 	KindMetadata      Kind = "metadata"
 	KindPrediction    Kind = "prediction" // calculated memory fit, for candidate
 	KindTask          Kind = "task"       // task-suite outcomes
-	KindAcceptance    Kind = "acceptance" // an accepted DecisionRequest
+	KindAcceptance    Kind = "acceptance" // an accepted DecisionRequest or task suite
+	KindProposal      Kind = "proposal"   // a proposed DecisionRequest or task suite revision
+	KindEndpointState Kind = "endpoint_state"
 )
 
-var kinds = set(KindCompatibility, KindBoot, KindWorkload, KindPrice, KindSecurity, KindMetadata, KindPrediction, KindTask, KindAcceptance)
+var kinds = set(KindCompatibility, KindBoot, KindWorkload, KindPrice, KindSecurity, KindMetadata, KindPrediction, KindTask, KindAcceptance, KindProposal, KindEndpointState)
 
 // ClaimScope is Apron's claim scope set plus narwhal's namespaced one.
 type ClaimScope string
@@ -52,6 +54,17 @@ const (
 	SubjectEndpoint      = "endpoint"
 	SubjectApplication   = "application"
 	SubjectSolution      = "solution"
+	// SubjectTaskSuite names the accepted task suite revision a task
+	// record scores; SubjectWindow the journal window of a serving record;
+	// SubjectPair the directed engine pair of a KV-transfer record.
+	SubjectTaskSuite = "task_suite"
+	SubjectWindow    = "window"
+	SubjectPair      = "pair"
+	// SubjectRevision and SubjectRevisionKind name what a proposal or an
+	// acceptance is about; SubjectPrincipal who proposed or accepted it.
+	SubjectRevision     = "revision"
+	SubjectRevisionKind = "revision_kind"
+	SubjectPrincipal    = "principal"
 )
 
 // Verdicts the tier rules read.
@@ -62,6 +75,9 @@ const (
 	VerdictPass       = "pass"
 	VerdictAccepted   = "accepted"
 	VerdictReproduced = "reproduced"
+	VerdictFailed     = "failed"
+	VerdictProposed   = "proposed"
+	VerdictFail       = "fail"
 )
 
 func set[T comparable](vs ...T) map[T]bool {

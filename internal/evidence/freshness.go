@@ -21,7 +21,7 @@ const (
 // ClockFor returns the freshness clock of a kind (ADR-006 §8).
 func ClockFor(k Kind) FreshnessClock {
 	switch k {
-	case KindCompatibility, KindBoot, KindPrediction:
+	case KindCompatibility, KindBoot, KindPrediction, KindEndpointState:
 		return NextEngineMinorRelease
 	case KindWorkload, KindTask:
 		return EngineMinor

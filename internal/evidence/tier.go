@@ -31,6 +31,9 @@ const (
 	NeedUncontested          Requirement = "evidence_contested"
 	NeedExactReproduction    Requirement = "no_exact_solution_reproduction"
 	NeedEveryServingRequired Requirement = "serving_constraint_unmet"
+	// NeedSameFingerprint: the endpoint's evidence was made on an
+	// execution fingerprint the engine no longer runs (tierd adds it).
+	NeedSameFingerprint Requirement = "fingerprint_changed"
 )
 
 // TierQuery names what a tier is asked for.
@@ -55,6 +58,9 @@ type Decision struct {
 	Contested   []string // conflict keys that blocked a tier
 	Stale       []string // basis records shown as stale, with the reason
 	MarginBytes float64
+	// Notes explain the decision in words (for example "fingerprint
+	// changed: …"); set by callers that know more than the records.
+	Notes []string
 }
 
 // Derive computes the tier for q from records. Each tier needs the one
@@ -124,13 +130,17 @@ func needConservative(ev *evidenceView, d *Decision) []Requirement {
 // request, with no contested record in the basis.
 func needRecommended(ev *evidenceView, d *Decision) []Requirement {
 	var missing []Requirement
-	b, ok := ev.effective(KindBoot, VerdictHealthy, d, SubjectArtifact, SubjectHardwareClass)
+	b, ok := ev.effective(KindBoot, VerdictHealthy, d, SubjectArtifact, SubjectHardwareClass, SubjectEndpoint)
 	if !ok || !ev.fresh(b) || !ev.atDeployed(b) {
 		missing = append(missing, NeedBootCurrentEngine)
+	} else {
+		d.Basis = append(d.Basis, b.digest)
 	}
-	missing = ev.requireFresh(d, missing, KindWorkload, VerdictMeetsSLO, NeedServing)
-	missing = ev.requireFresh(d, missing, KindTask, VerdictPass, NeedTask)
-	missing = ev.requireFresh(d, missing, KindAcceptance, VerdictAccepted, NeedAcceptedRequest)
+	missing = ev.requireFresh(d, missing, KindWorkload, VerdictMeetsSLO, NeedServing, SubjectEndpoint, SubjectApplication)
+	missing = ev.requireFresh(d, missing, KindTask, VerdictPass, NeedTask, SubjectEndpoint, SubjectApplication)
+	// The acceptance is of the request itself (the application), not of
+	// an endpoint: one accepted request serves every endpoint it names.
+	missing = ev.requireFresh(d, missing, KindAcceptance, VerdictAccepted, NeedAcceptedRequest, SubjectApplication)
 	if len(ev.contested) > 0 {
 		missing = append(missing, NeedUncontested)
 	}
@@ -153,8 +163,8 @@ func needQualified(ev *evidenceView, d *Decision) []Requirement {
 	return missing
 }
 
-func (ev *evidenceView) requireFresh(d *Decision, missing []Requirement, k Kind, verdict string, need Requirement) []Requirement {
-	e, ok := ev.effective(k, verdict, d, SubjectEndpoint, SubjectApplication)
+func (ev *evidenceView) requireFresh(d *Decision, missing []Requirement, k Kind, verdict string, need Requirement, keys ...string) []Requirement {
+	e, ok := ev.effective(k, verdict, d, keys...)
 	if !ok || !ev.fresh(e) {
 		return append(missing, need)
 	}

@@ -9,7 +9,7 @@ const gib = 1 << 30
 
 var (
 	art = map[string]string{SubjectArtifact: "art"}
-	hw  = map[string]string{SubjectArtifact: "art", SubjectHardwareClass: "nvidia/h100/80GiB/9.0/x1"}
+	hw  = map[string]string{SubjectArtifact: "art", SubjectHardwareClass: "nvidia/h100/80GiB/9.0/x1", SubjectEndpoint: "ep"}
 	ep  = map[string]string{SubjectEndpoint: "ep", SubjectApplication: "app"}
 	sol = map[string]string{SubjectSolution: "sol"}
 )
@@ -76,6 +76,9 @@ func TestTierDerivation(t *testing.T) {
 			append(recommendedSet(), bootAt("0.30.0", hw)), func(q *TierQuery) { q.Freshness.DeployedEngine = vp("0.30.0"); q.Freshness.Releases = vs("0.30.0") }, Conservative, NeedServing},
 		{"No Recommended without boot at the current engine identity.",
 			recommendedSet(), func(q *TierQuery) { q.Freshness.DeployedEngine = vp("0.29.1") }, Conservative, NeedBootCurrentEngine},
+		{"No Recommended on a boot of another execution: the boot must be at the endpoint's own fingerprint.",
+			[]Record{prediction(4 * gib), bootAt("0.29.0", map[string]string{SubjectArtifact: "art", SubjectHardwareClass: "nvidia/h100/80GiB/9.0/x1", SubjectEndpoint: "old"}),
+				serving(VerdictMeetsSLO), task(), accepted()}, nil, Conservative, NeedBootCurrentEngine},
 		{"No Recommended for another endpoint: a tier never promotes across fingerprints.",
 			recommendedSet(), func(q *TierQuery) { q.Endpoint = "other" }, Conservative, NeedServing},
 		{"No Recommended with a contested record in the basis.",

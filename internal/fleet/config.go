@@ -149,6 +149,7 @@ type Recovery struct {
 	StatePath           string  `json:"state_path"`
 	Resume              bool    `json:"resume"`
 	Health              Health  `json:"health"`
+	Lease               Lease   `json:"lease"`
 }
 
 // Restart policies.

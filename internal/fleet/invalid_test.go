@@ -173,6 +173,15 @@ var invalidCases = []invalidCase{
 	{name: "eject_after zero", muts: m(set("recovery.eject_after", "#0")), stage: 6, want: []want{{"recovery.eject_after", "recovery.eject_after must be at least 1, got 0"}}},
 	{name: "failure quarantine negative", muts: m(set("recovery.failure_quarantine_s", "#-1")), stage: 6, want: []want{{"recovery.failure_quarantine_s", "recovery.failure_quarantine_s must be nonnegative, got -1"}}},
 	{name: "restart policy rolling", muts: m(set("recovery.engine_restart_policy", "rolling")), stage: 6, want: []want{{"recovery.engine_restart_policy", "recovery.engine_restart_policy must be 'individual' or 'whole_wave'"}}},
+	{name: "lease backend consul", muts: m(set("recovery.lease", map[string]any{"backend": "consul"})), stage: 6, want: []want{{"recovery.lease.backend", "recovery.lease.backend must be 'file', 'etcd' or 'kubernetes', got 'consul'"}}},
+	{name: "lease unknown key", muts: m(set("recovery.lease", map[string]any{"endpoints": "x"})), stage: 4, want: []want{{"recovery.lease.endpoints", "unknown recovery.lease key 'endpoints'"}}},
+	{name: "etcd lease without endpoints", muts: m(set("recovery.lease", map[string]any{"backend": "etcd"})), stage: 6, want: []want{{"recovery.lease.etcd_endpoints", "etcd_endpoints is required with backend 'etcd'"}}},
+	{name: "etcd lease bad endpoint and key", muts: m(set("recovery.lease", map[string]any{"backend": "etcd", "etcd_endpoints": "http://e0:2379, e1:2379", "etcd_key": "narwhal"})), stage: 6, want: []want{
+		{"recovery.lease.etcd_endpoints", `etcd_endpoints entry "e1:2379" is not an http:// URL with a host`},
+		{"recovery.lease.etcd_key", `etcd_key "narwhal" must start with '/'`}}},
+	{name: "kubernetes lease bad names", muts: m(set("recovery.lease", map[string]any{"backend": "kubernetes", "kubernetes_namespace": "Prod", "kubernetes_name": "router_lease"})), stage: 6, want: []want{
+		{"recovery.lease.kubernetes_namespace", `kubernetes_namespace "Prod" is not a Kubernetes namespace`},
+		{"recovery.lease.kubernetes_name", `kubernetes_name "router_lease" is not a Kubernetes object name`}}},
 	{name: "whole wave without liveness", muts: m(set("recovery.liveness_every", "#0")), stage: 6, want: []want{{"recovery.engine_restart_policy", "recovery.engine_restart_policy whole_wave requires recovery.liveness_every > 0"}}},
 	{name: "whole wave with kv_heads undeclared", muts: m(set("engine_contract.kv_heads", "#0")), stage: 6, want: []want{{"recovery.engine_restart_policy", "recovery.engine_restart_policy whole_wave requires a complete engine_contract"}}},
 	{name: "whole wave with image digest undeclared", muts: m(set("engine_contract.image_digest", "")), stage: 6, want: []want{{"recovery.engine_restart_policy", "whole_wave requires a complete engine_contract"}}},

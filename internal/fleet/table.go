@@ -174,6 +174,18 @@ func (c *Config) recoveryFields() []field {
 		text("state_path", &r.StatePath, "runs/state.json"),
 		flag("resume", &r.Resume, false),
 		object("health", c.healthFields),
+		object("lease", c.leaseFields),
+	}
+}
+
+func (c *Config) leaseFields() []field {
+	l := &c.Recovery.Lease
+	return []field{
+		text("backend", &l.Backend, LeaseFile),
+		text("etcd_endpoints", &l.EtcdEndpoints, ""),
+		text("etcd_key", &l.EtcdKey, "/narwhal/router-lease"),
+		text("kubernetes_namespace", &l.KubernetesNamespace, ""),
+		text("kubernetes_name", &l.KubernetesName, "narwhal-router").andThen(c.leaseBackend),
 	}
 }
 

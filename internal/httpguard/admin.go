@@ -1,7 +1,8 @@
 // Package httpguard holds the router's HTTP guards: the checks that keep a
 // browser page from driving the admin routes (origin, Sec-Fetch-Site,
-// loopback Host, JSON body), and the per-client accounting that bounds how
-// many request bodies one address may be sending at once.
+// loopback Host, JSON body), the per-client accounting that bounds how
+// many request bodies one address may be sending at once, and which
+// client request ids may be echoed back.
 package httpguard
 
 import (

@@ -52,29 +52,43 @@ func (t *RunTail) Lost() []Admission {
 	return out
 }
 
-// ScanRun reads the journal at path for run. Rows of other runs are
-// skipped without decoding, except the router_lost rows a later run
-// wrote, so a journal of many runs costs one pass of line reads. A
-// truncated final line ends the scan (Truncated is set); other lines
-// that do not parse are counted in Damaged and skipped.
+// ScanRun reads the journal at path for run, every file of a rotated
+// set (SetFiles) in order. Rows of other runs are skipped without
+// decoding, except the router_lost rows a later run wrote, so a journal
+// of many runs costs one pass of line reads. A truncated final line ends
+// the scan (Truncated is set); other lines that do not parse are counted
+// in Damaged and skipped.
 func ScanRun(path, run string) (*RunTail, error) {
+	files, err := SetFiles(path)
+	if err != nil {
+		return nil, err
+	}
+	t := &RunTail{Run: run, Admitted: map[string]Admission{}, closed: map[string]bool{}}
+	for _, name := range files {
+		if err := t.scanFile(name); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+func (t *RunTail) scanFile(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("read journal %s: %w", path, err)
+		return fmt.Errorf("read journal %s: %w", path, err)
 	}
 	defer f.Close()
-	t := &RunTail{Run: run, Admitted: map[string]Admission{}, closed: map[string]bool{}}
-	prefix := []byte(`{"schema":"` + Schema + `","schema_version":` + strconv.Itoa(SchemaVersion) + `,"run":` + strconv.Quote(run) + `,`)
+	prefix := []byte(`{"schema":"` + Schema + `","schema_version":` + strconv.Itoa(SchemaVersion) + `,"run":` + strconv.Quote(t.Run) + `,`)
 	lostMark := []byte(`"reason":"` + ReasonRouterLost + `"`)
 	br := bufio.NewReaderSize(f, 256<<10)
 	for line := 1; ; line++ {
 		raw, err := br.ReadBytes('\n')
 		if errors.Is(err, io.EOF) {
 			t.Truncated = len(bytes.TrimSpace(raw)) > 0
-			return t, nil
+			return nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read journal %s:%d: %w", path, line, err)
+			return fmt.Errorf("read journal %s:%d: %w", path, line, err)
 		}
 		mine := bytes.HasPrefix(raw, prefix)
 		if !mine && !bytes.Contains(raw, lostMark) {

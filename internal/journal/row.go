@@ -60,6 +60,9 @@ type RequestRow struct {
 	Expired         bool    `json:"expired"`
 	RefusedCause    *string `json:"refused_cause"`
 	ReadinessReason *string `json:"readiness_reason"`
+	// TraceID is the W3C trace id (32 lowercase hex) the router's legs
+	// carried in traceparent: the client's, or one the router started.
+	TraceID *string `json:"trace_id"`
 }
 
 // QueueWaits is the per-stage wait in seconds; 0 for a stage not reached.

@@ -21,7 +21,7 @@ var rowKeys = []string{
 	"decode_tokens_observed", "upstream_seconds", "prefill_iid", "decode_iid", "crossed",
 	"cached_tokens", "cache_placement", "token_accounting", "error", "status", "error_type",
 	"error_code", "reason", "terminal", "cancelled", "cancelled_phase", "refused", "rejected",
-	"expired", "refused_cause", "readiness_reason",
+	"expired", "refused_cause", "readiness_reason", "trace_id",
 }
 
 func writeOne(t *testing.T, row *RequestRow) string {
@@ -74,7 +74,7 @@ func TestNilFieldsRenderNull(t *testing.T) {
 	nulls := []string{"client_rid", "wanted_len", "output_len", "ttft_s", "tpot_s", "first_byte_s",
 		"decode_tpot_s", "admission_price", "prefill_iid", "decode_iid", "crossed", "cached_tokens",
 		"cache_placement", "error", "status", "error_type", "error_code", "reason", "cancelled_phase",
-		"refused_cause", "readiness_reason"}
+		"refused_cause", "readiness_reason", "trace_id"}
 	for _, k := range nulls {
 		if string(m[k]) != "null" {
 			t.Errorf("%s = %s, want null", k, m[k])
@@ -108,6 +108,7 @@ func fullRow() *RequestRow {
 		CachePlacement: &CachePlacement{PlacedIID: "e1", PlacedCachedTokens: 256, EvidenceSequence: 9,
 			PredictedPrefillS: 0.1, ColdPrefillS: 0.3, ColdChoiceIID: "e3"},
 		TokenAccounting: TokenIDs, Status: Ptr(200), Terminal: TerminalCompleted,
+		TraceID: Ptr("4bf92f3577b34da6a3ce929d0e0e4736"),
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/narwhal-go/narwhal/internal/ports"
 )
@@ -32,6 +33,11 @@ type Options struct {
 	// Rng gives the run id its 32 random bits; a fresh random source if
 	// nil. Tests pass ports.NewSeededRng for a reproducible run id.
 	Rng ports.Rng
+	// MaxBytes rotates the file (Open only) before a write would take it
+	// past this size: the full file is renamed to <path>.<N> and a new
+	// file starts with its own meta row (same run, next part). 0 never
+	// rotates. A single write larger than MaxBytes still lands whole.
+	MaxBytes int64
 }
 
 // ErrClosed is returned by writes after Close.
@@ -41,19 +47,27 @@ var ErrClosed = errors.New("journal is closed")
 // is marshalled outside the lock and written with a single Write call
 // under it, so rows land whole and in call order.
 type Writer struct {
-	run     string
-	tokens  string
-	name    string
-	mu      sync.Mutex
-	w       io.Writer
-	closer  io.Closer // nil when the caller owns w
-	closed  bool
-	written int64
-	path    string // the file's path; "" for New
+	run      string
+	tokens   string
+	name     string
+	started  time.Time
+	maxBytes int64
+	mu       sync.Mutex // guards w, closer, closed, written, fileBytes, meta
+	w        io.Writer
+	closer   io.Closer // nil when the caller owns w
+	closed   bool
+	written  int64
+	path     string // the file's path; "" for New
+	// fileBytes is what the current file holds (rotation's measure); meta
+	// is the meta row the next rotated file starts with.
+	fileBytes int64
+	meta      Meta
 
 	amu      sync.Mutex // guards pending and flushing (admission group commit)
 	pending  *batch     // admission records queued for the next Write
 	flushing bool       // a caller is writing batches
+
+	recent recent // the latest rows that did not complete, for the dashboard
 }
 
 // Open creates path's parent directories, opens path for appending and
@@ -63,21 +77,40 @@ func Open(path string, opts Options) (*Writer, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("open journal %s: %w; check --journal and the directory's permissions", path, err)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	f, size, err := openAppend(path)
 	if err != nil {
-		return nil, fmt.Errorf("open journal %s: %w; check --journal and the file's permissions", path, err)
-	}
-	if err := endTornLine(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("open journal %s: %w", path, err)
+		return nil, err
 	}
 	w, err := newWriter(f, path, opts)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	w.closer, w.path = f, path
+	w.closer, w.path, w.fileBytes = f, path, size
+	if err := w.start(); err != nil {
+		w.Close()
+		return nil, err
+	}
 	return w, nil
+}
+
+// openAppend opens path for appending, mends a torn last line and
+// returns the file's size.
+func openAppend(path string) (*os.File, int64, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, 0, fmt.Errorf("open journal %s: %w; check --journal and the file's permissions", path, err)
+	}
+	if err := endTornLine(f); err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("open journal %s: %w", path, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("open journal %s: %w", path, err)
+	}
+	return f, st.Size(), nil
 }
 
 // endTornLine ends a final line that a killed writer left without its
@@ -102,7 +135,14 @@ func endTornLine(f *os.File) error {
 // New writes the meta row to w and returns a Writer over it, for tests
 // and in-memory journals. The caller keeps ownership of w: Close does not
 // close it. The Writer serialises its writes, so w needs no locking.
-func New(w io.Writer, opts Options) (*Writer, error) { return newWriter(w, "journal", opts) }
+func New(w io.Writer, opts Options) (*Writer, error) {
+	opts.MaxBytes = 0 // rotation renames files: only Open's writer has one
+	jw, err := newWriter(w, "journal", opts)
+	if err != nil {
+		return nil, err
+	}
+	return jw, jw.start()
+}
 
 func newWriter(w io.Writer, name string, opts Options) (*Writer, error) {
 	opts = withDefaults(opts)
@@ -113,15 +153,34 @@ func newWriter(w io.Writer, name string, opts Options) (*Writer, error) {
 		}
 		opts.Source = src
 	}
-	jw := &Writer{run: runID(opts), tokens: opts.TokenAccounting, name: name, w: w}
-	line, err := json.Marshal(map[string]Meta{"meta": metaOf(opts)})
+	started := opts.Clock.Now()
+	return &Writer{run: runID(opts), tokens: opts.TokenAccounting, name: name, w: w, started: started,
+		maxBytes: opts.MaxBytes, meta: metaOf(opts, started)}, nil
+}
+
+// start writes the run's first meta row; a file already too full for it
+// is rotated first, so the run's part 1 starts a file.
+func (w *Writer) start() error {
+	line, err := metaLine(w.meta)
 	if err != nil {
-		return nil, fmt.Errorf("open journal %s: meta row: %w", name, err)
+		return fmt.Errorf("open journal %s: %w", w.name, err)
 	}
-	if err := jw.writeLine(line); err != nil {
-		return nil, err
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.maxBytes > 0 && w.fileBytes > 0 && w.fileBytes+int64(len(line)) > w.maxBytes {
+		if err := w.swapFileLocked(); err != nil {
+			return err
+		}
 	}
-	return jw, nil
+	return w.writeLocked(line)
+}
+
+func metaLine(m Meta) ([]byte, error) {
+	line, err := json.Marshal(map[string]Meta{"meta": m})
+	if err != nil {
+		return nil, fmt.Errorf("meta row: %w", err)
+	}
+	return append(line, '\n'), nil
 }
 
 func withDefaults(o Options) Options {
@@ -154,6 +213,9 @@ func runID(o Options) string {
 // Run returns this writer's run id.
 func (w *Writer) Run() string { return w.run }
 
+// Started returns the run's start, the wall-clock time in the meta row.
+func (w *Writer) Started() time.Time { return w.started }
+
 // Path returns the journal file's path, "" for a Writer made by New.
 func (w *Writer) Path() string { return w.path }
 
@@ -172,7 +234,11 @@ func (w *Writer) Request(row *RequestRow) error {
 	if err != nil {
 		return fmt.Errorf("journal %s: row %s: %w", w.name, row.RID, err)
 	}
-	return w.writeLine(w.envelope(body))
+	if err := w.writeLine(w.envelope(body)); err != nil {
+		return err
+	}
+	w.recent.add(c)
+	return nil
 }
 
 // Event writes one event row: the envelope, "event", "at", then the
@@ -219,15 +285,28 @@ func (w *Writer) writeLine(line []byte) error {
 	return w.writeRaw(append(line, '\n'))
 }
 
-// writeRaw writes whole lines, each ending in '\n', in one Write call.
+// writeRaw writes whole lines, each ending in '\n', in one Write call,
+// rotating first when the lines would take the file past MaxBytes.
 func (w *Writer) writeRaw(line []byte) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return fmt.Errorf("journal %s: %w", w.name, ErrClosed)
 	}
+	if w.maxBytes > 0 && w.fileBytes > 0 && w.fileBytes+int64(len(line)) > w.maxBytes {
+		if err := w.rotateLocked(); err != nil {
+			w.closed = true
+			return err
+		}
+	}
+	return w.writeLocked(line)
+}
+
+// writeLocked is one Write call; a failure closes the writer.
+func (w *Writer) writeLocked(line []byte) error {
 	n, err := w.w.Write(line)
 	w.written += int64(n)
+	w.fileBytes += int64(n)
 	if err != nil {
 		w.closed = true
 		return fmt.Errorf("journal %s: write failed after %d bytes: %w; the journal is closed, check the disk", w.name, w.written, err)

@@ -20,7 +20,8 @@ func TestMetaRowFirstAndRunID(t *testing.T) {
 	w.Close()
 	ls := lines(t, path)
 	want := `{"meta":{"schema":"narwhal.journal","schema_version":1,"package":"narwhal","version":"v0.0.0-test",` +
-		`"git":null,"source":"sha256:` + strings.Repeat("ab", 32) + `","token_accounting":"token_ids"}}`
+		`"git":null,"source":"sha256:` + strings.Repeat("ab", 32) + `","token_accounting":"token_ids",` +
+		`"started":"2026-09-21T14:13:20Z","part":1}}`
 	if ls[0] != want {
 		t.Fatalf("meta row\n got %s\nwant %s", ls[0], want)
 	}

@@ -26,20 +26,27 @@ func Buckets(scale float64) []float64 {
 	return out
 }
 
-// Scales are the four histogram scales a fleet implies, in seconds.
+// Scales are the histogram scales a fleet implies, in seconds.
 type Scales struct {
-	TTFT, TPOT, QueueWait, Seat float64
+	TTFT, TPOT, QueueWait, Seat, E2E float64
 }
+
+// E2ETokens is the output length whose SLO budget scales the end-to-end
+// histogram: slo.ttft_s + E2ETokens × slo.tpot_s, the whole-response time
+// a request of that length may take within both targets.
+const E2ETokens = 256
 
 // ScalesOf derives the scales: TTFT and seat from slo.ttft_s, TPOT from
 // slo.tpot_s, queue wait from serving.queue_timeout_s or, when that is 0
-// (no queue), slo.ttft_s.
+// (no queue), slo.ttft_s; end to end from the SLO budget of E2ETokens
+// output tokens.
 func ScalesOf(cfg *fleet.Config) Scales {
 	q := cfg.Serving.QueueTimeoutS
 	if q <= 0 {
 		q = cfg.SLO.TTFT
 	}
-	return Scales{TTFT: cfg.SLO.TTFT, TPOT: cfg.SLO.TPOT, QueueWait: q, Seat: cfg.SLO.TTFT}
+	return Scales{TTFT: cfg.SLO.TTFT, TPOT: cfg.SLO.TPOT, QueueWait: q, Seat: cfg.SLO.TTFT,
+		E2E: math.Round((cfg.SLO.TTFT+E2ETokens*cfg.SLO.TPOT)*1e6) / 1e6}
 }
 
 // SLOLabel formats a scale for the histograms' slo label (%g style:

@@ -40,7 +40,7 @@ func TestScalesOf(t *testing.T) {
 		cfg := fleet.Defaults()
 		cfg.SLO = fleet.SLO{TTFT: 2, TPOT: 0.05}
 		cfg.Serving.QueueTimeoutS = c.queueS
-		want := Scales{TTFT: 2, TPOT: 0.05, QueueWait: c.wantWait, Seat: 2}
+		want := Scales{TTFT: 2, TPOT: 0.05, QueueWait: c.wantWait, Seat: 2, E2E: 2 + 256*0.05} // E2ETokens at slo.tpot_s
 		if got := ScalesOf(&cfg); got != want {
 			t.Errorf("%s: ScalesOf = %+v, want %+v", c.name, got, want)
 		}

@@ -69,10 +69,12 @@ type Metrics struct {
 	ttft, tpot, seat prometheus.Observer
 	queueWait        *prometheus.HistogramVec
 
-	pools  *pools
-	health health
-	drift  *drift
-	cache  *cache
+	requests requests
+	pools    *pools
+	health   health
+	drift    *drift
+	tiers    *prometheus.GaugeVec
+	cache    *cache
 }
 
 // New builds the collectors for cfg on a fresh registry, with the Go
@@ -90,8 +92,10 @@ func New(cfg *fleet.Config) *Metrics {
 	m.buildQueueing(b, cfg)
 	m.buildControl(b, cfg)
 	m.buildLatency(b, cfg)
+	m.buildRequests(b, cfg)
 	m.pools = newPools(b, cfg)
 	m.health = newHealth(b, cfg)
+	m.tiers = newTiers(b, cfg)
 	m.drift = newDrift(b, cfg)
 	m.cache = newCache(b, cfg)
 	return m
@@ -101,10 +105,11 @@ func New(cfg *fleet.Config) *Metrics {
 // router owns (e.g. an engine-scrape collector).
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
-// Handler serves the registry in Prometheus text format 0.0.4 (OpenMetrics
-// is not offered, so every scraper sees the same format).
+// Handler serves the registry in Prometheus text format 0.0.4, or in
+// OpenMetrics 1.0 to a scraper whose Accept header asks for
+// application/openmetrics-text (Prometheus does by default).
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, EnableOpenMetrics: true})
 }
 
 // pools tracks the per-engine series set by SetPools; the iid set only

@@ -125,6 +125,14 @@ var families = map[string]dto.MetricType{
 	"narwhal_health_windows_undersampled_total":    dto.MetricType_COUNTER,
 	"narwhal_health_prefill_pauses_total":          dto.MetricType_COUNTER,
 	"narwhal_engine_held":                          dto.MetricType_GAUGE,
+	"narwhal_endpoint_tier":                        dto.MetricType_GAUGE,
+	"narwhal_build_info":                           dto.MetricType_GAUGE,
+	"narwhal_prompt_tokens_total":                  dto.MetricType_COUNTER,
+	"narwhal_generation_tokens_total":              dto.MetricType_COUNTER,
+	"narwhal_e2e_request_seconds":                  dto.MetricType_HISTOGRAM,
+	"narwhal_request_queue_seconds":                dto.MetricType_HISTOGRAM,
+	"narwhal_kv_handoff_seconds":                   dto.MetricType_HISTOGRAM,
+	"narwhal_engine_inflight_legs":                 dto.MetricType_GAUGE,
 }
 
 func TestEveryFamilyPresentFromStart(t *testing.T) {
@@ -411,5 +419,25 @@ func TestTwoRoutersDoNotShareState(t *testing.T) {
 	got, _ := value(scrape(t, b)["narwhal_served_total"], "")
 	if got != 0 {
 		t.Fatalf("a second Metrics saw the first one's count: %g", got)
+	}
+}
+
+func TestEndpointTierGauge(t *testing.T) {
+	m := New(testConfig())
+	iid := testConfig().Engines[0].IID
+	m.SetEndpointTier(iid, "conservative")
+	fams := scrape(t, m)
+	for _, mt := range fams["narwhal_endpoint_tier"].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range mt.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		want := 0.0
+		if labels["iid"] == iid && labels["tier"] == "conservative" || labels["iid"] != iid && labels["tier"] == "none" {
+			want = 1 // the others stay at none until a pass publishes theirs
+		}
+		if mt.GetGauge().GetValue() != want {
+			t.Errorf("narwhal_endpoint_tier%v = %v, want %v", labels, mt.GetGauge().GetValue(), want)
+		}
 	}
 }

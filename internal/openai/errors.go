@@ -1,7 +1,8 @@
 // Package openai is the router's OpenAI wire surface: the error shape
-// ({"error":{"message","type","param","code"}}) and its constructors,
-// validation of a completion request body, and the assembler that folds a
-// decode stream into one non-streamed response. It knows OpenAI's and
+// ({"error":{"message","type","param","code"}}) and its constructors (the
+// context-length refusal, the answer to an unrouted request), validation
+// of a completion request body, the /v1/models cards, and the assembler
+// that folds a decode stream into one non-streamed response. It knows OpenAI's and
 // vLLM's JSON, not the router's state: callers pass in what it needs.
 package openai
 

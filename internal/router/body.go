@@ -8,18 +8,13 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/httpguard"
 	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/openai"
 )
 
-// bodyReads are the completion bodies being read, per client address
-// (httpguard.BodyReads).
-type bodyReads struct{ httpguard.BodyReads }
-
-func (b *bodyReads) total() int { return b.Total() }
-
 // readBody reads the request body within the body deadline
-// (HTTPOptions.BodyReadTimeout, never past the request's deadline) and
+// (httpguard.Options.BodyReadTimeout, never past the request's deadline) and
 // the serving.max_request_bytes cap, holding one of its address's
-// HTTPOptions.BodyReadsPerClient slots meanwhile. On failure it answers
+// httpguard.Options.BodyReadsPerClient slots meanwhile. On failure it answers
 // and settles the call.
 func (c *call) readBody() ([]byte, bool) {
 	r := c.r
@@ -27,7 +22,7 @@ func (c *call) readBody() ([]byte, bool) {
 	if !r.reads.Take(ip, r.httpOpts.BodyReadsPerClient) {
 		c.fail(outcome{terminal: journal.TerminalRejected, reason: journal.ReasonInflightLimit,
 			detail: fmt.Sprintf("%d request bodies from %s are already being read (per-client limit)", r.httpOpts.BodyReadsPerClient, ip),
-			err: overloaded("client_body_limit", "too many requests from this address are still sending their bodies; "+
+			err: openai.Overloaded("client_body_limit", "too many requests from this address are still sending their bodies; "+
 				"send each body promptly, or use fewer connections at once", 1)})
 		return nil, false
 	}
@@ -43,7 +38,7 @@ func (c *call) readBody() ([]byte, bool) {
 	switch {
 	case err != nil && httpguard.IsTimeout(err):
 		c.fail(outcome{terminal: journal.TerminalInvalid, detail: fmt.Sprintf("request body not received within %v", d),
-			err: invalid(408, "body_read_timeout",
+			err: openai.Invalid(408, "body_read_timeout",
 				fmt.Sprintf("the request body did not arrive within %v; send it in one go", d.Round(time.Millisecond)))})
 		return nil, false
 	case err != nil:
@@ -51,7 +46,7 @@ func (c *call) readBody() ([]byte, bool) {
 		return nil, false
 	case int64(len(raw)) > limit:
 		c.fail(outcome{terminal: journal.TerminalInvalid,
-			err: invalid(413, "request_too_large", "request body exceeds max_request_bytes")})
+			err: openai.Invalid(413, "request_too_large", "request body exceeds max_request_bytes")})
 		return nil, false
 	}
 	c.bodyRead = true

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/openai"
 	"github.com/narwhal-go/narwhal/internal/residency"
 	"github.com/narwhal-go/narwhal/internal/sched"
 	"github.com/narwhal-go/narwhal/internal/vllm"
@@ -23,15 +24,12 @@ type call struct {
 	deadline  time.Time
 	phase     string // where it is now, for cancellation: admission, queue, backoff, prefill, decode
 
-	bodyRead       bool // the whole request body was read
-	body           vllm.Body
-	stream         bool // the client asked for a stream
-	clientTokenIDs bool // the client asked for return_token_ids itself
-	inputLen       int
-	sized          bool
-	wanted         int
-	wantedParam    string // the field wanted came from: max_tokens or max_completion_tokens
-	sreq           *sched.Request
+	bodyRead bool // the whole request body was read
+	body     vllm.Body
+	q        openai.Request // what the router reads from the valid body
+	inputLen int
+	sized    bool
+	sreq     *sched.Request
 
 	attempts, decodeAttempts int
 	failures                 []journal.AttemptFailure
@@ -60,7 +58,7 @@ type outcome struct {
 	terminal  string
 	reason    string // "" for null
 	status    int    // HTTP status sent; 0 for null (a cancellation)
-	err       *apiError
+	err       *openai.Error
 	detail    string // journal error text (may name engines); "" for null
 	readiness string
 }
@@ -75,7 +73,7 @@ func (c *call) fail(o outcome) {
 			// it trickles.
 			c.w.Header().Set("Connection", "close")
 		}
-		o.err.write(c.w)
+		o.err.Write(c.w)
 		c.committed = true
 		o.status = o.err.Status
 	}
@@ -90,40 +88,50 @@ func (c *call) settle(o outcome) {
 	}
 	c.settled = true
 	r := c.r
-	r.mu.Lock()
-	now := r.now() // under mu with the counts: see serveCompletion
-	row := c.row(o, now)
-	r.stats.count(o.terminal, o.reason)
-	if !c.sized {
-		r.stats.unsizedOffered++
-	}
-	met := r.sloMet(row)
-	if met {
-		r.stats.sloMet++
-	}
-	if o.terminal == journal.TerminalCompleted {
-		if c.attempts > 1 {
-			r.stats.servedAfterRetry++
-		}
-		r.stats.credits = min(float64(r.cfg.Serving.RetryBudget), r.stats.credits+r.cfg.Serving.RetryReplenish)
-	}
-	if c.reserved {
-		r.stats.credits++ // the retry never dispatched: give the credit back
-	}
-	r.stats.decodeTokens += c.observed
-	r.stats.upstreamPrefill += c.upstreamP
-	r.stats.upstreamDecode += c.upstreamD
-	if c.sreq != nil {
-		r.core.Finished(now, c.rid)
-		r.seatFreed()
-	}
-	r.mu.Unlock()
-	r.observe(o, row, met)
+	var row *journal.RequestRow
+	var met bool
+	var credits float64
+	r.locked(func() { row, met, credits = c.settleLocked(o) })
+	r.observe(o, row, met, credits)
 	if r.journal != nil {
 		if err := r.journal.Request(row); err != nil {
 			r.log.Error("journal write failed; the request's terminal row is lost", "rid", c.rid, "err", err)
 		}
 	}
+}
+
+// settleLocked builds the terminal row and counts it, frees the call's
+// seat in the core, and returns the row, whether it met the SLO, and the
+// retry credits left.
+func (c *call) settleLocked(o outcome) (*journal.RequestRow, bool, float64) {
+	r := c.r
+	now := r.now() // under mu with the counts: see offer
+	row := c.row(o, now)
+	r.stats.Count(o.terminal, o.reason)
+	if !c.sized {
+		r.stats.UnsizedOffered++
+	}
+	met := r.sloMet(row)
+	if met {
+		r.stats.SLOMet++
+	}
+	if o.terminal == journal.TerminalCompleted {
+		if c.attempts > 1 {
+			r.stats.ServedAfterRetry++
+		}
+		r.stats.Credits = min(float64(r.cfg.Serving.RetryBudget), r.stats.Credits+r.cfg.Serving.RetryReplenish)
+	}
+	if c.reserved {
+		r.stats.Credits++ // the retry never dispatched: give the credit back
+	}
+	r.stats.DecodeTokens += c.observed
+	r.stats.UpstreamPrefill += c.upstreamP
+	r.stats.UpstreamDecode += c.upstreamD
+	if c.sreq != nil {
+		r.core.Finished(now, c.rid)
+		r.seatFreedLocked()
+	}
+	return row, met, r.stats.Credits
 }
 
 // sloMet applies the one SLO rule (fleet.SLO.Met) to a terminal row: a
@@ -147,7 +155,7 @@ func (c *call) row(o outcome, now float64) *journal.RequestRow {
 	row.QueueWait = c.queueWaits.Admission + c.queueWaits.Prefill + c.queueWaits.Decode
 	c.cacheRow(row)
 	if c.sized {
-		row.WantedLen = journal.Ptr(c.wanted)
+		row.WantedLen = journal.Ptr(c.q.Wanted)
 		row.OutputLen = journal.Ptr(c.tokens)
 	}
 	if c.prefillIID != "" {
@@ -186,5 +194,6 @@ func (c *call) row(o outcome, now float64) *journal.RequestRow {
 	if o.terminal == journal.TerminalCancelled {
 		row.CancelledPhase = journal.Ptr(c.phase)
 	}
+	c.traceRow(row)
 	return row
 }

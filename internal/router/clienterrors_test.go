@@ -22,6 +22,16 @@ type legCounter struct {
 	mu     sync.Mutex
 	status int
 	body   string
+	traces []string // each leg's traceparent header, in arrival order
+}
+
+// takeTraces returns the traceparents the legs carried so far and forgets them.
+func (lc *legCounter) takeTraces() []string {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	out := lc.traces
+	lc.traces = nil
+	return out
 }
 
 func (lc *legCounter) rejectWith(status int, body string) {
@@ -43,6 +53,7 @@ func countLegs(t *testing.T, c *fleet.Config) *legCounter {
 				lc.legs.Add(1)
 				lc.mu.Lock()
 				status, body := lc.status, lc.body
+				lc.traces = append(lc.traces, q.Header.Get("Traceparent"))
 				lc.mu.Unlock()
 				if status != 0 {
 					w.Header().Set("Content-Type", "application/json")

@@ -23,19 +23,23 @@ func (r *Router) monitorPass() {
 
 // controlPass runs the core's Tick: role control and window rollover.
 func (r *Router) controlPass() {
-	r.mu.Lock()
-	now := r.now()
-	before := r.core.Control()
-	decisions := r.core.Tick(now)
-	after := r.core.Control()
-	snap := r.core.Snapshot(now)
-	r.mu.Unlock()
+	var before, after sched.ControlState
+	var decisions []sched.Decision
+	var snap *sched.Snapshot
+	var highWater int64
+	r.locked(func() {
+		now := r.now()
+		before = r.core.Control()
+		decisions = r.core.Tick(now)
+		after = r.core.Control()
+		snap, highWater = r.core.Snapshot(now), r.stats.RetainedHighWater
+	})
 	for _, d := range decisions {
 		r.recordDecision(d)
 	}
 	r.metrics.FlipReversals.Add(float64(after.FlipReversals - before.FlipReversals))
 	r.metrics.FlipsRefused.Add(float64(refusedSince(before, after)))
-	r.publish(snap)
+	r.publish(snap, highWater)
 }
 
 // refusedSince counts refusals added between two control snapshots (the

@@ -24,10 +24,7 @@ func (c *call) failover(ctx context.Context, n int, phase string, e *vllm.Error,
 	if ctx.Err() != nil || c.clientGone || c.committed || !neverReached(e) {
 		return false
 	}
-	r := c.r
-	r.mu.Lock()
-	r.stats.attemptFailed(phase, e.Reason)
-	r.mu.Unlock()
+	c.r.attemptFailed(phase, e.Reason)
 	exclude[iid] = true
 	c.recordFailure(n, phase, e, 0, journal.RetryFailover)
 	c.failedOver = true // a re-placement is not a new admission: no TTFT check

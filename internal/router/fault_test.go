@@ -294,7 +294,7 @@ func TestWholeWaveHoldAndWaveReadmission(t *testing.T) {
 		c.Recovery.EngineRestartPolicy = fleet.RestartWholeWave
 	}})
 	h.engines.Engines[3].SetFaults(simengine.Faults{RefuseConnections: true}) // d1 dies
-	eventually(t, "the whole-wave hold", func() bool { return h.router.waveBlocked() != "" })
+	eventually(t, "the whole-wave hold", func() bool { return h.router.av.WaveBlocked() != "" })
 	resp, _ := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "x", "max_tokens": 2})
 	if resp.StatusCode != 503 {
 		t.Errorf("completion under the hold: %d, want 503", resp.StatusCode)
@@ -307,14 +307,14 @@ func TestWholeWaveHoldAndWaveReadmission(t *testing.T) {
 	// Readmitting while d1 is still down fails and keeps the hold.
 	b, _ := http.Post(h.srv.URL+"/narwhal/lifecycle/readmit", "application/json", strings.NewReader(`{"wave":true}`))
 	b.Body.Close()
-	if b.StatusCode != 409 || h.router.waveBlocked() == "" {
-		t.Fatalf("wave readmit with a dead engine: %d, hold %q", b.StatusCode, h.router.waveBlocked())
+	if b.StatusCode != 409 || h.router.av.WaveBlocked() == "" {
+		t.Fatalf("wave readmit with a dead engine: %d, hold %q", b.StatusCode, h.router.av.WaveBlocked())
 	}
 	h.engines.Engines[3].SetFaults(simengine.Faults{}) // the operator restarted the wave
 	b, _ = http.Post(h.srv.URL+"/narwhal/lifecycle/readmit", "application/json", strings.NewReader(`{"wave":true}`))
 	b.Body.Close()
-	if b.StatusCode != 200 || h.router.waveBlocked() != "" {
-		t.Fatalf("wave readmit: %d, hold %q", b.StatusCode, h.router.waveBlocked())
+	if b.StatusCode != 200 || h.router.av.WaveBlocked() != "" {
+		t.Fatalf("wave readmit: %d, hold %q", b.StatusCode, h.router.av.WaveBlocked())
 	}
 	if resp, out := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "x", "max_tokens": 2}); resp.StatusCode != 200 {
 		t.Errorf("after the wave readmission: %d %s", resp.StatusCode, out)

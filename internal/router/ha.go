@@ -5,9 +5,11 @@ import (
 	"net/http"
 
 	"github.com/narwhal-go/narwhal/internal/avail"
-	"github.com/narwhal-go/narwhal/internal/lifecycle"
-
 	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/lifecycle"
+	"github.com/narwhal-go/narwhal/internal/openai"
+	"github.com/narwhal-go/narwhal/internal/routerdoc"
+	"github.com/narwhal-go/narwhal/internal/sched"
 	"github.com/narwhal-go/narwhal/internal/state"
 	"github.com/narwhal-go/narwhal/internal/takeover"
 )
@@ -39,22 +41,19 @@ type haSide struct{ r *Router }
 func (s haSide) Now() float64                           { return s.r.now() }
 func (s haSide) SLOMet(row *journal.RequestRow) bool    { return s.r.sloMet(row) }
 func (s haSide) Background(f func(ctx context.Context)) { s.r.background(f) }
-func (s haSide) Identify(ctx context.Context)           { s.r.captureIdentities(ctx) }
+func (s haSide) Identify(ctx context.Context)           { s.r.av.CaptureIdentities(ctx) }
 
 // Snapshot reads the roles and counters the handoff records at one
 // instant under r.mu, so its run_at matches them exactly.
 func (s haSide) Snapshot() takeover.Snapshot {
 	r := s.r
-	r.mu.Lock()
-	at := r.now()
-	snap := r.core.Snapshot(at)
-	st := r.stats
-	reasons := outcomeReasons(st.reasons)
-	r.mu.Unlock()
-	out := takeover.Snapshot{At: at, Reasons: reasons, Counters: state.Counters{Offered: int64(st.offered),
-		UnsizedOffered: int64(st.unsizedOffered), Served: int64(st.served), SLOMet: int64(st.sloMet),
-		Expired: int64(st.expired), InvalidRequests: int64(st.invalid), Failed: int64(st.failed),
-		Refused: int64(st.refused), Rejected: int64(st.rejected), Cancelled: int64(st.cancelled), Unserved: int64(snap.Unserved)}}
+	var out takeover.Snapshot
+	var snap *sched.Snapshot
+	r.locked(func() {
+		out.At = r.now()
+		snap = r.core.Snapshot(out.At)
+		out.Counters, out.Reasons = r.stats.Handoff(snap.Unserved), routerdoc.OutcomeReasons(r.stats.Reasons)
+	})
 	for _, e := range snap.Engines {
 		out.Roles = append(out.Roles, takeover.EngineRole{IID: e.IID, Role: e.Role})
 	}
@@ -65,19 +64,18 @@ func (s haSide) Snapshot() takeover.Snapshot {
 // lifecycle takeover restored.
 func (s haSide) Apply(x takeover.Restored) {
 	r := s.r
-	r.mu.Lock()
-	for iid, role := range x.Roles {
-		r.core.SetRole(iid, role)
-	}
-	c := x.Counters
-	r.stats.offered, r.stats.unsizedOffered, r.stats.served, r.stats.sloMet = int(c.Offered), int(c.UnsizedOffered), int(c.Served), int(c.SLOMet)
-	r.stats.expired, r.stats.invalid, r.stats.failed = int(c.Expired), int(c.InvalidRequests), int(c.Failed)
-	r.stats.refused, r.stats.rejected, r.stats.cancelled = int(c.Refused), int(c.Rejected), int(c.Cancelled)
-	r.stats.reasons = x.Reasons
-	r.mu.Unlock()
+	r.locked(func() { s.applyLocked(x) })
 	if x.Hold != "" {
 		r.av.HoldWave(x.Hold)
 	}
+}
+
+func (s haSide) applyLocked(x takeover.Restored) {
+	r := s.r
+	for iid, role := range x.Roles {
+		r.core.SetRole(iid, role)
+	}
+	r.stats.Restore(x.Counters, x.Reasons)
 }
 
 // lifeSide is the lifecycle as takeover records and restores it: read
@@ -96,17 +94,17 @@ func (l lifeSide) RestoreEvents(ev []lifecycle.Event) { l.av.RestoreEvents(ev) }
 
 // AddLate adds the old run's late outcomes to the counters.
 func (s haSide) AddLate(l takeover.Late) {
-	r := s.r
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.stats.offered += l.Offered
-	r.stats.unsizedOffered += l.UnsizedOffered
-	r.stats.sloMet += l.SLOMet
-	for o, n := range l.Outcomes {
-		for range n {
-			r.stats.count(o.Terminal, o.Reason)
+	st := &s.r.stats
+	s.r.locked(func() {
+		st.Offered += l.Offered
+		st.UnsizedOffered += l.UnsizedOffered
+		st.SLOMet += l.SLOMet
+		for o, n := range l.Outcomes {
+			for range n {
+				st.Count(o.Terminal, o.Reason)
+			}
 		}
-	}
+	})
 }
 
 // recordAdmission writes the call's admission record (crash accounting,
@@ -114,10 +112,6 @@ func (s haSide) AddLate(l takeover.Late) {
 func (c *call) recordAdmission() {
 	c.r.ha.Admitted(journal.Admission{RID: c.rid, ClientRID: c.clientRID, Arrived: c.arrived, Endpoint: c.endpoint})
 }
-
-// controlsFleet: this router places work — it is not a standby, and its
-// lease, when it has one, is valid.
-func (r *Router) controlsFleet() bool { return r.ha.Controls() }
 
 // healthStatus is /health's status word.
 func (r *Router) healthStatus() string {
@@ -128,7 +122,7 @@ func (r *Router) healthStatus() string {
 		return "fenced"
 	case r.ha.Standby():
 		return "standby"
-	case r.waveBlocked() != "":
+	case r.av.WaveBlocked() != "":
 		return "maintenance"
 	}
 	return "degraded"
@@ -136,7 +130,7 @@ func (r *Router) healthStatus() string {
 
 // serveHealth is process liveness: always 200, with the router's status.
 func (r *Router) serveHealth(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, 200, map[string]any{"status": r.healthStatus(), "instances": len(r.order), "available_instances": r.liveCount()})
+	writeJSON(w, 200, map[string]any{"status": r.healthStatus(), "instances": len(r.order), "available_instances": r.av.LiveCount()})
 }
 
 // serveReady is load-balancer readiness: 200 only when this router
@@ -147,7 +141,7 @@ func (r *Router) serveReady(w http.ResponseWriter, _ *http.Request) {
 		reason, ready = "shutting down", false
 	}
 	epoch, holder := r.ha.LeaseIdentity()
-	body := map[string]any{"status": "ready", "control_ready": r.controlsFleet(), "epoch": epoch, "holder": holder, "reason": reason,
+	body := map[string]any{"status": "ready", "control_ready": r.ha.Controls(), "epoch": epoch, "holder": holder, "reason": reason,
 		"held": r.life.Holds()}
 	if !ready {
 		body["status"] = "not_ready"
@@ -161,7 +155,7 @@ func (r *Router) serveReady(w http.ResponseWriter, _ *http.Request) {
 func (r *Router) serveHandoff(w http.ResponseWriter, _ *http.Request) {
 	b, err := state.Encode(r.ha.Handoff())
 	if err != nil {
-		serverError(http.StatusInternalServerError, "handoff", "handoff document: "+err.Error()).write(w)
+		openai.ServerError(http.StatusInternalServerError, "handoff", "handoff document: "+err.Error()).Write(w)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

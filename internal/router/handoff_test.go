@@ -51,8 +51,8 @@ func TestResumeRestoresRolesButNotPins(t *testing.T) {
 	if roles["p0"] != fleet.Prefill || roles["p1"] != fleet.Decode || roles["d0"] != fleet.Prefill {
 		t.Errorf("roles after resume %v: want p1 and d0 as saved, pinned p0 as configured", roles)
 	}
-	if b.av.Usable("d0") || b.stats.served != 7 {
-		t.Errorf("ejection or counters not restored: d0 live %v, served %d", b.av.Usable("d0"), b.stats.served)
+	if b.av.Usable("d0") || b.stats.Served != 7 {
+		t.Errorf("ejection or counters not restored: d0 live %v, served %d", b.av.Usable("d0"), b.stats.Served)
 	}
 }
 

@@ -61,9 +61,10 @@ type harnessOptions struct {
 	engine   func(*simengine.Config) // adjusts every engine's configuration
 	sidecars bool                    // an attestation sidecar per engine, its attestation_url set
 	logger   *slog.Logger
-	lookup   fleet.LookupFunc // the router's environment (engine credential)
-	router   []func(*Options) // adjust the router's options last
-	built    func(*Router)    // sees the router after New, before Start
+	lookup   fleet.LookupFunc                       // the router's environment (engine credential)
+	router   []func(*Options)                       // adjust the router's options last
+	built    func(*Router)                          // sees the router after New, before Start
+	store    func(*profile.Store, *simengine.Fleet) // adjusts the profile rows before the router starts
 }
 
 func startHarness(t *testing.T, roles []fleet.Role, o harnessOptions) *harness {
@@ -115,6 +116,9 @@ func startHarness(t *testing.T, roles []fleet.Role, o harnessOptions) *harness {
 	ro := Options{Journal: h.jw, Rng: ports.NewSeededRng(1), AdminOpen: true, Logger: o.logger, Lookup: o.lookup}
 	for _, f := range o.router {
 		f(&ro)
+	}
+	if o.store != nil {
+		o.store(store, fl)
 	}
 	h.router, err = New(&cfg, store, ro)
 	if err != nil {

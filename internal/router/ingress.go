@@ -2,11 +2,12 @@ package router
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 
+	"github.com/narwhal-go/narwhal/internal/avail"
+	"github.com/narwhal-go/narwhal/internal/httpguard"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/openai"
 	"github.com/narwhal-go/narwhal/internal/sched"
@@ -22,8 +23,8 @@ type route struct {
 
 func (r *Router) routes() {
 	table := []route{
-		{"POST /v1/completions", http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) { r.serveCompletion(w, q, false) })},
-		{"POST /v1/chat/completions", http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) { r.serveCompletion(w, q, true) })},
+		{"POST /v1/completions", r.traced(func(w http.ResponseWriter, q *http.Request) { r.serveCompletion(w, q, false) })},
+		{"POST /v1/chat/completions", r.traced(func(w http.ResponseWriter, q *http.Request) { r.serveCompletion(w, q, true) })},
 		{"GET /v1/models", http.HandlerFunc(r.serveModels)},
 		{"GET /v1/models/{id...}", http.HandlerFunc(r.serveModel)},
 		{"GET /health", http.HandlerFunc(r.serveHealth)},
@@ -35,6 +36,7 @@ func (r *Router) routes() {
 		{"POST /narwhal/lifecycle/readmit", r.admin(r.av.ServeReadmit)},
 		{"GET /metrics", r.metricsHandler()},
 	}
+	table = append(table, r.dashboardRoutes()...)
 	m, known := http.NewServeMux(), http.NewServeMux()
 	for _, rt := range table {
 		m.Handle(rt.pattern, rt.handler)
@@ -42,29 +44,8 @@ func (r *Router) routes() {
 	}
 	// Everything else answers in OpenAI's error shape, not the mux's
 	// text/plain 404 and 405.
-	m.HandleFunc("/", func(w http.ResponseWriter, q *http.Request) { serveUnrouted(w, q, known) })
+	m.HandleFunc("/", func(w http.ResponseWriter, q *http.Request) { openai.NotRouted(w, q, known) })
 	r.mux = m
-}
-
-// serveUnrouted answers a request no route takes: 405 with Allow when the
-// path is served under other methods, else 404.
-func serveUnrouted(w http.ResponseWriter, q *http.Request, known *http.ServeMux) {
-	var allow []string
-	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
-		probe := q.Clone(q.Context())
-		probe.Method = m
-		if _, pattern := known.Handler(probe); pattern != "" {
-			allow = append(allow, m)
-		}
-	}
-	if len(allow) > 0 {
-		w.Header().Set("Allow", strings.Join(allow, ", "))
-		invalid(405, "method_not_allowed",
-			fmt.Sprintf("%s is not allowed on %s; use %s", q.Method, q.URL.Path, strings.Join(allow, " or "))).write(w)
-		return
-	}
-	invalid(404, "not_found",
-		fmt.Sprintf("Invalid URL (%s %s): this router serves POST /v1/completions, POST /v1/chat/completions and GET /v1/models", q.Method, q.URL.Path)).write(w)
 }
 
 // serveCompletion is one original request, from arrival to its journal row.
@@ -88,9 +69,7 @@ func (r *Router) serveCompletion(w http.ResponseWriter, req *http.Request, chat 
 	}
 	retained := r.retained.Add(1)
 	defer r.retained.Add(-1)
-	r.mu.Lock()
-	r.stats.retainedHighWater = max(r.stats.retainedHighWater, retained)
-	r.mu.Unlock()
+	r.locked(func() { r.stats.RetainedHighWater = max(r.stats.RetainedHighWater, retained) })
 	// A request that cannot succeed hears so before any overload answer
 	// would invite it to retry.
 	if !c.parse(raw) {
@@ -119,10 +98,10 @@ func (r *Router) serveCompletion(w http.ResponseWriter, req *http.Request, chat 
 // handoff reads its run_at under mu too, so resume can tell exactly which
 // journal rows it missed.
 func (r *Router) offer(c *call) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	c.arrived = r.now()
-	r.stats.offered++
+	r.locked(func() {
+		c.arrived = r.now()
+		r.stats.Offered++
+	})
 }
 
 // settleUnsettled makes sure every request ends in exactly one journal
@@ -148,7 +127,7 @@ func (c *call) recoverPanic() {
 	}
 	c.r.log.Error("internal error serving a request", "rid", c.rid, "panic", v)
 	c.fail(outcome{terminal: journal.TerminalFailed, reason: journal.ReasonInternal, status: 500,
-		detail: fmt.Sprint(v), err: serverError(500, journal.ReasonInternal, "internal error")})
+		detail: fmt.Sprint(v), err: openai.ServerError(500, journal.ReasonInternal, "internal error")})
 }
 
 func (r *Router) newCall(w http.ResponseWriter, req *http.Request, chat bool) *call {
@@ -163,24 +142,11 @@ func (r *Router) newCall(w http.ResponseWriter, req *http.Request, chat bool) *c
 	h.Set("X-Request-Id", c.rid)
 	if id := req.Header.Get("X-Request-Id"); id != "" {
 		c.clientRID = &id
-		if echoable(id) {
+		if httpguard.Echoable(id) {
 			h.Set("X-Request-Id", id)
 		}
 	}
 	return c
-}
-
-// echoable: a client request id short and plain enough to send back.
-func echoable(id string) bool {
-	if len(id) > 256 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		if id[i] < 0x21 || id[i] > 0x7e {
-			return false
-		}
-	}
-	return true
 }
 
 // controlGate refuses work before the body is read when this router
@@ -190,11 +156,11 @@ func echoable(id string) bool {
 func (r *Router) controlGate() (outcome, bool) {
 	if r.closing.Load() {
 		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonNotReady, readiness: "shutting down",
-			err: unavailable("standby", "router is shutting down")}, true
+			err: openai.Unavailable("standby", "router is shutting down")}, true
 	}
 	if reason := r.ha.NotControlling(); reason != "" {
 		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonNotReady, readiness: reason,
-			err: unavailable("standby", reason)}, true
+			err: openai.Unavailable("standby", reason)}, true
 	}
 	return outcome{}, false
 }
@@ -205,12 +171,12 @@ func (r *Router) controlGate() (outcome, bool) {
 func (r *Router) ingressGate(retained int64) (outcome, bool) {
 	if retained > int64(r.limit+r.cfg.Serving.QueueCapacity) {
 		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonInflightLimit,
-			err: overloaded(journal.ReasonInflightLimit, "router in-flight limit reached", 1)}, true
+			err: openai.Overloaded(journal.ReasonInflightLimit, "router in-flight limit reached", 1)}, true
 	}
-	if sat, lag, sizing := r.saturated(); sat {
+	if sat, lag, sizing := r.sat.Saturated(); sat {
 		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonSaturated,
 			detail: fmt.Sprintf("router saturated: loop lag %v, median sizing delay %v (limit slo.ttft_s/4)", lag, sizing),
-			err:    overloaded(journal.ReasonSaturated, "router saturated; retry shortly", 1)}, true
+			err:    openai.Overloaded(journal.ReasonSaturated, "router saturated; retry shortly", 1)}, true
 	}
 	if reason, ready := r.readiness(); !ready {
 		code := "standby"
@@ -218,7 +184,7 @@ func (r *Router) ingressGate(retained int64) (outcome, bool) {
 			code = "backend_unavailable"
 		}
 		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonNotReady, readiness: reason,
-			err: unavailable(code, reason)}, true
+			err: openai.Unavailable(code, reason)}, true
 	}
 	return outcome{}, false
 }
@@ -228,16 +194,16 @@ func (r *Router) ingressGate(retained int64) (outcome, bool) {
 func (c *call) parse(raw []byte) bool {
 	body, err := vllm.ParseBody(raw)
 	if err != nil {
-		c.fail(outcome{terminal: journal.TerminalInvalid, err: badRequest("invalid_json", "", err.Error())})
+		c.fail(outcome{terminal: journal.TerminalInvalid, err: openai.BadRequest("invalid_json", "", err.Error())})
 		return false
 	}
 	q, e := openai.Validate(body, c.chat, c.r.cfg.Model)
 	if e != nil {
-		c.fail(outcome{terminal: journal.TerminalInvalid, err: wire(e), detail: e.Message})
+		c.fail(outcome{terminal: journal.TerminalInvalid, err: e, detail: e.Message})
 		return false
 	}
 	c.body = body
-	c.stream, c.clientTokenIDs, c.wanted, c.wantedParam = q.Stream, q.ClientTokenIDs, q.Wanted, q.WantedParam
+	c.q = q
 	return true
 }
 
@@ -253,7 +219,7 @@ func (c *call) admit(ctx context.Context) (func(), bool) {
 	}
 	if r.cfg.Serving.QueueCapacity == 0 {
 		c.fail(outcome{terminal: journal.TerminalRejected, reason: journal.ReasonInflightLimit,
-			err: overloaded(journal.ReasonInflightLimit, "router in-flight limit reached", 1)})
+			err: openai.Overloaded(journal.ReasonInflightLimit, "router in-flight limit reached", 1)})
 		return nil, false
 	}
 	c.phase = "queue"
@@ -266,7 +232,7 @@ func (c *call) admit(ctx context.Context) (func(), bool) {
 		return release, true
 	case <-t.C():
 		c.fail(outcome{terminal: journal.TerminalExpired, reason: journal.ReasonQueueTimeout,
-			err: serverError(504, "queue_expired", "no admission seat within serving.queue_timeout_s")})
+			err: openai.ServerError(504, "queue_expired", "no admission seat within serving.queue_timeout_s")})
 	case <-ctx.Done():
 		c.ended(ctx)
 	}
@@ -287,7 +253,7 @@ func (c *call) ended(ctx context.Context) {
 		return
 	}
 	c.fail(outcome{terminal: journal.TerminalExpired, reason: journal.ReasonDeadline,
-		err: serverError(504, "request_expired", "original request deadline expired")})
+		err: openai.ServerError(504, "request_expired", "original request deadline expired")})
 }
 
 // size counts the prompt: locally for token-id prompts, on an engine's
@@ -308,22 +274,22 @@ func (c *call) size(ctx context.Context) bool {
 				c.ended(ctx)
 				return false
 			}
-			c.fail(outcome{terminal: journal.TerminalFailed, reason: e.Reason, err: legError("admission", e), detail: e.Msg})
+			c.fail(outcome{terminal: journal.TerminalFailed, reason: e.Reason, err: openai.LegError("admission", e), detail: e.Msg})
 			return false
 		}
 	} else if !exact {
 		n = max(1, int(float64(len(text))/r.cfg.Engine.CharsPerToken))
 	}
 	c.inputLen, c.sized = n, true
-	r.sized(r.clock.Now().Sub(began))
+	r.sat.Sized(r.clock.Now().Sub(began))
 	if e := c.contextError(n, exact || r.cfg.Engine.Tokenize); e != nil {
 		c.fail(outcome{terminal: journal.TerminalInvalid, err: e, detail: e.Message})
 		return false
 	}
 	ev, _ := c.cacheEvidence() // outside r.mu: it reads the residency views
-	r.mu.Lock()
-	c.sreq = r.core.Track(c.arrived, sched.Request{RID: c.rid, InputLen: n, WantedLen: c.wanted, CachedTokens: ev})
-	r.mu.Unlock()
+	r.locked(func() {
+		c.sreq = r.core.Track(c.arrived, sched.Request{RID: c.rid, InputLen: n, WantedLen: c.q.Wanted, CachedTokens: ev})
+	})
 	return true
 }
 
@@ -332,7 +298,7 @@ func (c *call) size(ctx context.Context) bool {
 // An engine that cannot be reached at all uses no try (failover.go).
 func (c *call) tokenize(ctx context.Context) (int, *vllm.Error) {
 	r := c.r
-	body := c.tokenizeBody()
+	body := vllm.TokenizeBody(c.body, r.cfg.Model, c.chat)
 	tried := map[string]bool{}
 	var last *vllm.Error
 	for tries := 0; tries < r.cfg.Serving.MaxAttempts; {
@@ -350,7 +316,7 @@ func (c *call) tokenize(ctx context.Context) (int, *vllm.Error) {
 		}
 		last = e
 		if ctx.Err() == nil && neverReached(e) {
-			r.legFailedOn(iid, e) // breaker evidence: a refused count is a dead engine
+			r.reportLeg(avail.Failure{IID: iid, Err: e}) // breaker evidence: a refused count is a dead engine
 			continue
 		}
 		tries++
@@ -366,32 +332,9 @@ func (c *call) tokenize(ctx context.Context) (int, *vllm.Error) {
 
 // leastLoaded is the live engine outside skip with the fewest resident
 // requests.
-func (r *Router) leastLoaded(skip map[string]bool) string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.core.LeastResident(skip)
-}
-
-// tokenizeBody is the /tokenize request for this call's prompt.
-func (c *call) tokenizeBody() []byte {
-	out := map[string]json.RawMessage{"model": mustRaw(c.r.cfg.Model)}
-	keys := []string{"prompt", "add_special_tokens"}
-	if c.chat {
-		keys = []string{"messages", "tools", "chat_template", "chat_template_kwargs", "continue_final_message",
-			"add_generation_prompt", "add_special_tokens"}
-	}
-	for _, k := range keys {
-		if v, ok := c.body[k]; ok {
-			out[k] = v
-		}
-	}
-	b, _ := json.Marshal(out)
-	return b
-}
-
-func mustRaw(v any) json.RawMessage {
-	b, _ := json.Marshal(v)
-	return b
+func (r *Router) leastLoaded(skip map[string]bool) (iid string) {
+	r.locked(func() { iid = r.core.LeastResident(skip) })
+	return iid
 }
 
 // readiness reports whether the router can place work, or the first
@@ -400,7 +343,7 @@ func (r *Router) readiness() (string, bool) {
 	if reason := r.ha.NotControlling(); reason != "" {
 		return reason, false
 	}
-	if b := r.waveBlocked(); b != "" {
+	if b := r.av.WaveBlocked(); b != "" {
 		return b, false
 	}
 	if d := r.av.DegradedReason(); d != "" {
@@ -409,9 +352,8 @@ func (r *Router) readiness() (string, bool) {
 	if !r.identities.Load() {
 		return "engine identity validation pending", false
 	}
-	r.mu.Lock()
-	missing := r.coverageLocked()
-	r.mu.Unlock()
+	var missing string
+	r.locked(func() { missing = r.coverageLocked() })
 	if missing == "" {
 		return "", true
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/httpguard"
 	"github.com/narwhal-go/narwhal/internal/journal"
 )
 
@@ -81,7 +82,7 @@ func (tr *trickler) close() {
 func (h *harness) offered() int {
 	h.router.mu.Lock()
 	defer h.router.mu.Unlock()
-	return h.router.stats.offered
+	return h.router.stats.Offered
 }
 
 // openAIError decodes an OpenAI-shaped error body; ok is false when the
@@ -105,7 +106,7 @@ func openAIError(b []byte) (e struct {
 // ends in a 408 once its read deadline passes.
 func TestSlowBodiesDoNotLockOutRealRequests(t *testing.T) {
 	h := newHarness(t, pd, func(c *fleet.Config) { c.Serving.MaxConnections = 2 }, func(o *Options) {
-		o.HTTP = HTTPOptions{BodyReadTimeout: 700 * time.Millisecond, BodyReadsPerClient: 4}
+		o.HTTP = httpguard.Options{BodyReadTimeout: 700 * time.Millisecond, BodyReadsPerClient: 4}
 	})
 	addr := strings.TrimPrefix(h.srv.URL, "http://")
 	const slow = 6 // past the ceiling of 2, and past the per-client cap of 4
@@ -153,7 +154,7 @@ func TestSlowBodiesDoNotLockOutRealRequests(t *testing.T) {
 // Idle keep-alive connections and slow headers are closed by the server.
 func TestIdleAndSlowHeaderConnectionsAreClosed(t *testing.T) {
 	h := newHarness(t, pd, nil, func(o *Options) {
-		o.HTTP = HTTPOptions{IdleTimeout: 300 * time.Millisecond, ReadHeaderTimeout: 300 * time.Millisecond}
+		o.HTTP = httpguard.Options{IdleTimeout: 300 * time.Millisecond, ReadHeaderTimeout: 300 * time.Millisecond}
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

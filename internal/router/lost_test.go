@@ -71,8 +71,8 @@ func TestResumeCountsWhatTheHandoffMissed(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := b.stats
-	if st.offered != 7 || st.served != 4 || st.sloMet != 4 || st.refused != 1 || st.failed != 2 ||
-		st.reasons["failed"][journal.ReasonRouterLost] != 2 {
+	if st.Offered != 7 || st.Served != 4 || st.SLOMet != 4 || st.Refused != 1 || st.Failed != 2 ||
+		st.Reasons["failed"][journal.ReasonRouterLost] != 2 {
 		t.Errorf("stats after resume %+v; want offered 7 = served 4 + refused 1 + failed 2 (router_lost), slo_met 4", st)
 	}
 	jw.Close()

@@ -2,13 +2,15 @@ package router
 
 import (
 	"testing"
+
+	"github.com/narwhal-go/narwhal/internal/openai"
 )
 
 func TestContextError(t *testing.T) {
 	r := &Router{}
-	r.setModelLen("a", 4096)
-	r.setModelLen("b", 2048) // the smallest context bounds every leg
-	r.setModelLen("c", 0)    // an engine that does not say is ignored
+	r.models.Set("a", 4096)
+	r.models.Set("b", 2048) // the smallest context bounds every leg
+	r.models.Set("c", 0)    // an engine that does not say is ignored
 	for _, tc := range []struct {
 		name   string
 		chat   bool
@@ -24,7 +26,7 @@ func TestContextError(t *testing.T) {
 		{"an estimate is not refused", false, 3000, false, 0, ""},
 		{"an estimate with an impossible max_tokens", false, 3000, false, 2048, "max_tokens"},
 	} {
-		c := &call{r: r, chat: tc.chat, wanted: tc.wanted, wantedParam: "max_tokens"}
+		c := &call{r: r, chat: tc.chat, q: openai.Request{Wanted: tc.wanted, WantedParam: "max_tokens"}}
 		e := c.contextError(tc.n, tc.exact)
 		switch {
 		case tc.param == "" && e != nil:

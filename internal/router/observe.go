@@ -10,8 +10,9 @@ import (
 	"github.com/narwhal-go/narwhal/internal/sched"
 )
 
-// observe mirrors a settled call into the metrics.
-func (r *Router) observe(o outcome, row *journal.RequestRow, sloMet bool) {
+// observe mirrors a settled call into the metrics; credits are the retry
+// credits as its settle left them.
+func (r *Router) observe(o outcome, row *journal.RequestRow, sloMet bool, credits float64) {
 	m := r.metrics
 	m.Offered.Inc()
 	if !row.InputSized {
@@ -51,16 +52,13 @@ func (r *Router) observe(o outcome, row *journal.RequestRow, sloMet bool) {
 	}
 	m.Upstream("prefill", row.UpstreamSeconds.Prefill)
 	m.Upstream("decode", row.UpstreamSeconds.Decode)
-	if row.QueueWaits.Admission > 0 {
-		m.ObserveQueueWait("admission", row.QueueWaits.Admission)
-	}
-	r.mu.Lock()
-	m.RetryCredits.Set(r.stats.credits)
-	r.mu.Unlock()
+	m.ObserveRequest(row) // tokens, e2e, queue time by stage, KV handoff
+	m.RetryCredits.Set(credits)
 }
 
-// publish mirrors a scheduling snapshot into the pool gauges.
-func (r *Router) publish(s *sched.Snapshot) {
+// publish mirrors a scheduling snapshot (and the retained high-water mark
+// read with it) into the pool gauges.
+func (r *Router) publish(s *sched.Snapshot, highWater int64) {
 	p := metrics.Pools{Prefill: s.Pool(fleet.Prefill), Decode: s.Pool(fleet.Decode),
 		PrefillLoad: s.Load.Prefill, DecodeLoad: s.Load.Decode, Resident: map[string]metrics.Resident{}}
 	for _, e := range s.Engines {
@@ -73,9 +71,7 @@ func (r *Router) publish(s *sched.Snapshot) {
 	r.metrics.SetPools(p)
 	r.metrics.HTTPRetained.Set(float64(r.retained.Load()))
 	r.metrics.AdmissionInflight.Set(float64(len(r.seats)))
-	r.mu.Lock()
-	r.metrics.HTTPRetainedHighWater.Set(float64(r.stats.retainedHighWater))
-	r.mu.Unlock()
+	r.metrics.HTTPRetainedHighWater.Set(float64(highWater))
 }
 
 // metricsHandler refreshes the gauges that move between monitor passes,
@@ -83,10 +79,10 @@ func (r *Router) publish(s *sched.Snapshot) {
 func (r *Router) metricsHandler() http.Handler {
 	h := r.metrics.Handler()
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		r.mu.Lock()
-		snap := r.core.Snapshot(r.now())
-		r.mu.Unlock()
-		r.publish(snap)
+		var snap *sched.Snapshot
+		var highWater int64
+		r.locked(func() { snap, highWater = r.core.Snapshot(r.now()), r.stats.RetainedHighWater })
+		r.publish(snap, highWater)
 		h.ServeHTTP(w, req)
 	})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/saturation"
 	"github.com/narwhal-go/narwhal/internal/simengine"
 	"github.com/narwhal-go/narwhal/internal/testkit"
 	"github.com/narwhal-go/narwhal/internal/units"
@@ -121,10 +122,10 @@ func TestErrorTypesAreOpenAIs(t *testing.T) {
 // saturated: clients must go to the router that holds the lease.
 func TestFencedRouterAnswers503NotSaturated(t *testing.T) {
 	h := newHarness(t, pd, nil)
-	for range sizingMinimum {
-		h.router.sized(units.Seconds(h.cfg.SLO.TTFT))
+	for range saturation.Minimum {
+		h.router.sat.Sized(units.Seconds(h.cfg.SLO.TTFT))
 	}
-	h.router.sat.update(0, h.router.clock.Now())
+	h.router.sat.Update(0, h.router.clock.Now())
 	h.router.ha.Fence("lease renewal failed") // what renew does when the lease is lost
 	resp, out := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "x", "max_tokens": 1})
 	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {

@@ -42,7 +42,7 @@ func (p probes) Inference(ctx context.Context, iid string) *vllm.Error {
 func (p probes) Credential(ctx context.Context, iid string) *vllm.Error {
 	c := p.r.probe.Credential(ctx, iid)
 	if c.Err == nil {
-		p.r.noteModelCards(iid, c.Cards)
+		p.r.models.Note(iid, p.r.cfg.Model, c.Cards)
 	}
 	return c.Err
 }
@@ -80,4 +80,16 @@ func (p probes) Attestation(ctx context.Context, iid string) error {
 func (p probes) Transfer(ctx context.Context, iid, peer string) error {
 	_, err := p.r.probe.KVTransfer(ctx, iid, peer, probe.Transfer{})
 	return err
+}
+
+// AttestationDigest verifies iid's sidecar against the live identity id
+// and returns its attestation digest, which the profile generation binds.
+func (p probes) AttestationDigest(ctx context.Context, iid string, id lifecycle.Identity) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.r.probe.Timeouts().Control)
+	defer cancel()
+	pl, err := p.r.probe.Attest(ctx, iid, vllm.Identity{Version: id.Version, ProcessStart: id.ProcessStart}, p.r.cfg.EngineContract)
+	if err != nil {
+		return "", err
+	}
+	return pl.AttestationDigest, nil
 }

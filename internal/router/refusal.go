@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/openai"
 	"github.com/narwhal-go/narwhal/internal/sched"
 )
 
@@ -96,7 +97,7 @@ func (c *call) refusalOutcome(leg refusalLeg, ref *sched.Refusal, pl sched.Place
 	rule, ok := refusalRuleFor(leg, ref.Cause)
 	if !ok {
 		return outcome{terminal: journal.TerminalFailed, reason: journal.ReasonInternal, detail: "unmapped refusal cause " + ref.Cause + ": " + ref.Message,
-			err: serverError(500, journal.ReasonInternal, "internal error")}, rule
+			err: openai.ServerError(500, journal.ReasonInternal, "internal error")}, rule
 	}
 	o := outcome{terminal: rule.terminal, reason: or(rule.reason, ref.Cause), detail: or(rule.detail, ref.Message)}
 	code, msg := or(rule.code, ref.Cause), or(rule.message, ref.Message)
@@ -104,11 +105,11 @@ func (c *call) refusalOutcome(leg refusalLeg, ref *sched.Refusal, pl sched.Place
 	case 400:
 		o.err = c.promptRefusal(code, pl)
 	case 429:
-		o.err = overloaded(code, msg, ref.RetryAfter)
+		o.err = openai.Overloaded(code, msg, ref.RetryAfter)
 	case 503:
-		o.err = unavailable(code, msg)
+		o.err = openai.Unavailable(code, msg)
 	default:
-		o.err = serverError(rule.status, code, msg)
+		o.err = openai.ServerError(rule.status, code, msg)
 	}
 	return o, rule
 }
@@ -122,14 +123,14 @@ func or(s, dflt string) string {
 
 // promptRefusal is the 400 for a prompt whose own prefill cannot meet the
 // TTFT target: it says how to fix it.
-func (c *call) promptRefusal(code string, pl sched.Placement) *apiError {
+func (c *call) promptRefusal(code string, pl sched.Placement) *openai.Error {
 	param := "prompt"
 	if c.chat {
 		param = "messages"
 	}
 	s := c.r.cfg
 	budget := s.SLO.TTFT * (1 + s.Serving.AdmissionMargin)
-	return badRequest(code, param, fmt.Sprintf(
+	return openai.BadRequest(code, param, fmt.Sprintf(
 		"the prompt (%d tokens) alone takes about %.3gs to prefill on the fastest engine, over the TTFT target of %gs "+
 			"(slo.ttft_s × (1 + serving.admission_margin)): shorten the prompt, or raise slo.ttft_s", c.inputLen, pl.OwnPrefill, budget))
 }

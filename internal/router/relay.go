@@ -16,7 +16,7 @@ type sink interface {
 }
 
 func newSink(c *call) sink {
-	if c.stream {
+	if c.q.Stream {
 		return &relay{c: c}
 	}
 	return newAssembler(c)
@@ -40,7 +40,7 @@ const maxHeldEvents = 64
 func (s *relay) event(ev vllm.Event) *vllm.Error {
 	c := s.c
 	data := c.ownID(ev.Data)
-	if !ev.NotJSON && !c.clientTokenIDs {
+	if !ev.NotJSON && !c.q.ClientTokenIDs {
 		data = openai.StripTokenIDs(data)
 	}
 	if !c.committed && ev.Tokens == 0 && !ev.Output {

@@ -22,15 +22,21 @@ import (
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/avail"
+	"github.com/narwhal-go/narwhal/internal/enginelimits"
 	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/httpguard"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/metrics"
 	"github.com/narwhal-go/narwhal/internal/ports"
 	"github.com/narwhal-go/narwhal/internal/probe"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/residency"
+	"github.com/narwhal-go/narwhal/internal/routerdoc"
+	"github.com/narwhal-go/narwhal/internal/saturation"
 	"github.com/narwhal-go/narwhal/internal/sched"
 	"github.com/narwhal-go/narwhal/internal/takeover"
+	"github.com/narwhal-go/narwhal/internal/tracing"
+	"github.com/narwhal-go/narwhal/internal/ui"
 	"github.com/narwhal-go/narwhal/internal/units"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
@@ -57,7 +63,12 @@ type Options struct {
 	HA HA
 	// HTTP bounds what one client connection may hold (body reads, idle
 	// keep-alives); zero fields take the documented defaults.
-	HTTP HTTPOptions
+	HTTP httpguard.Options
+	// Evidence turns on the evidence pass (evidence.go).
+	Evidence EvidenceOptions
+	// Tracer records router spans (internal/tracing); nil passes
+	// traceparent on to the engines and records nothing.
+	Tracer *tracing.Tracer
 }
 
 // engine is one configured engine as the router talks to it.
@@ -80,10 +91,14 @@ type Router struct {
 	engines map[string]*engine
 	order   []string // iids, sorted
 
-	mu    sync.Mutex // guards core, stats, credits, rng, freed
+	// mu guards core, stats (with the retry credits), rng and freed: the
+	// router's one lock on the request path besides httpguard's per-client
+	// body slots. It is taken only by locked; what runs under it is short,
+	// never blocks, and never calls into avail (coreSide says why).
+	mu    sync.Mutex
 	core  *sched.Core
 	freed chan struct{} // closed (and replaced) whenever a phase seat frees
-	stats stats
+	stats routerdoc.Counts
 	rng   ports.Rng
 
 	retained atomic.Int64 // completion requests from arrival to response end
@@ -101,16 +116,20 @@ type Router struct {
 	adminOpen  bool
 	identities atomic.Bool
 
-	ha       *takeover.HA // lease, standby, handoff document, crash accounting
-	sat      saturation
-	httpOpts HTTPOptions // with defaults applied
-	reads    bodyReads   // completion bodies being read, per client
-	models   modelLimits // the engines' max_model_len
+	ha       *takeover.HA        // lease, standby, handoff document, crash accounting
+	sat      *saturation.Monitor // loop lag and sizing delay: lock-free on the request path
+	httpOpts httpguard.Options   // with defaults applied
+	reads    httpguard.BodyReads // completion bodies being read, per client
+	models   enginelimits.Limits // the engines' max_model_len
+	evidence evidenceTiers
 
 	cache    *residency.Tracker // prefix-cache residency per engine (cache.go); nil: every prefill priced cold
 	bg       sync.WaitGroup     // background probes
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
+
+	tracer *tracing.Tracer // W3C trace context and optional span export (tracing.go)
+	ui     *ui.Hub         // the live dashboard (dashboard.go)
 
 	mux    *http.ServeMux
 	stop   chan struct{}
@@ -146,10 +165,11 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 		engines: map[string]*engine{}, seats: make(chan struct{}, limit),
 		stop: make(chan struct{}), done: make(chan struct{}), freed: make(chan struct{}),
 		adminToken: o.AdminToken, adminOpen: o.AdminOpen,
-		httpOpts: o.HTTP.withDefaults(),
+		httpOpts: o.HTTP.WithDefaults(), evidence: evidenceTiers{o: o.Evidence}, tracer: o.Tracer,
+		sat: saturation.New(o.Clock, units.Seconds(cfg.SLO.SaturationThreshold())),
 	}
 	r.bgCtx, r.bgCancel = context.WithCancel(context.Background())
-	r.stats.credits = float64(cfg.Serving.RetryBudget)
+	r.stats.Credits = float64(cfg.Serving.RetryBudget)
 	r.metrics.RouterReady.Set(1)
 	r.metrics.AdmissionInflightLimit.Set(float64(limit))
 	r.metrics.HTTPRetainedLimit.Set(float64(limit + cfg.Serving.QueueCapacity))
@@ -157,7 +177,7 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 	r.cache = newCacheTracker(cfg)
 	r.probe = r.newProber()
 	r.av = avail.New(avail.Config{Fleet: cfg, Log: r.log, Clock: r.clock, Epoch: r.epoch, Journal: r.journal,
-		Metrics: r.metrics, Core: coreSide{r}, Probes: probes{r}, Status: status{r},
+		Metrics: r.metrics, Core: coreSide{r}, Probes: probes{r}, Status: status{r}, Generations: profileGenerations(profiles),
 		StateChanged: r.stateChanged, Reply: writeJSON, Context: r.bgCtx, Go: r.background})
 	r.life = r.av.View()
 	if r.ha, err = r.newHA(o.HA); err != nil {
@@ -219,10 +239,17 @@ func withDefaults(o Options) Options {
 	return o
 }
 
-// seatFreed wakes the requests waiting for a phase seat; they place again
-// and the ones that still find no seat wait on the next signal. Called
-// with r.mu held.
-func (r *Router) seatFreed() {
+// locked runs f holding r.mu: the one place the router takes it. f, and
+// the …Locked methods it calls, touch core, stats, rng and freed.
+func (r *Router) locked(f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f()
+}
+
+// seatFreedLocked wakes the requests waiting for a phase seat; they place
+// again and the ones that still find no seat wait on the next signal.
+func (r *Router) seatFreedLocked() {
 	close(r.freed)
 	r.freed = make(chan struct{})
 }
@@ -240,6 +267,12 @@ func (r *Router) background(f func(ctx context.Context)) {
 	}()
 }
 
+// lagMeasured mirrors a saturation probe tick into the gauges.
+func (r *Router) lagMeasured(lag, sizing time.Duration) {
+	r.metrics.LoopLag.Set(lag.Seconds())
+	r.metrics.SizingDelay.Set(sizing.Seconds())
+}
+
 // ServeHTTP makes the router an http.Handler.
 func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) { r.mux.ServeHTTP(w, req) }
 
@@ -251,17 +284,19 @@ func (r *Router) Metrics() *metrics.Metrics { return r.metrics }
 func (r *Router) Start() {
 	if r.started.CompareAndSwap(false, true) {
 		r.ha.Start()
-		r.captureIdentities(r.bgCtx) // its credential probes also learn max_model_len
+		r.av.CaptureIdentities(r.bgCtx) // its credential probes also learn max_model_len
 		if !r.av.LivenessSweeps() {
-			r.background(r.watchModelLimits) // no sweeps to refresh it
+			src := enginelimits.Source{IIDs: r.order, Model: r.cfg.Model, Ask: r.probe.Credential, Log: r.log}
+			r.background(func(ctx context.Context) { r.models.Watch(ctx, r.clock, src) }) // no sweeps to refresh it
 		}
 		r.identities.Store(true)
 		if r.cache != nil {
 			r.background(r.followResidency)
 		}
-		r.bg.Add(1)
-		go r.probeLag()
+		r.background(r.ui.Run) // the dashboard's history, sampled once a second
+		r.background(func(ctx context.Context) { r.sat.Run(ctx, r.lagMeasured) })
 		go r.monitor()
+		r.startEvidence()
 	}
 }
 
@@ -271,6 +306,7 @@ func (r *Router) Start() {
 func (r *Router) Shutdown(ctx context.Context) error {
 	r.closing.Store(true)
 	r.metrics.RouterReady.Set(0)
+	r.ui.Close() // open dashboard feeds end now, not at the server's cut-off
 	waited := make(chan struct{})
 	go func() { r.inflight.Wait(); close(waited) }()
 	var err error
@@ -311,7 +347,7 @@ func (r *Router) monitor() {
 		case <-r.stop:
 			return
 		case <-t.C():
-			if r.controlsFleet() {
+			if r.ha.Controls() {
 				r.monitorPass()
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/avail"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/openai"
 	"github.com/narwhal-go/narwhal/internal/sched"
@@ -34,7 +35,7 @@ func (c *call) attempt(ctx context.Context, n int, exclude map[string]bool) bool
 		return retry
 	}
 	r := c.r
-	r.legSucceeded(p, "prefill")
+	r.av.LegSucceeded(p, "prefill")
 	// TTFT is the attempt that serves the request: arrival to its
 	// producer's completion.
 	c.prefilledAt = r.now()
@@ -53,11 +54,11 @@ func (c *call) prefillPhase(ctx context.Context, n int, exclude map[string]bool)
 		}
 		c.phase, c.prefillIID = "prefill", p
 		var e *vllm.Error
-		if h, start, e = c.prefillLeg(ctx, n, p); e == nil {
+		if h, start, e = c.tracedPrefillLeg(ctx, n, p); e == nil {
 			return p, h, start, false, true
 		}
 		if ctx.Err() == nil {
-			r.legFailedOn(p, e)
+			r.reportLeg(avail.Failure{IID: p, Err: e})
 		}
 		if !c.failover(ctx, n, "prefill", e, exclude, p) {
 			return "", nil, 0, c.legFailed(ctx, n, "prefill", e, exclude, p), false
@@ -91,16 +92,16 @@ func (c *call) decodePhase(ctx context.Context, n int, exclude map[string]bool, 
 		if !crossed {
 			kvp = nil // same engine: reuse its own cache, no transfer
 		}
-		e := c.decodeLeg(ctx, n, d, kvp)
+		e := c.tracedDecodeLeg(ctx, n, d, kvp)
 		if e == nil {
-			r.legSucceeded(d, "decode")
+			r.av.LegSucceeded(d, "decode")
 			c.complete()
 			return false
 		}
 		switch {
 		case ctx.Err() != nil || c.clientGone: // the client's doing, not the engine's
 		default:
-			r.decodeFailedOn(d, p, e, c.tokens)
+			r.reportLeg(avail.Failure{IID: d, Err: e, Peer: p, Tokens: c.tokens})
 		}
 		if c.committed {
 			c.outputFailed(ctx, e)
@@ -158,12 +159,31 @@ func (c *call) waitSeat(ctx context.Context, seat <-chan struct{}, d time.Durati
 // tryPrefill takes the prefill step once. wait is non-nil when every
 // candidate is at its seats: it closes when a seat frees.
 func (c *call) tryPrefill(n int, exclude map[string]bool) (string, <-chan struct{}, bool) {
-	r := c.r
-	ev, recheck := c.cacheEvidence()
-	r.mu.Lock()
-	if recheck {
-		r.core.SetCacheEvidence(c.rid, ev)
+	var pl sched.Placement
+	var ref *sched.Refusal
+	var freed chan struct{}
+	ev, recheck := c.cacheEvidence() // outside r.mu: it reads the residency views
+	c.r.locked(func() {
+		if recheck {
+			c.r.core.SetCacheEvidence(c.rid, ev)
+		}
+		pl, ref, freed = c.placeLocked(n, exclude)
+	})
+	switch {
+	case ref != nil && ref.Wait:
+		return "", freed, false
+	case ref != nil:
+		c.refused(prefillLeg(n), ref, pl)
+		return "", nil, false
 	}
+	return pl.IID, nil, true
+}
+
+// placeLocked takes the prefill step for attempt n and prices the
+// placement for the journal; a dispatch counts the attempt and spends the
+// retry credit the call reserved. freed signals the next freed seat.
+func (c *call) placeLocked(n int, exclude map[string]bool) (sched.Placement, *sched.Refusal, chan struct{}) {
+	r := c.r
 	now := r.now()
 	pl, ref := r.core.Place(now, c.rid, exclude, sched.Attempt{N: n, FailedOver: c.failedOver})
 	if ref == nil {
@@ -177,26 +197,17 @@ func (c *call) tryPrefill(n int, exclude map[string]bool) (string, <-chan struct
 		}
 	}
 	if ref == nil {
-		r.stats.prefillAttempts++
+		r.stats.PrefillAttempts++
 		r.metrics.PrefillAttempts.Inc()
 		if c.reserved {
-			r.stats.retries++
-			r.stats.creditsSpent++
+			r.stats.Retries++
+			r.stats.CreditsSpent++
 			r.metrics.RetryAttempts.Inc()
 			r.metrics.RetryCreditsSpent.Inc()
 			c.reserved = false
 		}
 	}
-	freed := r.freed
-	r.mu.Unlock()
-	switch {
-	case ref != nil && ref.Wait:
-		return "", freed, false
-	case ref != nil:
-		c.refused(prefillLeg(n), ref, pl)
-		return "", nil, false
-	}
-	return pl.IID, nil, true
+	return pl, ref, r.freed
 }
 
 // prefillLeg is which prefill step attempt n's refusal came from.
@@ -214,14 +225,10 @@ func prefillLeg(n int) refusalLeg {
 func (c *call) placeDecode(ctx context.Context, exclude map[string]bool, handoffStart float64) (iid string, expired *vllm.Error, ok bool) {
 	r := c.r
 	for {
-		r.mu.Lock()
-		pl, ref := r.core.PlaceDecode(r.now(), c.rid, exclude)
-		if ref == nil {
-			r.stats.decodeAttempts++
-			r.metrics.DecodeAttempts.Inc()
-		}
-		freed := r.freed
-		r.mu.Unlock()
+		var pl sched.Placement
+		var ref *sched.Refusal
+		var freed chan struct{}
+		r.locked(func() { pl, ref, freed = c.placeDecodeLocked(exclude) })
 		switch {
 		case ref == nil:
 			return pl.IID, nil, true
@@ -247,6 +254,18 @@ func (c *call) placeDecode(ctx context.Context, exclude map[string]bool, handoff
 	}
 }
 
+// placeDecodeLocked takes the decode step; a dispatch counts the attempt.
+// freed signals the next freed seat.
+func (c *call) placeDecodeLocked(exclude map[string]bool) (sched.Placement, *sched.Refusal, chan struct{}) {
+	r := c.r
+	pl, ref := r.core.PlaceDecode(r.now(), c.rid, exclude)
+	if ref == nil {
+		r.stats.DecodeAttempts++
+		r.metrics.DecodeAttempts.Inc()
+	}
+	return pl, ref, r.freed
+}
+
 // prefillLeg runs the producer leg and returns the handoff and the time
 // the leg started (the handoff's age counts from there).
 func (c *call) prefillLeg(ctx context.Context, n int, iid string) (*vllm.Handoff, float64, *vllm.Error) {
@@ -259,10 +278,10 @@ func (c *call) prefillLeg(ctx context.Context, n int, iid string) (*vllm.Handoff
 	if h != nil {
 		c.reportedCache(iid, h.CachedTokens)
 	}
-	r.mu.Lock()
-	r.core.PrefillDone(r.now(), iid, c.rid)
-	r.seatFreed()
-	r.mu.Unlock()
+	r.locked(func() {
+		r.core.PrefillDone(r.now(), iid, c.rid)
+		r.seatFreedLocked()
+	})
 	return h, start, e
 }
 
@@ -342,9 +361,7 @@ func (c *call) tokensArrived(iid string, n int) {
 	c.tokens += n
 	c.observed += n
 	c.lastTok = now
-	r.mu.Lock()
-	r.core.OutputTokens(now, iid, c.rid, n)
-	r.mu.Unlock()
+	r.locked(func() { r.core.OutputTokens(now, iid, c.rid, n) })
 }
 
 // complete settles a call whose decode leg ended with [DONE].
@@ -359,17 +376,14 @@ func (c *call) legFailed(ctx context.Context, n int, phase string, e *vllm.Error
 		c.ended(ctx)
 		return false
 	}
-	r := c.r
-	r.mu.Lock()
-	r.stats.attemptFailed(phase, e.Reason)
-	r.mu.Unlock()
+	c.r.attemptFailed(phase, e.Reason)
 	for _, iid := range engines {
 		exclude[iid] = true
 	}
 	backoff, reason := c.retryDecision(n, e)
 	c.recordFailure(n, phase, e, backoff, reason)
 	if reason != "allowed" {
-		c.fail(outcome{terminal: journal.TerminalFailed, reason: e.Reason, err: legError(phase, e), detail: e.Msg})
+		c.fail(outcome{terminal: journal.TerminalFailed, reason: e.Reason, err: openai.LegError(phase, e), detail: e.Msg})
 		return false
 	}
 	return c.backoff(ctx, backoff)
@@ -382,7 +396,7 @@ func (c *call) handoffExpired(ctx context.Context, n int, e *vllm.Error, exclude
 	c.recordFailure(n, "decode", e, backoff, reason)
 	if reason != "allowed" {
 		c.fail(outcome{terminal: journal.TerminalExpired, reason: journal.ReasonHandoff, detail: e.Msg,
-			err: serverError(504, "handoff_expired", "the KV handoff expired before decode could start")})
+			err: openai.ServerError(504, "handoff_expired", "the KV handoff expired before decode could start")})
 		return false
 	}
 	exclude[producer] = true
@@ -391,28 +405,34 @@ func (c *call) handoffExpired(ctx context.Context, n int, e *vllm.Error, exclude
 
 // retryDecision says whether a failed attempt may be retried, and after
 // what backoff: full jitter under min(cap, base × 2^(n−1)).
-func (c *call) retryDecision(n int, e *vllm.Error) (float64, string) {
-	r := c.r
-	s := r.cfg.Serving
+func (c *call) retryDecision(n int, e *vllm.Error) (delay float64, reason string) {
 	switch {
 	case !e.Transient():
 		return 0, "non_transient"
-	case n >= s.MaxAttempts:
+	case n >= c.r.cfg.Serving.MaxAttempts:
 		return 0, "attempt_limit"
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	c.r.locked(func() { delay, reason = c.reserveRetryLocked(n) })
+	return delay, reason
+}
+
+// reserveRetryLocked draws attempt n's backoff and reserves a retry
+// credit for it, unless the backoff would pass the call's deadline or the
+// shared budget is spent.
+func (c *call) reserveRetryLocked(n int) (float64, string) {
+	r := c.r
+	s := r.cfg.Serving
 	delay := r.rng.Float64() * math.Min(s.RetryCapS, s.RetryBaseS*math.Pow(2, float64(n-1)))
 	if !r.clock.Now().Add(units.Seconds(delay)).Before(c.deadline) {
 		return 0, "original_deadline"
 	}
-	if r.stats.credits < 1 {
-		r.stats.retryDenied++
+	if r.stats.Credits < 1 {
+		r.stats.RetryDenied++
 		r.metrics.RetryDenied.Inc()
 		return 0, "shared_budget"
 	}
-	r.stats.credits-- // reserved now, spent when the retry's prefill dispatches
-	r.metrics.RetryCredits.Set(r.stats.credits)
+	r.stats.Credits-- // reserved now, spent when the retry's prefill dispatches
+	r.metrics.RetryCredits.Set(r.stats.Credits)
 	c.reserved = true
 	return delay, "allowed"
 }
@@ -437,6 +457,11 @@ func (c *call) recordFailure(n int, phase string, e *vllm.Error, backoff float64
 	c.tokens, c.firstTok, c.lastTok = 0, 0, 0 // partial output of a failed attempt is discarded
 }
 
+// attemptFailed counts a failed attempt of phase for reason.
+func (r *Router) attemptFailed(phase, reason string) {
+	r.locked(func() { r.stats.AttemptFailed(phase, reason) })
+}
+
 // backoff waits before the next attempt; false when the call ended meanwhile.
 func (c *call) backoff(ctx context.Context, d float64) bool {
 	c.phase = "backoff"
@@ -457,13 +482,11 @@ func (c *call) outputFailed(ctx context.Context, e *vllm.Error) {
 		c.ended(ctx)
 		return
 	}
-	c.r.mu.Lock()
-	c.r.stats.attemptFailed("decode", e.Reason)
-	c.r.mu.Unlock()
+	c.r.attemptFailed("decode", e.Reason)
 	c.recordFailureAfterOutput(e)
 	c.streamError("failed")
 	c.settle(outcome{terminal: journal.TerminalFailed, reason: e.Reason, status: 200, detail: e.Msg,
-		err: &apiError{Status: 200, Type: openai.TypeServer, Code: strp("failed")}})
+		err: openai.ServerError(200, "failed", "")})
 }
 
 func (c *call) recordFailureAfterOutput(e *vllm.Error) {

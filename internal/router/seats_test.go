@@ -6,6 +6,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/saturation"
 	"github.com/narwhal-go/narwhal/internal/simengine"
 	"github.com/narwhal-go/narwhal/internal/units"
 )
@@ -74,10 +75,10 @@ func TestPrefillSeatWaitExpires(t *testing.T) {
 
 func TestSaturatedRouterRefuses(t *testing.T) {
 	h := newHarness(t, pd, nil)
-	for i := 0; i < sizingMinimum; i++ {
-		h.router.sized(units.Seconds(h.cfg.SLO.TTFT)) // sizing as slow as the whole TTFT target
+	for i := 0; i < saturation.Minimum; i++ {
+		h.router.sat.Sized(units.Seconds(h.cfg.SLO.TTFT)) // sizing as slow as the whole TTFT target
 	}
-	h.router.sat.update(0, h.router.clock.Now()) // what the next probe tick does
+	h.router.sat.Update(0, h.router.clock.Now()) // what the next probe tick does
 	resp, _ := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "x", "max_tokens": 1})
 	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "1" {
 		t.Fatalf("%d, want 429 with Retry-After 1", resp.StatusCode)

@@ -19,7 +19,7 @@ func Serve(ctx context.Context, ln net.Listener, r *Router, graceful time.Durati
 		IdleTimeout:       r.httpOpts.IdleTimeout,
 		// No ReadTimeout: it would also cut the server's background read
 		// that notices a client leaving mid-stream. Completion bodies have
-		// their own deadline (HTTPOptions.BodyReadTimeout).
+		// their own deadline (httpguard.Options.BodyReadTimeout).
 		// No write timeout: streams last as long as serving.request_timeout_s.
 	}
 	r.Start()
@@ -45,43 +45,4 @@ func Serve(ctx context.Context, ln net.Listener, r *Router, graceful time.Durati
 	}
 	r.Close()
 	return drainErr
-}
-
-// HTTPOptions bound what one client connection can hold on to. Zero fields
-// take the defaults (docs/router.md, "Slow and idle clients").
-type HTTPOptions struct {
-	// BodyReadTimeout bounds reading one completion request's body, never
-	// past serving.request_timeout_s. Default 5 s.
-	BodyReadTimeout time.Duration
-	// BodyReadsPerClient caps the completion bodies being read at once from
-	// one remote IP address. Default 8.
-	BodyReadsPerClient int
-	// ReadHeaderTimeout bounds reading a request's headers. Default 10 s.
-	ReadHeaderTimeout time.Duration
-	// IdleTimeout closes a keep-alive connection idle this long. Default 90 s.
-	IdleTimeout time.Duration
-}
-
-// Defaults of HTTPOptions.
-const (
-	DefaultBodyReadTimeout    = 5 * time.Second
-	DefaultBodyReadsPerClient = 8
-	DefaultReadHeaderTimeout  = 10 * time.Second
-	DefaultIdleTimeout        = 90 * time.Second
-)
-
-func (o HTTPOptions) withDefaults() HTTPOptions {
-	if o.BodyReadTimeout <= 0 {
-		o.BodyReadTimeout = DefaultBodyReadTimeout
-	}
-	if o.BodyReadsPerClient <= 0 {
-		o.BodyReadsPerClient = DefaultBodyReadsPerClient
-	}
-	if o.ReadHeaderTimeout <= 0 {
-		o.ReadHeaderTimeout = DefaultReadHeaderTimeout
-	}
-	if o.IdleTimeout <= 0 {
-		o.IdleTimeout = DefaultIdleTimeout
-	}
-	return o
 }

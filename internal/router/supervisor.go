@@ -1,13 +1,11 @@
 package router
 
 import (
-	"context"
 	"strings"
 
 	"github.com/narwhal-go/narwhal/internal/avail"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/sched"
-	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
 // The router's side of the availability supervisor (internal/avail): the
@@ -15,70 +13,49 @@ import (
 // admin guard in front of the lifecycle routes.
 
 // coreSide is avail.Core over the router's scheduling core: every call
-// takes r.mu. The supervisor is the only caller of SetLive, and it
+// takes r.mu (locked). The supervisor is the only caller of SetLive, and it
 // publishes holding its liveness lock, so that lock comes before r.mu:
 // nothing holding r.mu may call av.Usable or av.LiveCount (or anything
 // that publishes).
 type coreSide struct{ r *Router }
 
 func (c coreSide) SetLive(live map[string]bool) {
-	c.r.mu.Lock()
-	defer c.r.mu.Unlock()
-	for iid, ok := range live {
-		c.r.core.SetLive(iid, ok)
-	}
+	c.r.locked(func() {
+		for iid, ok := range live {
+			c.r.core.SetLive(iid, ok)
+		}
+	})
 }
 
 func (c coreSide) SetProbation(iid string, on bool) {
-	c.r.mu.Lock()
-	defer c.r.mu.Unlock()
-	c.r.core.SetProbation(iid, on)
+	c.r.locked(func() { c.r.core.SetProbation(iid, on) })
 }
 
-func (c coreSide) Snapshot() *sched.Snapshot {
-	c.r.mu.Lock()
-	defer c.r.mu.Unlock()
-	return c.r.core.Snapshot(c.r.now())
+func (c coreSide) Snapshot() (s *sched.Snapshot) {
+	c.r.locked(func() { s = c.r.core.Snapshot(c.r.now()) })
+	return s
 }
 
-func (c coreSide) DecodePace(now float64) []sched.Pace {
-	c.r.mu.Lock()
-	defer c.r.mu.Unlock()
-	return c.r.core.DecodePace(now)
+func (c coreSide) DecodePace(now float64) (p []sched.Pace) {
+	c.r.locked(func() { p = c.r.core.DecodePace(now) })
+	return p
 }
 
 // status is avail.Status: what the lifecycle document says of the router.
 type status struct{ r *Router }
 
-func (s status) ControlsFleet() bool { return s.r.controlsFleet() }
+func (s status) ControlsFleet() bool { return s.r.ha.Controls() }
 func (s status) Ready() bool         { return s.r.ready() }
 
-// legSucceeded records a leg that did its job on iid.
-func (r *Router) legSucceeded(iid, kind string) { r.av.LegSucceeded(iid, kind) }
-
-// legFailedOn reports a failed prefill (or tokenize) leg on iid.
-func (r *Router) legFailedOn(iid string, e *vllm.Error) {
-	if e != errClientGone { // not the engine's fault
-		r.av.LegFailed(avail.Failure{IID: iid, Err: e})
+// reportLeg reports a failed leg to the supervisor, in one call (a
+// decode leg names its producer and the tokens that streamed: the
+// supervisor tells a cut from a fault). A client that went away is not
+// the engine's fault.
+func (r *Router) reportLeg(f avail.Failure) {
+	if f.Err != errClientGone {
+		r.av.LegFailed(f)
 	}
 }
-
-// decodeFailedOn reports a failed decode leg on iid with producer p's KV,
-// after tokens tokens streamed: the supervisor tells a cut from a fault.
-func (r *Router) decodeFailedOn(iid, p string, e *vllm.Error, tokens int) {
-	if e != errClientGone {
-		r.av.LegFailed(avail.Failure{IID: iid, Err: e, Peer: p, Tokens: tokens})
-	}
-}
-
-// waveBlocked is the whole-wave hold's reason, or "".
-func (r *Router) waveBlocked() string { return r.av.WaveBlocked() }
-
-// liveCount is how many engines may take new placements.
-func (r *Router) liveCount() int { return r.av.LiveCount() }
-
-// captureIdentities records every engine's identity (start, takeover).
-func (r *Router) captureIdentities(ctx context.Context) { r.av.CaptureIdentities(ctx) }
 
 // coverageLocked is "" when live engines can take both legs, else what is
 // missing: a role needs a live engine of that role, or a live unpinned one

@@ -35,6 +35,7 @@ type StateDoc struct {
 	Draining           []string                  `json:"draining"`
 	Ejected            []string                  `json:"ejected"`
 	Engines            []sched.EngineView        `json:"engines"`
+	Evidence           EvidenceState             `json:"evidence"`
 	Expired            int                       `json:"expired"`
 	Failed             int                       `json:"failed"`
 	FirstTokenTimeoutS float64                   `json:"first_token_timeout_s"`
@@ -255,4 +256,22 @@ func (e *LifecycleEvent) UnmarshalJSON(b []byte) error {
 	delete(row, "action")
 	*e = LifecycleEvent{At: at, Action: action, Fields: row}
 	return nil
+}
+
+// EvidenceState is /narwhal/state.evidence: each engine endpoint's output
+// tier as the router's last evidence pass derived it from the store.
+// Enabled is false when the router runs without an evidence store.
+type EvidenceState struct {
+	Enabled   bool                    `json:"enabled"`
+	Endpoints map[string]EndpointTier `json:"endpoints"` // iid → tier
+	Error     string                  `json:"error"`
+	Request   *string                 `json:"decision_request"`
+	UpdatedAt string                  `json:"updated_at"`
+}
+
+// EndpointTier is one engine endpoint's tier and what the next one lacks.
+type EndpointTier struct {
+	Endpoint string   `json:"endpoint"`
+	Missing  []string `json:"missing"`
+	Tier     string   `json:"tier"`
 }

@@ -32,6 +32,9 @@ type Faults struct {
 	// CorruptKV flips bits in every KV block this engine serves to a
 	// consumer, so the consumer's text differs from an aggregated run.
 	CorruptKV bool `json:"corrupt_kv"`
+	// JitterFraction > 0 spreads every step's duration uniformly over
+	// ±that fraction (jitter.go).
+	JitterFraction float64 `json:"jitter_fraction"`
 }
 
 func (f Faults) validate() error {
@@ -42,6 +45,8 @@ func (f Faults) validate() error {
 		return fmt.Errorf("http_500_rate must be in [0, 1], got %v", f.HTTP500Rate)
 	case f.DropAfterTokens < 0:
 		return fmt.Errorf("drop_after_tokens must be ≥ 0, got %d", f.DropAfterTokens)
+	case f.JitterFraction < 0 || f.JitterFraction >= 1:
+		return fmt.Errorf("jitter_fraction must be in [0, 1), got %v", f.JitterFraction)
 	case f.StallSeconds < 0:
 		return fmt.Errorf("stall_seconds must be ≥ 0, got %v", f.StallSeconds)
 	}

@@ -77,7 +77,7 @@ func (e *Engine) run() {
 		wait := e.stallOnce
 		if ok {
 			e.stallOnce = 0
-			wait += scale(step.Duration, e.faults.LatencyMultiplier)
+			wait += e.jitterLocked(scale(step.Duration, e.faults.LatencyMultiplier), e.faults.JitterFraction)
 			if len(step.Preempted) > 0 {
 				e.met.add("vllm:num_preemptions_total", "", float64(len(step.Preempted)))
 			}

@@ -232,7 +232,7 @@ func TestFollowerEpochMismatchReleasesAndBlocks(t *testing.T) {
 	r.step(t)
 	r.primary.srv.Close()
 	r.clk.Advance(ttl)
-	c := newLease(t, r.leaseA.file.path, "router-c", r.clk, 3)
+	c := newLease(t, r.leaseA.Where(), "router-c", r.clk, 3)
 	mustEpoch(t, c, 2)
 	if err := c.Release(); err != nil {
 		t.Fatal(err)

@@ -12,11 +12,13 @@ import (
 	"github.com/narwhal-go/narwhal/internal/ports"
 )
 
-// Lease is this router's handle on the shared narwhal.router-lease file
-// (runtime.md §3.8). Its methods are safe for concurrent use; each file
-// operation is serialised across processes by flock on <path>.lock.
+// Lease is this router's handle on the shared narwhal.router-lease record
+// (runtime.md §3.8), wherever a LeaseStore keeps it. The fencing rules —
+// epochs, holder tokens, expiry, self-fencing by the local clock — live
+// here once, so every backend fences the same way. Its methods are safe
+// for concurrent use.
 type Lease struct {
-	file                 leaseFile
+	store                LeaseStore
 	holder               string
 	ttl, renewEvery, mrg time.Duration
 	clock                ports.Clock
@@ -34,16 +36,26 @@ type Lease struct {
 
 var hex32 = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
-// NewLease returns a lease handle for routerID on path. The holder token
-// is "<routerID>:<32 hex>" with the hex from ids, so two processes with
-// the same router id still hold different tokens. ttl must exceed
-// renewEvery + safetyMargin, or a router could fence itself between two
-// renewals while healthy.
+// NewLease returns a lease handle for routerID on the lease file at path
+// (the file backend: one host or a shared filesystem with flock).
 func NewLease(path, routerID string, ttl, renewEvery, safetyMargin time.Duration,
 	clock ports.Clock, ids ports.IDGenerator) (*Lease, error) {
-	switch {
-	case path == "":
+	if path == "" {
 		return nil, errors.New("lease: --lease-path is empty; set it to a file on storage shared by the routers")
+	}
+	return NewLeaseOn(FileStore(path), routerID, ttl, renewEvery, safetyMargin, clock, ids)
+}
+
+// NewLeaseOn returns a lease handle for routerID on store. The holder
+// token is "<routerID>:<32 hex>" with the hex from ids, so two processes
+// with the same router id still hold different tokens. ttl must exceed
+// renewEvery + safetyMargin, or a router could fence itself between two
+// renewals while healthy.
+func NewLeaseOn(store LeaseStore, routerID string, ttl, renewEvery, safetyMargin time.Duration,
+	clock ports.Clock, ids ports.IDGenerator) (*Lease, error) {
+	switch {
+	case store == nil:
+		return nil, errors.New("lease: no lease store")
 	case routerID == "":
 		return nil, errors.New("lease: --router-id is empty; give each router a name")
 	case clock == nil || ids == nil:
@@ -57,7 +69,7 @@ func NewLease(path, routerID string, ttl, renewEvery, safetyMargin time.Duration
 	if !hex32.MatchString(id) {
 		return nil, fmt.Errorf("lease: holder id %q is not 32 lower-case hex; use ports.RandomIDs", id)
 	}
-	return &Lease{file: leaseFile{path}, holder: routerID + ":" + id,
+	return &Lease{store: store, holder: routerID + ":" + id,
 		ttl: ttl, renewEvery: renewEvery, mrg: safetyMargin, clock: clock}, nil
 }
 
@@ -95,19 +107,25 @@ func (l *Lease) Valid() bool {
 	return l.owned && l.clock.Now().Before(l.anchor.Add(l.ttl-l.mrg))
 }
 
-// Current reads the shared lease. No lease file is an error for which
+// Current reads the shared lease. No lease yet is an error for which
 // errors.Is(err, fs.ErrNotExist) holds.
 func (l *Lease) Current() (Doc, error) {
-	var d Doc
-	err := l.file.locked(func() error {
-		got, ok, err := l.file.read()
-		if err == nil && !ok {
-			err = fmt.Errorf("lease %s: no lease yet: %w", l.file.path, fs.ErrNotExist)
-		}
-		d = got
-		return err
-	})
+	ctx, cancel := l.opContext()
+	defer cancel()
+	d, ok, err := l.store.Read(ctx)
+	if err == nil && !ok {
+		err = fmt.Errorf("lease %s: no lease yet: %w", l.store.Where(), fs.ErrNotExist)
+	}
 	return d, err
+}
+
+// Where names the shared record: a path, an etcd key, a Kubernetes Lease.
+func (l *Lease) Where() string { return l.store.Where() }
+
+// opContext bounds one store operation: past ttl − margin a renewal is
+// moot (the router has fenced itself by the clock), and a claim retries.
+func (l *Lease) opContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), l.ttl-l.mrg)
 }
 
 // Claim takes the lease if it is absent or expired (epoch + 1), extends
@@ -118,22 +136,20 @@ func (l *Lease) Claim() (int, error) {
 	defer l.op.Unlock()
 	now := l.clock.Now()
 	var epoch int
-	err := l.file.locked(func() error {
-		cur, ok, err := l.file.read()
-		if err != nil {
-			return err
-		}
+	ctx, cancel := l.opContext()
+	defer cancel()
+	err := l.store.Update(ctx, func(cur Doc, ok bool) (*Doc, error) {
 		next := Doc{Epoch: 1, Holder: l.holder, ExpiresAt: unixS(now.Add(l.ttl)), UpdatedAt: unixS(now)}
 		switch {
 		case ok && !cur.Expired(now) && cur.Holder != l.holder:
-			return &HeldError{Path: l.file.path, Holder: cur.Holder, Epoch: cur.Epoch, ExpiresAt: cur.ExpiresAt}
+			return nil, &HeldError{Path: l.store.Where(), Holder: cur.Holder, Epoch: cur.Epoch, ExpiresAt: cur.ExpiresAt}
 		case ok && !cur.Expired(now):
 			next.Epoch = cur.Epoch // ours: keep the epoch, extend
 		case ok:
 			next.Epoch = cur.Epoch + 1
 		}
 		epoch = next.Epoch
-		return l.file.write(next)
+		return &next, nil
 	})
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -145,7 +161,7 @@ func (l *Lease) Claim() (int, error) {
 	return epoch, nil
 }
 
-// Renew extends the lease if the shared file still names this router at
+// Renew extends the lease if the shared record still names this router at
 // the same epoch and has not expired. Any failure leaves the lease not
 // owned: the router must stop acting as the holder.
 func (l *Lease) Renew() error {
@@ -154,25 +170,25 @@ func (l *Lease) Renew() error {
 	l.mu.Lock()
 	owned, epoch := l.owned, l.epoch
 	l.mu.Unlock()
+	where := l.store.Where()
 	if !owned {
-		return fmt.Errorf("lease %s: renew: this router does not hold the lease; claim it first", l.file.path)
+		return fmt.Errorf("lease %s: renew: this router does not hold the lease; claim it first", where)
 	}
 	now := l.clock.Now()
-	err := l.file.locked(func() error {
-		cur, ok, err := l.file.read()
+	ctx, cancel := l.opContext()
+	defer cancel()
+	err := l.store.Update(ctx, func(cur Doc, ok bool) (*Doc, error) {
 		switch {
-		case err != nil:
-			return err
 		case !ok:
-			return fmt.Errorf("lease %s: renew: the lease file is gone", l.file.path)
-		case cur.Holder != l.holder || cur.Epoch != epoch:
-			return fmt.Errorf("lease %s: renew: now held by %s at epoch %d (ours was epoch %d): another router took over",
-				l.file.path, cur.Holder, cur.Epoch, epoch)
+			return nil, fmt.Errorf("lease %s: renew: the lease record is gone", where)
 		case cur.Expired(now):
-			return fmt.Errorf("lease %s: renew: expired at %s before it was renewed", l.file.path,
+			return nil, fmt.Errorf("lease %s: renew: expired at %s before it was renewed", where,
 				fromUnixS(cur.ExpiresAt).Format(time.RFC3339Nano))
+		case cur.Holder != l.holder || cur.Epoch != epoch:
+			return nil, fmt.Errorf("lease %s: renew: now held by %s at epoch %d (ours was epoch %d): another router took over",
+				where, cur.Holder, cur.Epoch, epoch)
 		}
-		return l.file.write(Doc{Epoch: epoch, Holder: l.holder, ExpiresAt: unixS(now.Add(l.ttl)), UpdatedAt: unixS(now)})
+		return &Doc{Epoch: epoch, Holder: l.holder, ExpiresAt: unixS(now.Add(l.ttl)), UpdatedAt: unixS(now)}, nil
 	})
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -198,15 +214,19 @@ func (l *Lease) Release() error {
 		return nil
 	}
 	now := l.clock.Now()
-	return l.file.locked(func() error {
-		cur, ok, err := l.file.read()
-		if err != nil || !ok || cur.Holder != l.holder || cur.Epoch != epoch {
-			return err // not ours any more: nothing to release
+	ctx, cancel := l.opContext()
+	defer cancel()
+	return l.store.Update(ctx, func(cur Doc, ok bool) (*Doc, error) {
+		if !ok || cur.Holder != l.holder || cur.Epoch != epoch {
+			return nil, nil // not ours any more: nothing to release
 		}
 		cur.ExpiresAt, cur.UpdatedAt = unixS(now), unixS(now)
-		return l.file.write(cur)
+		return &cur, nil
 	})
 }
+
+// Close releases the store's connections (not the lease: see Release).
+func (l *Lease) Close() error { return l.store.Close() }
 
 // RunRenewals renews the lease every renew interval until ctx ends. On
 // the first failure it calls onLost with the error and returns: the

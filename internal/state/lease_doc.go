@@ -2,6 +2,7 @@ package state
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -78,6 +79,39 @@ func decodeLease(b []byte) (Doc, error) {
 // flock on <path>.lock, so two routers never both see an absent or
 // expired lease and both take it.
 type leaseFile struct{ path string }
+
+// FileStore is the file backend: the lease at path, for routers on one
+// host or on a shared filesystem that supports flock.
+func FileStore(path string) LeaseStore { return leaseFile{path} }
+
+func (f leaseFile) Where() string { return f.path }
+
+func (f leaseFile) Close() error { return nil }
+
+// Read reads the lease under the lock. The file backend ignores ctx: a
+// hung filesystem holds the call, and the router fences by its clock.
+func (f leaseFile) Read(_ context.Context) (d Doc, ok bool, err error) {
+	err = f.locked(func() error {
+		d, ok, err = f.read()
+		return err
+	})
+	return d, ok, err
+}
+
+// Update runs read, fn and write under one flock: no conflicts here.
+func (f leaseFile) Update(_ context.Context, fn func(Doc, bool) (*Doc, error)) error {
+	return f.locked(func() error {
+		cur, ok, err := f.read()
+		if err != nil {
+			return err
+		}
+		next, err := fn(cur, ok)
+		if err != nil || next == nil {
+			return err
+		}
+		return f.write(*next)
+	})
+}
 
 // locked runs fn while holding the exclusive lock.
 func (f leaseFile) locked(fn func() error) error {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -66,71 +65,6 @@ func TestNewLeaseValidation(t *testing.T) {
 			}
 		})
 	}
-}
-
-// Two routers on one lease file under one fake clock: claim, refusal,
-// extension, renewal, local fencing before the shared expiry, takeover at
-// epoch + 1, the old holder's renewal failing, release.
-func TestLeaseTwoRouters(t *testing.T) {
-	clk := ports.NewFake(t0)
-	path := filepath.Join(t.TempDir(), "lease.json")
-	a := newLease(t, path, "router-a", clk, 1)
-	b := newLease(t, path, "router-b", clk, 2)
-
-	if _, err := a.Current(); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("Current before any claim = %v, want fs.ErrNotExist", err)
-	}
-	mustEpoch(t, a, 1)
-	assertLeaseFile(t, path, 1, a.Holder(), t0.Add(ttl))
-
-	_, err := b.Claim()
-	var held *HeldError
-	if !errors.As(err, &held) || held.Holder != a.Holder() || !strings.Contains(err.Error(), "until 2026-") {
-		t.Fatalf("B's claim = %v, want HeldError naming A and its expiry", err)
-	}
-	mustEpoch(t, a, 1) // ours: same epoch, extended
-
-	clk.Advance(renew)
-	if err := a.Renew(); err != nil {
-		t.Fatal(err)
-	}
-	assertLeaseFile(t, path, 1, a.Holder(), t0.Add(renew+ttl))
-
-	// A fences itself at ttl − margin after its renewal, while the shared
-	// lease is still unexpired and B still cannot claim.
-	clk.Advance(ttl - margin - time.Millisecond)
-	if !a.Valid() {
-		t.Fatal("A must still be valid just before ttl − margin")
-	}
-	clk.Advance(time.Millisecond)
-	if a.Valid() {
-		t.Fatal("A must fence itself at ttl − margin")
-	}
-	if _, err := b.Claim(); !errors.As(err, &held) {
-		t.Fatalf("B claimed before the shared expiry: %v", err)
-	}
-
-	clk.Advance(margin) // shared expiry
-	mustEpoch(t, b, 2)
-	if !b.Valid() {
-		t.Fatal("B must be valid after its claim")
-	}
-	err = a.Renew()
-	if err == nil || !strings.Contains(err.Error(), "another router took over") || a.Valid() {
-		t.Fatalf("A's renewal after takeover = %v (valid %v), want refused and fenced", err, a.Valid())
-	}
-	if err := a.Release(); err != nil {
-		t.Fatal(err)
-	}
-	assertLeaseFile(t, path, 2, b.Holder(), clk.Now().Add(ttl)) // A's release left B's lease alone
-
-	if err := b.Release(); err != nil {
-		t.Fatal(err)
-	}
-	if b.Valid() {
-		t.Fatal("B valid after release")
-	}
-	mustEpoch(t, a, 3) // released lease is expired: claim at once
 }
 
 func TestRenewAfterSharedExpiry(t *testing.T) {

@@ -6,8 +6,9 @@
 // path; and the crash accounting that closes the requests a previous
 // router lost (admission records, router_lost rows, counters made whole).
 //
-// The documents, the lease file and the follower loop are internal/state's;
-// this package decides when they are used. It sees the router only through
+// The documents, the lease (over any state.LeaseStore: file, etcd or
+// Kubernetes) and the follower loop are internal/state's; this package
+// decides when they are used. It sees the router only through
 // the Router interface (a snapshot to read, restored state to apply, a few
 // runtime hooks) and the engines' lifecycle through Lifecycle, so the
 // router keeps the HTTP and its lock, and this package keeps the rules.

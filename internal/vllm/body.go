@@ -93,6 +93,30 @@ func DecodeBody(b Body, model string, kvp json.RawMessage) []byte {
 	return mustMarshal(d)
 }
 
+// The fields of a completion body vLLM's /tokenize reads: the prompt's,
+// or a chat's messages and what shapes their template.
+var (
+	tokenizePrompt = []string{"prompt", "add_special_tokens"}
+	tokenizeChat   = []string{"messages", "tools", "chat_template", "chat_template_kwargs", "continue_final_message",
+		"add_generation_prompt", "add_special_tokens"}
+)
+
+// TokenizeBody is the /tokenize request that counts a completion body's
+// prompt (chat: its messages) as the engine will.
+func TokenizeBody(b Body, model string, chat bool) []byte {
+	keys := tokenizePrompt
+	if chat {
+		keys = tokenizeChat
+	}
+	out := Body{"model": raw(model)}
+	for _, k := range keys {
+		if v, ok := b[k]; ok {
+			out[k] = v
+		}
+	}
+	return mustMarshal(out)
+}
+
 func mustMarshal(v any) []byte {
 	out, err := json.Marshal(v)
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -74,6 +73,9 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body []byt
 	}
 	if reqID != "" {
 		req.Header.Set("X-Request-Id", reqID)
+	}
+	if tp := traceparent(ctx); tp != "" {
+		req.Header.Set("Traceparent", tp)
 	}
 	if c.key != "" {
 		req.Header.Set("Authorization", "Bearer "+c.key)
@@ -255,30 +257,16 @@ func (s *Stream) Close() {
 // Tokenize counts the prompt of a completions body (prompt) or a chat body
 // (messages) on the engine's /tokenize route.
 func (c *Client) Tokenize(ctx context.Context, body []byte) (int, *Error) {
-	n, _, e := c.TokenizeIDs(ctx, body)
-	return n, e
+	tc, e := c.tokenize(ctx, "admission", body)
+	return tc.Count, e
 }
 
 // TokenizeIDs is Tokenize with the prompt's token ids: nil unless the
 // answer's tokens are non-negative ints as many as its count (the ids
 // prefix hashing needs; runtime reference §1.6).
 func (c *Client) TokenizeIDs(ctx context.Context, body []byte) (int, []int, *Error) {
-	b, e := c.call(ctx, "admission", http.MethodPost, "/tokenize", body, "", 64<<20)
-	if e != nil {
-		return 0, nil, e
-	}
-	var out struct {
-		Count  *int            `json:"count"`
-		Tokens json.RawMessage `json:"tokens"`
-	}
-	if err := json.Unmarshal(b, &out); err != nil || out.Count == nil || *out.Count < 0 {
-		return 0, nil, invalid("admission", "inference_status", "/tokenize answered without a count")
-	}
-	var ids []int
-	if json.Unmarshal(out.Tokens, &ids) != nil || len(ids) != *out.Count || slices.ContainsFunc(ids, func(t int) bool { return t < 0 }) {
-		ids = nil
-	}
-	return *out.Count, ids, nil
+	tc, e := c.tokenize(ctx, "admission", body)
+	return tc.Count, tc.IDs, e
 }
 
 // Health probes GET /health: nil when the engine answers 200.

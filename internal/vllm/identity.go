@@ -94,6 +94,9 @@ type Completion struct {
 	Text             string
 	PromptTokens     int
 	CompletionTokens int
+	// CachedTokens is usage.prompt_tokens_details.cached_tokens: prompt
+	// tokens the engine served from its prefix cache (0 when absent).
+	CachedTokens int
 }
 
 // Complete runs a non-streamed POST /v1/completions (preflight's pace and
@@ -117,14 +120,21 @@ func (c *Client) Complete(ctx context.Context, body []byte) (Completion, *Error)
 			Text string `json:"text"`
 		} `json:"choices"`
 		Usage struct {
-			PromptTokens     int `json:"prompt_tokens"`
-			CompletionTokens int `json:"completion_tokens"`
+			PromptTokens        int `json:"prompt_tokens"`
+			CompletionTokens    int `json:"completion_tokens"`
+			PromptTokensDetails *struct {
+				CachedTokens int `json:"cached_tokens"`
+			} `json:"prompt_tokens_details"`
 		} `json:"usage"`
 	}
 	if err := json.Unmarshal(b, &out); err != nil || len(out.Choices) == 0 {
 		return Completion{}, invalid("prefill", "inference_status", "completion response without choices")
 	}
-	return Completion{Text: out.Choices[0].Text, PromptTokens: out.Usage.PromptTokens, CompletionTokens: out.Usage.CompletionTokens}, nil
+	c2 := Completion{Text: out.Choices[0].Text, PromptTokens: out.Usage.PromptTokens, CompletionTokens: out.Usage.CompletionTokens}
+	if d := out.Usage.PromptTokensDetails; d != nil {
+		c2.CachedTokens = d.CachedTokens
+	}
+	return c2, nil
 }
 
 // EventText is the generated text one stream event carries: completions'

@@ -106,7 +106,7 @@ func (s *Store) GetRelease(digest string) (evidence.Release, error) {
 		return evidence.Release{}, err
 	}
 	var rel evidence.Release
-	if err := strictDecode(b, &rel); err != nil {
+	if err := StrictDecode(b, &rel); err != nil {
 		return rel, fmt.Errorf("%s: %w", s.path(releasesDir, digest), err)
 	}
 	return rel, rel.Validate()
@@ -116,13 +116,14 @@ func (s *Store) GetRelease(digest string) (evidence.Release, error) {
 // unknown newer schema versions fail loudly.
 func DecodeRecord(b []byte) (evidence.Record, error) {
 	var r evidence.Record
-	if err := strictDecode(b, &r); err != nil {
+	if err := StrictDecode(b, &r); err != nil {
 		return r, err
 	}
 	return r, r.Validate()
 }
 
-func strictDecode(b []byte, v any) error {
+// StrictDecode decodes one JSON value into v, refusing unknown fields.
+func StrictDecode(b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

@@ -23,7 +23,7 @@ func (p Problem) String() string { return fmt.Sprintf("%s: %v", p.Path, p.Err) }
 func (s *Store) Verify() (int, []Problem) {
 	var probs []Problem
 	n := 0
-	for _, dir := range []string{recordsDir, releasesDir} {
+	for _, dir := range []string{recordsDir, releasesDir, documentsDir} {
 		names, err := s.allFiles(dir)
 		if err != nil {
 			return n, append(probs, Problem{filepath.Join(s.Root, dir), err})
@@ -43,8 +43,12 @@ func (s *Store) verifyOne(dir, name string) error {
 	if !ok || !canon.IsDigest(digest) {
 		return fmt.Errorf("file name is not <digest>.json")
 	}
-	if dir == recordsDir {
+	switch dir {
+	case recordsDir:
 		_, _, err := s.Get(digest)
+		return err
+	case documentsDir:
+		_, err := s.GetDocument(digest)
 		return err
 	}
 	rel, err := s.GetRelease(digest)

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/narwhal-go/narwhal/internal/cli"
+	"github.com/narwhal-go/narwhal/internal/cmdresult"
+	"github.com/narwhal-go/narwhal/internal/diagnose"
+	"github.com/narwhal-go/narwhal/internal/evidence"
+	"github.com/narwhal-go/narwhal/internal/evidence/queue"
+	"github.com/narwhal-go/narwhal/internal/evidence/store"
+	"github.com/narwhal-go/narwhal/internal/ports"
+)
+
+// queueInputSchema names the candidates file `narwhal evidence queue` reads.
+const queueInputSchema = "narwhal.evidence.queue-input"
+
+type queueInput struct {
+	Schema         string            `json:"schema"`
+	SchemaVersion  int               `json:"schema_version"`
+	EngineReleases []string          `json:"engine_releases"` // for freshness; absent fails closed (stale)
+	Candidates     []queue.Candidate `json:"candidates"`
+}
+
+func evQueueCmd(dir *string) *cobra.Command {
+	var candidates, format string
+	c := &cobra.Command{
+		Use:   "queue [--candidates FILE] [--format text|json]",
+		Short: "Order what to measure next by evidence gap, each item explained",
+		Long: `Build the day-one measurement queue. Every failure record in the store
+(a locally observed failed plan) enters directly; so do accepted requests
+listed in --candidates. Signal candidates (attributed, dated) are merged by
+resolved artifact identity, else lineage fingerprint, and are queued only
+when corroborated: two independent origins, or one that is not a
+popularity counter. Hugging Face 30-day downloads are one labelled signal
+at most and never decide eligibility or order.
+
+Order: evidence gap (missing, contested, stale, covered — judged against
+the store's measured records and the engine_releases in --candidates),
+then unresolved failures, uncertainty, signal breadth, fingerprint.
+
+Exit codes: 0 the queue was printed, 1 the store could not be read, 2 bad
+input.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if format != "text" && format != "json" {
+				return cli.Usage("--format must be text or json, got %q", format)
+			}
+			in, err := readQueueInput(candidates)
+			if err != nil {
+				return err
+			}
+			q, held, err := buildQueue(store.Open(*dir), in)
+			if err != nil {
+				return err
+			}
+			if format == "json" {
+				r := cmdresult.Result{Command: "narwhal evidence queue", Operation: "queue", Status: cmdresult.Success,
+					Data: map[string]any{"queued": nonNilItems(q), "held": nonNilItems(held)}}
+				return r.Write(cmd.OutOrStdout(), nil)
+			}
+			writeQueueText(cmd.OutOrStdout(), q, held)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&candidates, "candidates", "", "a "+queueInputSchema+" file: accepted requests, signal candidates, engine_releases")
+	c.Flags().StringVar(&format, "format", "text", "output format: text, or json for a narwhal.command-result envelope")
+	return c
+}
+
+func readQueueInput(path string) (queueInput, error) {
+	in := queueInput{Schema: queueInputSchema, SchemaVersion: 1}
+	if path == "" {
+		return in, nil
+	}
+	raw, err := readInput(path)
+	if err != nil {
+		return in, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return in, cli.Invalid(fmt.Errorf("%s: %w", path, err))
+	}
+	if in.Schema != queueInputSchema || in.SchemaVersion != 1 {
+		return in, cli.Invalid(fmt.Errorf("%s: schema %q v%d: want %s v1", path, in.Schema, in.SchemaVersion, queueInputSchema))
+	}
+	return in, nil
+}
+
+// buildQueue adds the store's failed plans to the candidates and judges
+// every gap against the store's records.
+func buildQueue(st *store.Store, in queueInput) ([]queue.Item, []queue.Item, error) {
+	recs, digests, err := allRecords(st)
+	if err != nil {
+		return nil, nil, cli.Failed(err)
+	}
+	ev := queue.Evidence{Records: recs, ResolvedFailures: map[string]bool{}, Freshness: evidence.FreshnessInput{Now: ports.SystemClock().Now(), Advisories: []evidence.Advisory{}}}
+	for _, s := range in.EngineReleases {
+		v, err := evidence.ParseVersion(s)
+		if err != nil {
+			return nil, nil, cli.Invalid(fmt.Errorf("engine_releases: %w", err))
+		}
+		ev.Freshness.Releases = append(ev.Freshness.Releases, v)
+	}
+	cands := in.Candidates
+	// A Fixed remediation (mechanism verified, request satisfied) resolves its failure.
+	fixed := fmt.Sprintf("mechanism=%s,request=%s", diagnose.MechanismVerified, diagnose.RequestSatisfied)
+	for i, r := range recs {
+		switch {
+		case r.Claim.Quantity == diagnose.QuantityFailure:
+			fp := r.Subject[diagnose.SubjectFailure]
+			cands = append(cands, queue.Candidate{Source: queue.LocalFailedPlan, Name: "failed plan " + shortDigest(r.Subject[evidence.SubjectSolution]),
+				Solution: r.Subject[evidence.SubjectSolution], ClaimScope: evidence.ScopeBoot, Reference: digests[i], Failures: []string{fp}})
+		case r.Claim.Quantity == diagnose.QuantityRemediation && r.Claim.Verdict != nil && *r.Claim.Verdict == fixed:
+			ev.ResolvedFailures[r.Subject[diagnose.SubjectFailure]] = true
+		}
+	}
+	q, held, err := queue.Build(cands, ev)
+	if err != nil {
+		return nil, nil, cli.Invalid(err)
+	}
+	return q, held, nil
+}
+
+func allRecords(st *store.Store) ([]evidence.Record, []string, error) {
+	ds, err := st.List()
+	if err != nil {
+		return nil, nil, err
+	}
+	recs := make([]evidence.Record, 0, len(ds))
+	for _, d := range ds {
+		r, _, err := st.Get(d)
+		if err != nil {
+			return nil, nil, err
+		}
+		recs = append(recs, r)
+	}
+	return recs, ds, nil
+}
+
+func shortDigest(d string) string {
+	if len(d) > 16 {
+		return d[:16] + "…"
+	}
+	return d
+}
+
+func nonNilItems(s []queue.Item) []queue.Item {
+	if s == nil {
+		return []queue.Item{}
+	}
+	return s
+}
+
+func writeQueueText(w io.Writer, q, held []queue.Item) {
+	if len(q) == 0 {
+		fmt.Fprintln(w, "queue: empty (no failed plans in the store, no eligible candidates)")
+	}
+	for _, it := range q {
+		fmt.Fprintf(w, "%2d  %-9s  %s  %v\n", it.Position, it.Gap, shortDigest(it.DedupKey), it.Names)
+		for _, why := range it.Why {
+			fmt.Fprintf(w, "      %s\n", why)
+		}
+		if it.AheadBy != "" {
+			fmt.Fprintf(w, "      ahead of #%d by %s\n", it.Position+1, it.AheadBy)
+		}
+	}
+	for _, it := range held {
+		fmt.Fprintf(w, "held  %s  %v: %s\n", shortDigest(it.DedupKey), it.Names, it.Why[1])
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package devfleet
+
+const raceEnabled = false

@@ -1,0 +1,146 @@
+// Package sweep measures one engine for narwhal-profile (operations.md
+// §6.1): exactly tokenised prompts, the cold prefill sweep, the decode
+// cohorts, the optional warm-prefill sweep and the KV capacity, bracketed
+// by two reads of the engine's generation. It talks to the engine only
+// through internal/vllm and fits with internal/profile/fit; the command
+// owns files, flags and the terminal.
+package sweep
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/profile"
+	"github.com/narwhal-go/narwhal/internal/profile/fit"
+	"github.com/narwhal-go/narwhal/internal/vllm"
+)
+
+// Config is the sweep every engine gets.
+type Config struct {
+	PrefillLengths []int
+	PrefillRepeats int
+	DecodeLengths  []int
+	Concurrency    []int
+	DecodeTokens   int
+	Warm           bool
+	WarmPrefixes   []int
+	WarmSuffixes   []int
+	// MaxNumSeqs > 0 caps every concurrency point (--limits): the sweep
+	// never has more streams open on the engine.
+	MaxNumSeqs int
+	Limits     profile.Limits
+	// Timeout bounds one observation (a completion or a cohort).
+	Timeout time.Duration
+}
+
+// Target is one engine to measure.
+type Target struct {
+	IID      string
+	Model    string
+	Client   *vllm.Client
+	Contract *fleet.EngineContract // nil: bind to the process identity
+	// AttestationURL and Sidecars read the attestation with a contract.
+	AttestationURL string
+	Sidecars       *http.Client
+}
+
+// Progress reports done of total steps of one engine's phase.
+type Progress func(iid, phase string, done, total int)
+
+// Phases, in the order a sweep runs them.
+const (
+	PhasePrefill = "prefill"
+	PhaseDecode  = "decode"
+	PhaseWarm    = "warm"
+)
+
+// Result is one engine's outcome: a row to store, or the error that
+// refused it. Samples holds every raw measurement either way.
+type Result struct {
+	Row     *profile.Row
+	Samples *Samples
+	Err     error
+}
+
+// Run measures t. Cancel ctx to stop between observations.
+func Run(ctx context.Context, t Target, cfg Config, progress Progress) Result {
+	if progress == nil {
+		progress = func(string, string, int, int) {}
+	}
+	s := &Samples{IID: t.IID, Config: cfg.record()}
+	m := &meter{t: t, cfg: cfg, s: s, progress: progress}
+	start := time.Now()
+	row, err := m.run(ctx)
+	s.Elapsed = secondsSince(start)
+	if err != nil {
+		s.Error = err.Error()
+		return Result{Samples: s, Err: fmt.Errorf("%s: %w", t.IID, err)}
+	}
+	s.Profile = row
+	return Result{Row: row, Samples: s}
+}
+
+// meter is one engine's sweep in progress.
+type meter struct {
+	t        Target
+	cfg      Config
+	s        *Samples
+	progress Progress
+	prompts  *prompter
+	plan     plan
+}
+
+func (m *meter) run(ctx context.Context) (*profile.Row, error) {
+	if e := m.t.Client.Health(ctx); e != nil {
+		return nil, fmt.Errorf("/health: %s (start the engine or fix its url)", e.Msg)
+	}
+	before, err := m.generation(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m.s.Before = before
+	fits, measureErr := m.measure(ctx)
+	after, err := m.generation(ctx)
+	if err == nil && after.Digest != before.Digest {
+		m.s.After = after
+		return nil, fmt.Errorf("the engine restarted during its sweep (generation %s before, %s after); its measurements span two processes — re-run narwhal-profile --engines %s",
+			before.Digest, after.Digest, m.t.IID)
+	}
+	if measureErr != nil {
+		return nil, measureErr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("after the sweep: %w", err)
+	}
+	m.s.After = after
+	return m.row(fits.prefill, fits.decode, fits.warm, before.Digest)
+}
+
+// fits are one engine's accepted fits.
+type fits struct {
+	prefill fit.Prefill
+	decode  fit.Decode
+	warm    *fit.Warm
+}
+
+// measure runs the phases in order; the first failure ends the sweep.
+func (m *meter) measure(ctx context.Context) (fits, error) {
+	var f fits
+	var err error
+	if err = m.prepare(ctx); err != nil {
+		return f, err
+	}
+	if f.prefill, err = m.coldPrefill(ctx); err != nil {
+		return f, err
+	}
+	if f.decode, err = m.decode(ctx); err != nil {
+		return f, err
+	}
+	if m.cfg.Warm {
+		f.warm, err = m.warm(ctx, f.prefill)
+	}
+	return f, err
+}
