@@ -11,9 +11,11 @@ import (
 	"github.com/narwhal-go/narwhal/internal/kvevents"
 )
 
-func completionUsage(t *testing.T, e *Engine, prompt any) (promptTokens, cached int) {
+// usageOf completes prompt and returns its usage: cached is nil when
+// prompt_tokens_details is null (the engine does not report it).
+func usageOf(t *testing.T, e *Engine, prompt any, maxTokens int) (promptTokens int, cached *int, body []byte) {
 	t.Helper()
-	resp, body := post(t, e.URL()+"/v1/completions", map[string]any{"model": "sim-model", "prompt": prompt, "max_tokens": 2})
+	resp, body := post(t, e.URL()+"/v1/completions", map[string]any{"model": "sim-model", "prompt": prompt, "max_tokens": maxTokens})
 	if resp.StatusCode != 200 {
 		t.Fatalf("HTTP %d: %s", resp.StatusCode, body)
 	}
@@ -25,10 +27,22 @@ func completionUsage(t *testing.T, e *Engine, prompt any) (promptTokens, cached 
 			} `json:"prompt_tokens_details"`
 		} `json:"usage"`
 	}
-	if err := json.Unmarshal(body, &out); err != nil || out.Usage.Details == nil {
-		t.Fatalf("usage without prompt_tokens_details: %s (%v)", body, err)
+	if err := json.Unmarshal(body, &out); err != nil {
+		t.Fatalf("%v: %s", err, body)
 	}
-	return out.Usage.PromptTokens, out.Usage.Details.Cached
+	if out.Usage.Details == nil {
+		return out.Usage.PromptTokens, nil, body
+	}
+	return out.Usage.PromptTokens, &out.Usage.Details.Cached, body
+}
+
+func completionUsage(t *testing.T, e *Engine, prompt any) (promptTokens, cached int) {
+	t.Helper()
+	n, c, body := usageOf(t, e, prompt, 2)
+	if c == nil {
+		t.Fatalf("usage without prompt_tokens_details: %s", body)
+	}
+	return n, *c
 }
 
 func TestPrefixCacheHitsAndReportsCachedTokens(t *testing.T) {
@@ -142,24 +156,14 @@ func TestPrefixCachePublishesKVEvents(t *testing.T) {
 	}
 }
 
+// cachedTokens is a completion's cached_tokens, 0 when not reported.
 func cachedTokens(t *testing.T, e *Engine, prompt string) int {
 	t.Helper()
-	_, b := post(t, e.URL()+"/v1/completions", map[string]any{"model": "sim-model", "prompt": prompt, "max_tokens": 1})
-	var out struct {
-		Usage struct {
-			PromptTokens int `json:"prompt_tokens"`
-			Details      *struct {
-				Cached int `json:"cached_tokens"`
-			} `json:"prompt_tokens_details"`
-		} `json:"usage"`
-	}
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatalf("%v: %s", err, b)
-	}
-	if out.Usage.Details == nil {
+	_, c, _ := usageOf(t, e, prompt, 1)
+	if c == nil {
 		return 0
 	}
-	return out.Usage.Details.Cached
+	return *c
 }
 
 func TestPrefixCaching(t *testing.T) {
