@@ -109,6 +109,8 @@ node-checks: node-deps ## checks that run under Node
 bench: ## benchmarks: placement, simengine, and the router against direct engine calls
 	$(GO) test -run '^$$' -bench . -benchtime 2000x ./internal/sched/
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/simengine/
+	$(GO) test -run '^$$' -bench ViewEvent -benchtime 1000000x ./internal/residency/
+	$(GO) test -run '^$$' -bench FleetMemory -benchtime 1x ./internal/residency/
 	$(GO) run ./bench/router-overhead
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./internal/loadgen/ ./internal/report/
 	$(GO) test -run '^$$' -bench '^BenchmarkDashboardRefresh64$$' -benchtime 200x ./internal/router/

@@ -23,6 +23,7 @@ type flags struct {
 	document, engineBase, host string
 	port                       int
 	timeoutS                   float64
+	kv                         kvFlags
 	// ready, when set, receives the listening server (tests).
 	ready func(*attest.Server)
 }
@@ -39,6 +40,7 @@ func newRootWith(f *flags) *cobra.Command {
 	fs.StringVar(&f.host, "host", "127.0.0.1", "address to bind")
 	fs.IntVar(&f.port, "port", 8010, "port to bind (0 picks a free one)")
 	fs.Float64Var(&f.timeoutS, "timeout-s", 5.0, "engine identity read timeout, seconds")
+	f.kv.register(fs)
 	return root
 }
 
@@ -53,7 +55,7 @@ func (f *flags) check() error {
 	case !(f.timeoutS > 0):
 		return cli.Usage("--timeout-s must be positive, got %v", f.timeoutS)
 	}
-	return nil
+	return f.kv.check()
 }
 
 func run(c *cobra.Command, f *flags) error {
@@ -75,10 +77,21 @@ func run(c *cobra.Command, f *flags) error {
 		client.Close()
 		return cli.Failed(err)
 	}
+	sub, hasher, err := f.kv.subscription()
+	if err != nil {
+		client.Close()
+		return cli.Invalid(err)
+	}
+	if hasher != nil {
+		sc.EnableResidency(hasher)
+	}
 	srv, err := sc.Listen(cli.Addr(f.host, f.port))
 	if err != nil {
 		client.Close()
 		return cli.Failed(err)
+	}
+	if hasher != nil {
+		srv.FollowKV(sub)
 	}
 	fmt.Fprintf(c.OutOrStdout(), "narwhal-attest: %s attests %s (vLLM %s, process %.6f, %s)\n",
 		srv.AttestationURL(), base, sc.Bound().Version, sc.Bound().ProcessStart, sc.Digest())

@@ -9,11 +9,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/narwhal-go/narwhal/internal/attest"
 	"github.com/narwhal-go/narwhal/internal/cli"
+	"github.com/narwhal-go/narwhal/internal/kvevents"
 	"github.com/narwhal-go/narwhal/internal/simengine"
 )
 
@@ -49,6 +51,9 @@ func TestExitCodes(t *testing.T) {
 		{"document absent", []string{"--document", "/nonexistent/doc.json", "--engine-base", e.URL()}, 2, "no such file"},
 		{"engine unreachable", []string{"--document", writeDoc(t, e, ""), "--engine-base", "http://127.0.0.1:1", "--port", "0"}, 1, "read engine identity"},
 		{"bad port", []string{"--document", writeDoc(t, e, ""), "--engine-base", e.URL(), "--port", "70000"}, 2, "--port must be"},
+		{"kv events without model", []string{"--document", writeDoc(t, e, ""), "--engine-base", e.URL(), "--kv-events", "tcp://127.0.0.1:5557", "--hash-seed", "0"}, 2, "--model is required"},
+		{"kv events without seed", []string{"--document", writeDoc(t, e, ""), "--engine-base", e.URL(), "--kv-events", "tcp://127.0.0.1:5557", "--model", "m", "--hash-seed", ""}, 2, "--hash-seed is required"},
+		{"kv events over ipc", []string{"--document", writeDoc(t, e, ""), "--engine-base", e.URL(), "--kv-events", "ipc:///tmp/kv", "--model", "m", "--hash-seed", "0"}, 2, "only the tcp transport"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,4 +95,42 @@ func TestServesUntilCancelled(t *testing.T) {
 		t.Fatalf("exit %d health %d out %q err %q", code, got, out.String(), errb.String())
 	}
 	e.Close()
+}
+
+func TestServesResidencyFromKVEvents(t *testing.T) {
+	e, err := simengine.Start(simengine.Config{Model: "m", Profile: simengine.DefaultProfile("e0"),
+		Prefix: simengine.PrefixCache{Enabled: true, KVEvents: &kvevents.Config{Enable: true,
+			Endpoint: "tcp://127.0.0.1:0", ReplayEndpoint: "tcp://127.0.0.1:0"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	pub, rep := e.KVEventEndpoints()
+	ctx, cancel := context.WithCancel(context.Background())
+	var known bool
+	f := &flags{ready: func(s *attest.Server) {
+		defer cancel()
+		for range 200 {
+			resp, err := http.Get(s.URL() + "/v1/residency")
+			if err != nil {
+				return
+			}
+			var snap struct{ Known bool }
+			_ = json.NewDecoder(resp.Body).Decode(&snap)
+			resp.Body.Close()
+			if known = snap.Known; known {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		http.DefaultClient.CloseIdleConnections()
+	}}
+	root := newRootWith(f)
+	root.SetContext(ctx)
+	var out, errb bytes.Buffer
+	code := cli.Run(root, []string{"--document", writeDoc(t, e, ""), "--engine-base", e.URL(), "--port", "0",
+		"--kv-events", pub, "--kv-events-replay", rep, "--model", "m", "--hash-seed", "0"}, &out, &errb)
+	if code != 0 || !known {
+		t.Fatalf("exit %d residency known %v err %q", code, known, errb.String())
+	}
 }

@@ -16,5 +16,5 @@ func startSidecar(ctx context.Context, e *simengine.Engine, host string, port in
 	if err != nil {
 		return nil, err
 	}
-	return attest.Serve(ctx, doc, e.URL(), cli.Addr(host, port), log)
+	return attest.ServeEngine(ctx, doc, e.URL(), cli.Addr(host, port), log, e)
 }

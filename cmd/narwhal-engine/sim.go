@@ -20,10 +20,11 @@ import (
 type simFlags struct {
 	host, model, profilePath, profileIID, engineID, vllmVersion, apiKey, failStartup string
 	port, maxModelLen, kvCap, scPort, adminPort, attestPort                          int
-	attest, prefixCaching                                                            bool
+	attest                                                                           bool
 	lease                                                                            time.Duration
 	faults                                                                           simengine.Faults
 	boot                                                                             bootFlags
+	prefix                                                                           prefixFlags
 	bootSpec                                                                         simengine.Boot // from boot, once the flags are parsed
 	startupW                                                                         io.Writer      // the vLLM startup log
 }
@@ -44,9 +45,9 @@ func (f *simFlags) register(c *cobra.Command, single bool) {
 	fs.BoolVar(&f.faults.Unhealthy, "fault-unhealthy", false, "/health answers 503")
 	fs.BoolVar(&f.faults.CorruptKV, "fault-corrupt-kv", false, "corrupt KV served to consumers")
 	fs.Float64Var(&f.faults.JitterFraction, "fault-jitter-fraction", 0, "spread every step's duration uniformly over ± this fraction (0 ≤ f < 1)")
-	fs.BoolVar(&f.prefixCaching, "enable-prefix-caching", false, "like vLLM's: reuse full KV blocks of earlier prompts and report cached_tokens")
 	fs.StringVar(&f.failStartup, "fail-startup", "", "fail like vLLM: kv-cache-too-small or cuda-oom (a fixed log; --gpu computes the start-up instead)")
 	f.boot.register(fs)
+	f.prefix.register(fs)
 	if single {
 		fs.IntVar(&f.port, "port", 8000, "HTTP port (0 picks a free one)")
 		fs.StringVar(&f.profileIID, "profile-iid", "", "row of --profile to use (default: the first)")
@@ -81,11 +82,12 @@ func (f *simFlags) config(store *profile.Store, i int) (simengine.Config, error)
 	}
 	id := simengine.DefaultIdentity(f.model)
 	id.VLLMVersion = f.vllmVersion
-	return simengine.Config{Host: f.host, Port: f.port, Model: f.model, MaxModelLen: f.maxModelLen, Profile: row,
+	c := simengine.Config{Host: f.host, Port: f.port, Model: f.model, MaxModelLen: f.maxModelLen, Profile: row,
 		KVCapacityTokens: f.kvCap, EngineID: f.engineID, Identity: id, APIKey: f.apiKey, SideChannelPort: f.scPort,
 		AdminPort: f.adminPort, LeaseDuration: f.lease, Faults: f.faults, FailStartup: f.failStartup,
-		Seed: uint64(i), StartupLog: f.startupW, Boot: f.bootSpec, PrefixCaching: f.prefixCaching,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))}, nil
+		Seed: uint64(i), StartupLog: f.startupW, Boot: f.bootSpec,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))}
+	return c, f.prefix.apply(&c, i)
 }
 
 // prepare reads the flags that need the parsed flag set: the simulated

@@ -52,7 +52,7 @@ func newRoot() *cobra.Command {
 	fs.StringVar(&f.conc, "concurrency", "1,4,16,48", "decode cohort sizes (≥ 2 usable after --limits)")
 	fs.IntVar(&f.decodeTokens, "decode-tokens", 64, "tokens each decode stream generates (≥ 3)")
 	fs.StringVar(&f.limits, "limits", "", "profiling limits file: per-engine max_num_seqs caps the concurrency")
-	fs.BoolVar(&f.warm, "warm", false, "also measure warm prefill (needs prefix caching on the engines)")
+	fs.BoolVar(&f.warm, "warm", false, "also measure warm prefill (needs --enable-prefix-caching --enable-prompt-tokens-details on the engines)")
 	fs.StringVar(&f.warmPrefixes, "cached-prefix-lengths", "2048,4096,8192", "warm sweep cached prefix lengths (≥ 2)")
 	fs.StringVar(&f.warmSuffixes, "cached-suffix-lengths", "700,1300,2600", "warm sweep uncached suffix lengths (≥ 2)")
 	fs.Float64Var(&f.timeoutS, "observation-timeout-s", 300, "bound on one completion or decode cohort, seconds")

@@ -24,6 +24,7 @@ type demoOptions struct {
 	jsonPath string
 	trace    string
 	workers  int
+	workload string
 	plotDir  string
 	html     string
 }
@@ -39,9 +40,20 @@ Arrow paper's policy, on a trace that moves from a balanced mix to
 prefill-heavy to decode-heavy, at each offered rate of a sweep. Prints SLO
 attainment per arm and rate, the highest rate each arm sustains at 90%
 attainment, and one line comparing adaptive with the best static split.
-The same seed gives the same table and byte-identical --json output.`,
+The same seed gives the same table and byte-identical --json output.
+
+--workload shared-prefix instead offers multi-turn sessions on a few long
+system prompts to engines with prefix caches, and compares prefill priced
+cold with cache-aware pricing on the same trace; then the same sessions
+with nothing shared, where cache-aware pricing must not lose.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.workload == "shared-prefix" {
+				return runCacheDemo(cmd, o)
+			}
+			if o.workload != "moving" {
+				return cli.Usage("--workload %q: use moving or shared-prefix", o.workload)
+			}
 			return runDemo(cmd, o, cmd.Flags().Changed("rates"))
 		},
 	}
@@ -55,6 +67,7 @@ The same seed gives the same table and byte-identical --json output.`,
 	f.StringVar(&o.plotDir, "plot", "", "also write the report's charts (attainment per rate per arm, adaptive arms' roles over time) as PNG and SVG into this directory")
 	f.StringVar(&o.html, "html", "", "also write the charts and tables as one self-contained HTML page")
 	f.IntVar(&o.workers, "workers", runtime.NumCPU(), "simulations run in parallel (results do not depend on it)")
+	f.StringVar(&o.workload, "workload", "moving", "moving (the three-phase trace) or shared-prefix (multi-turn sessions: cold vs cache-aware prefill pricing)")
 	return cmd
 }
 
@@ -138,4 +151,30 @@ func readTrace(path string) (sim.Trace, error) {
 		return sim.Trace{}, cli.Invalid(err)
 	}
 	return tr, nil
+}
+
+// runCacheDemo is --workload shared-prefix: two sweeps, two tables.
+func runCacheDemo(cmd *cobra.Command, o demoOptions) error {
+	switch {
+	case o.engines < 2 || o.engines > 99:
+		return cli.Usage("--engines %d: simulate between 2 and 99 engines", o.engines)
+	case o.trace != "" || o.jsonPath != "" || cmd.Flags().Changed("rates"):
+		return cli.Usage("--workload shared-prefix takes none of --trace, --json and --rates: it runs its own two sweeps")
+	case !(o.segmentS > 0):
+		return cli.Usage("--segment-s must be a positive number of seconds")
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	for i, s := range sim.SharedPrefixSweeps(o.engines, o.seed, 2*o.segmentS, max(1, o.workers)) {
+		res, err := s.Run()
+		if err != nil {
+			return cli.Failed(err)
+		}
+		if i > 0 {
+			fmt.Fprintln(cmd.OutOrStdout())
+		}
+		if err := res.WriteTable(cmd.OutOrStdout()); err != nil {
+			return cli.Failed(err)
+		}
+	}
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/residency"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -27,6 +28,9 @@ type Options struct {
 	EngineBase string        // for the sources entries and messages
 	Timeout    time.Duration // per identity read; default 5 s
 	Logger     *slog.Logger
+	// Residency is the engine's prefix-cache index, fed from its KV cache
+	// events (residency.Follow); nil: the engine publishes none (404).
+	Residency *residency.Index
 }
 
 // Sidecar vouches for one engine process: it binds to the identity read at
@@ -104,6 +108,7 @@ func (s *Sidecar) Handler() http.Handler {
 			_, _ = w.Write(s.payload)
 		}
 	})
+	s.residencyRoutes(mux)
 	return mux
 }
 
@@ -157,9 +162,10 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 // Server is a sidecar listening on an address.
 type Server struct {
 	*Sidecar
-	ln   net.Listener
-	srv  *http.Server
-	done chan struct{}
+	ln     net.Listener
+	srv    *http.Server
+	done   chan struct{}
+	stopKV func() // stops FollowKV; nil when not following
 }
 
 // Listen binds addr ("127.0.0.1:0" picks a free port) and serves until
@@ -187,6 +193,9 @@ func (s *Server) AttestationURL() string { return s.URL() + "/v1/attestation" }
 // Close stops serving, waits for the serve loop and releases the engine
 // client's idle connections.
 func (s *Server) Close() error {
+	if s.stopKV != nil {
+		s.stopKV()
+	}
 	err := s.srv.Close()
 	<-s.done
 	if c, ok := s.opts.Engine.(interface{ Close() }); ok {

@@ -77,7 +77,8 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return fmt.Errorf("dev fleet: %w", err)
 	}
-	engines, err := simengine.StartFleet(o.Engines, simengine.Config{Model: o.Model, Profile: simengine.DefaultProfile("sim")}, nil)
+	engines, err := simengine.StartFleet(o.Engines, simengine.Config{Model: o.Model, Profile: simengine.WarmProfile("sim"),
+		Prefix: simengine.DevPrefixCache()}, nil)
 	if err != nil {
 		return fmt.Errorf("dev fleet: start simulated engines: %w", err)
 	}
@@ -161,7 +162,7 @@ func Fleet(model string, urls []string, dir string) (*fleet.Config, *profile.Sto
 			role, iid = fleet.Decode, fmt.Sprintf("d%d", i-half)
 		}
 		cfg.Engines = append(cfg.Engines, fleet.Engine{IID: iid, URL: u, Role: role})
-		store.Profiles = append(store.Profiles, simengine.DefaultProfile(iid))
+		store.Profiles = append(store.Profiles, simengine.WarmProfile(iid))
 	}
 	if len(urls) == 1 {
 		cfg.Engines[0].Role = fleet.Decode
@@ -185,7 +186,7 @@ func startSidecars(ctx context.Context, engines *simengine.Fleet, log *slog.Logg
 		doc, err := attest.Parse("simengine "+e.EngineID(), e.AttestationDocument())
 		if err == nil {
 			var s *attest.Server
-			if s, err = attest.Serve(ctx, doc, e.URL(), "127.0.0.1:0", log); err == nil {
+			if s, err = attest.ServeEngine(ctx, doc, e.URL(), "127.0.0.1:0", log, e); err == nil {
 				out = append(out, s)
 				continue
 			}
@@ -247,10 +248,14 @@ Ctrl-C stops everything.
 
 // QuickSweep is make run's profiling sweep: the real narwhal-profile
 // measurement (sweep.Fleet), sized so the simulated engines are profiled in
-// seconds inside their 4096-token context.
+// seconds inside their 4096-token context. It includes the warm sweep
+// (--warm): without a cached fit the router prices every prefill cold, and
+// its grid reaches down to chat-sized prefixes and suffixes, the domain a
+// conversation's next turn is priced in.
 func QuickSweep() sweep.Config {
 	return sweep.Config{PrefillLengths: []int{256, 1024, 2048, 4095}, PrefillRepeats: 3, DecodeLengths: []int{256, 1024},
-		Concurrency: []int{1, 4, 16}, DecodeTokens: 16, Timeout: 60 * time.Second}
+		Concurrency: []int{1, 4, 16}, DecodeTokens: 16, Timeout: 60 * time.Second,
+		Warm: true, WarmPrefixes: []int{64, 512, 1536}, WarmSuffixes: []int{8, 64, 512}}
 }
 
 // profileFleet profiles the simulated engines the way an operator profiles
@@ -323,7 +328,7 @@ func fallBack(results []sweep.Result, out io.Writer) {
 		if r.Err == nil || r.Samples == nil || r.Samples.Before.Digest == "" {
 			continue
 		}
-		row := simengine.DefaultProfile(r.Samples.IID)
+		row := simengine.WarmProfile(r.Samples.IID) // the curves the dev fleet's engines run (Run)
 		row.GenerationDigest = &r.Samples.Before.Digest
 		fmt.Fprintf(out, "warning: %v; serving %s with the simulated engine's built-in curves (re-run narwhal-profile --merge --engines %s on a quieter machine)\n",
 			r.Err, r.Samples.IID, r.Samples.IID)

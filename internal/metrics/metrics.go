@@ -74,6 +74,7 @@ type Metrics struct {
 	health   health
 	drift    *drift
 	tiers    *prometheus.GaugeVec
+	cache    *cache
 }
 
 // New builds the collectors for cfg on a fresh registry, with the Go
@@ -96,6 +97,7 @@ func New(cfg *fleet.Config) *Metrics {
 	m.health = newHealth(b, cfg)
 	m.tiers = newTiers(b, cfg)
 	m.drift = newDrift(b, cfg)
+	m.cache = newCache(b, cfg)
 	return m
 }
 

@@ -48,6 +48,10 @@ func scrape(t *testing.T, m *Metrics) map[string]*dto.MetricFamily {
 // families is every narwhal_* family this package exports with its type;
 // a rename, a dropped family or a new unlisted one breaks this test.
 var families = map[string]dto.MetricType{
+	"narwhal_cache_placements_total":               dto.MetricType_COUNTER,
+	"narwhal_cache_predicted_tokens_total":         dto.MetricType_COUNTER,
+	"narwhal_cache_reported_tokens_total":          dto.MetricType_COUNTER,
+	"narwhal_residency_known":                      dto.MetricType_GAUGE,
 	"narwhal_contract_info":                        dto.MetricType_GAUGE,
 	"narwhal_admission_info":                       dto.MetricType_GAUGE,
 	"narwhal_admission_margin":                     dto.MetricType_GAUGE,

@@ -6,6 +6,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/openai"
+	"github.com/narwhal-go/narwhal/internal/residency"
 	"github.com/narwhal-go/narwhal/internal/sched"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
@@ -45,6 +46,11 @@ type call struct {
 	failedOver                           bool // a leg moved to another engine (failover.go)
 	upstreamP, upstreamD                 float64
 	settled                              bool
+
+	tokenIDs []int                   // the prompt's token ids when known exactly (cache.go)
+	cacheEv  residency.Evidence      // cached tokens per engine with known residency
+	hashes   residency.Hashes        // the prompt's block hashes, computed once
+	cachePl  *journal.CachePlacement // the warm placement's evidence; nil when priced cold
 }
 
 // outcome is how a call ends.
@@ -147,6 +153,7 @@ func (c *call) row(o outcome, now float64) *journal.RequestRow {
 		Crossed:              c.crossed, Terminal: o.terminal,
 	}
 	row.QueueWait = c.queueWaits.Admission + c.queueWaits.Prefill + c.queueWaits.Decode
+	c.cacheRow(row)
 	if c.sized {
 		row.WantedLen = journal.Ptr(c.q.Wanted)
 		row.OutputLen = journal.Ptr(c.tokens)

@@ -64,7 +64,7 @@ func (d readyDoc) heldCause(iid string) string {
 	return ""
 }
 
-// gauge reads one series of the router's registry.
+// gauge reads one series (a gauge or a counter) of the router's registry.
 func (h *harness) gauge(t *testing.T, name string, labels map[string]string) float64 {
 	t.Helper()
 	fams, err := h.router.Metrics().Registry().Gather()
@@ -81,6 +81,9 @@ func (h *harness) gauge(t *testing.T, name string, labels map[string]string) flo
 				if v, ok := labels[l.GetName()]; ok && v != l.GetValue() {
 					continue series
 				}
+			}
+			if m.Counter != nil {
+				return m.GetCounter().GetValue()
 			}
 			return m.GetGauge().GetValue()
 		}

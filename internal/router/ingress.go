@@ -263,6 +263,9 @@ func (c *call) size(ctx context.Context) bool {
 	r := c.r
 	began := r.clock.Now()
 	n, exact, text := openai.PromptSize(c.body, c.chat)
+	if exact {
+		c.tokenIDs = promptIDs(c.body)
+	}
 	if !exact && r.cfg.Engine.Tokenize {
 		var e *vllm.Error
 		n, e = c.tokenize(ctx)
@@ -283,8 +286,9 @@ func (c *call) size(ctx context.Context) bool {
 		c.fail(outcome{terminal: journal.TerminalInvalid, err: e, detail: e.Message})
 		return false
 	}
+	ev, _ := c.cacheEvidence() // outside r.mu: it reads the residency views
 	r.locked(func() {
-		c.sreq = r.core.Track(c.arrived, sched.Request{RID: c.rid, InputLen: n, WantedLen: c.q.Wanted})
+		c.sreq = r.core.Track(c.arrived, sched.Request{RID: c.rid, InputLen: n, WantedLen: c.q.Wanted, CachedTokens: ev})
 	})
 	return true
 }
@@ -304,9 +308,10 @@ func (c *call) tokenize(ctx context.Context) (int, *vllm.Error) {
 		}
 		tried[iid] = true
 		tctx, cancel := context.WithTimeout(ctx, units.Seconds(r.cfg.Engine.TokenizeTimeoutS))
-		n, e := r.engines[iid].client.Tokenize(tctx, body)
+		n, ids, e := r.engines[iid].client.TokenizeIDs(tctx, body)
 		cancel()
 		if e == nil {
+			c.tokenIDs = ids
 			return n, nil
 		}
 		last = e

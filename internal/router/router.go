@@ -30,6 +30,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/ports"
 	"github.com/narwhal-go/narwhal/internal/probe"
 	"github.com/narwhal-go/narwhal/internal/profile"
+	"github.com/narwhal-go/narwhal/internal/residency"
 	"github.com/narwhal-go/narwhal/internal/routerdoc"
 	"github.com/narwhal-go/narwhal/internal/saturation"
 	"github.com/narwhal-go/narwhal/internal/sched"
@@ -122,7 +123,8 @@ type Router struct {
 	models   enginelimits.Limits // the engines' max_model_len
 	evidence evidenceTiers
 
-	bg       sync.WaitGroup // background probes
+	cache    *residency.Tracker // prefix-cache residency per engine (cache.go); nil: every prefill priced cold
+	bg       sync.WaitGroup     // background probes
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
 
@@ -172,6 +174,7 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 	r.metrics.AdmissionInflightLimit.Set(float64(limit))
 	r.metrics.HTTPRetainedLimit.Set(float64(limit + cfg.Serving.QueueCapacity))
 	r.addEngines(key)
+	r.cache = newCacheTracker(cfg)
 	r.probe = r.newProber()
 	r.av = avail.New(avail.Config{Fleet: cfg, Log: r.log, Clock: r.clock, Epoch: r.epoch, Journal: r.journal,
 		Metrics: r.metrics, Core: coreSide{r}, Probes: probes{r}, Status: status{r}, Generations: profileGenerations(profiles),
@@ -287,6 +290,9 @@ func (r *Router) Start() {
 			r.background(func(ctx context.Context) { r.models.Watch(ctx, r.clock, src) }) // no sweeps to refresh it
 		}
 		r.identities.Store(true)
+		if r.cache != nil {
+			r.background(r.followResidency)
+		}
 		r.background(r.ui.Run) // the dashboard's history, sampled once a second
 		r.background(func(ctx context.Context) { r.sat.Run(ctx, r.lagMeasured) })
 		go r.monitor()

@@ -162,7 +162,13 @@ func (c *call) tryPrefill(n int, exclude map[string]bool) (string, <-chan struct
 	var pl sched.Placement
 	var ref *sched.Refusal
 	var freed chan struct{}
-	c.r.locked(func() { pl, ref, freed = c.placeLocked(n, exclude) })
+	ev, recheck := c.cacheEvidence() // outside r.mu: it reads the residency views
+	c.r.locked(func() {
+		if recheck {
+			c.r.core.SetCacheEvidence(c.rid, ev)
+		}
+		pl, ref, freed = c.placeLocked(n, exclude)
+	})
 	switch {
 	case ref != nil && ref.Wait:
 		return "", freed, false
@@ -180,6 +186,9 @@ func (c *call) placeLocked(n int, exclude map[string]bool) (sched.Placement, *sc
 	r := c.r
 	now := r.now()
 	pl, ref := r.core.Place(now, c.rid, exclude, sched.Attempt{N: n, FailedOver: c.failedOver})
+	if ref == nil {
+		c.placedCache(pl)
+	}
 	if pl.IID != "" {
 		c.price = &journal.Price{PriceS: now - c.arrived + pl.Cost.Secondary, ElapsedS: now - c.arrived,
 			BacklogS: pl.Cost.Secondary - pl.OwnPrefill, OwnPrefillS: pl.OwnPrefill}
@@ -266,6 +275,9 @@ func (c *call) prefillLeg(ctx context.Context, n int, iid string) (*vllm.Handoff
 	defer cancel()
 	h, e := r.engines[iid].client.Prefill(lctx, c.endpoint, vllm.PrefillBody(c.body, r.cfg.Model), legID(c.rid, n, "prefill"))
 	c.upstreamP += r.now() - start
+	if h != nil {
+		c.reportedCache(iid, h.CachedTokens)
+	}
 	r.locked(func() {
 		r.core.PrefillDone(r.now(), iid, c.rid)
 		r.seatFreedLocked()

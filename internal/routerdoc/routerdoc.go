@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
+	"github.com/narwhal-go/narwhal/internal/residency"
 	"github.com/narwhal-go/narwhal/internal/sched"
 )
 
@@ -56,14 +57,17 @@ type StateDoc struct {
 	Probation          []string                  `json:"probation"`
 	Quarantined        []string                  `json:"quarantined"`
 	Resident           map[string]PhasePair[int] `json:"resident"`
-	Served             int                       `json:"served"`
-	Serving            ServingState              `json:"serving"`
-	SLO                SLOState                  `json:"slo"`
-	SLOMet             int                       `json:"slo_met"`
-	Thresholds         ThresholdState            `json:"thresholds"`
-	TokenAccounting    string                    `json:"token_accounting"`
-	Unserved           int                       `json:"unserved"`
-	UnsizedOffered     int                       `json:"unsized_offered"`
+	// Residency is each engine's prefix-cache residency view (empty when
+	// no engine serves residency).
+	Residency       map[string]residency.EngineState `json:"residency"`
+	Served          int                              `json:"served"`
+	Serving         ServingState                     `json:"serving"`
+	SLO             SLOState                         `json:"slo"`
+	SLOMet          int                              `json:"slo_met"`
+	Thresholds      ThresholdState                   `json:"thresholds"`
+	TokenAccounting string                           `json:"token_accounting"`
+	Unserved        int                              `json:"unserved"`
+	UnsizedOffered  int                              `json:"unsized_offered"`
 }
 
 // PhasePair is one figure for each phase.

@@ -7,6 +7,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
+	"github.com/narwhal-go/narwhal/internal/residency"
 	"github.com/narwhal-go/narwhal/internal/sched"
 	"github.com/narwhal-go/narwhal/internal/state"
 )
@@ -33,7 +34,8 @@ type StateInput struct {
 	Quarantined []string
 	Held        []lifecycle.Hold
 	Monitoring  MonitoringState
-	Evidence    EvidenceState // each endpoint's tier, when the evidence pass runs
+	Evidence    EvidenceState                    // each endpoint's tier, when the evidence pass runs
+	Residency   map[string]residency.EngineState // each engine's prefix-cache residency view (empty when none is followed)
 }
 
 // State is the narwhal.state v1 document: what the scheduler holds and
@@ -51,7 +53,7 @@ func State(in StateInput) StateDoc {
 	}
 	return StateDoc{
 		Schema: StateSchema, SchemaVersion: StateSchemaVersion,
-		JournalRun: in.JournalRun, Controller: "reactive", TokenAccounting: "token_ids",
+		JournalRun: in.JournalRun, Controller: "reactive", TokenAccounting: "token_ids", Residency: in.Residency,
 		Served: st.Served, SLOMet: st.SLOMet, Failed: st.Failed, Offered: st.Offered,
 		UnsizedOffered: st.UnsizedOffered, Expired: st.Expired, Cancelled: st.Cancelled,
 		InvalidRequests: st.Invalid, Unserved: snap.Unserved,

@@ -61,7 +61,7 @@ func (k *controller) observeTime(now float64) {
 // arrival records a sized request for the demand model.
 func (k *controller) arrival(at float64, r *Request) {
 	k.observeTime(at)
-	k.hist.add(at, k.meanPrefill(r.InputLen), shape{octave8(r.InputLen), octave8(r.WantedLen)})
+	k.hist.add(at, k.arrivalPrice(r), shape{octave8(r.InputLen), octave8(r.WantedLen)})
 	k.evidence.arrivals++
 }
 

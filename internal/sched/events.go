@@ -12,7 +12,8 @@ func (c *Core) Track(arrived float64, r Request) *Request {
 	req.arrived = arrived
 	c.requests[r.RID] = &req
 	c.ctl.arrival(arrived, &req)
-	c.log(Step{Kind: StepTrack, Now: arrived, RID: r.RID, InputLen: r.InputLen, WantedLen: r.WantedLen})
+	c.log(Step{Kind: StepTrack, Now: arrived, RID: r.RID, InputLen: r.InputLen, WantedLen: r.WantedLen,
+		Cached: cachedSorted(r.CachedTokens)})
 	return &req
 }
 
@@ -26,7 +27,7 @@ func (c *Core) dispatched(now float64, iid, rid string, phase Phase) {
 	r.phase, r.at = phase, iid
 	if phase == Prefill {
 		r.producer = iid
-		r.price = i.prof.PrefillTime(r.InputLen)
+		r.price = c.prefillTime(r, i)
 		i.integrate(now)
 		i.prefill[rid] = r
 		i.prefillPrice += r.price

@@ -22,7 +22,7 @@ func (a Cost) less(b Cost) bool {
 func (c *Core) PrefillCost(r *Request, i *Instance) Cost {
 	return Cost{
 		Primary:   float64(i.decodeTokens),
-		Secondary: i.prefillPrice + i.prof.PrefillTime(r.InputLen) + c.penalty(i),
+		Secondary: i.prefillPrice + c.prefillTime(r, i) + c.penalty(i),
 	}
 }
 
@@ -43,6 +43,7 @@ type Placement struct {
 	MeetsSLO   bool
 	Fallback   bool    // aggregate fallback: no live engine of the leg's role
 	OwnPrefill float64 // T(r, i) alone, without queue or penalty
+	Warm       *Warm   // prefill: the cache evidence it was priced with; nil when priced cold
 }
 
 // Refusal is why the core will not place a leg now. It names a cause and
@@ -168,7 +169,11 @@ func (c *Core) choosePrefill(r *Request, exclude map[string]bool) (Placement, *R
 	}
 	best, k, met := cheapest(cands, func(i *Instance) Cost { return c.prefillCost(r, i, fallback) },
 		func(k Cost) bool { return k.Secondary <= c.opt.TTFT })
-	return c.prefillOn(r, best, k, met, fallback), nil
+	pl := c.prefillOn(r, best, k, met, fallback)
+	if len(r.CachedTokens) > 0 {
+		pl.Warm = c.warmOn(r, best, cands, fallback)
+	}
+	return pl, nil
 }
 
 // prefillCost is cost_P(r, i) as placement prices it: under aggregate
@@ -183,7 +188,7 @@ func (c *Core) prefillCost(r *Request, i *Instance, fallback bool) Cost {
 }
 
 func (c *Core) prefillOn(r *Request, i *Instance, k Cost, met, fallback bool) Placement {
-	return Placement{IID: i.IID, Cost: k, MeetsSLO: met, Fallback: fallback, OwnPrefill: i.prof.PrefillTime(r.InputLen)}
+	return Placement{IID: i.IID, Cost: k, MeetsSLO: met, Fallback: fallback, OwnPrefill: c.prefillTime(r, i)}
 }
 
 // admitTTFT refuses when the cheapest prefill path cannot meet the TTFT

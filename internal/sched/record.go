@@ -22,10 +22,11 @@ const (
 	StepSetLive
 	StepSetRole
 	StepSetProbation
+	StepCacheEvidence
 )
 
 var stepNames = [...]string{"", "track", "place", "place_decode", "prefill_done", "output_tokens", "finished", "tick",
-	"set_live", "set_role", "set_probation"}
+	"set_live", "set_role", "set_probation", "cache_evidence"}
 
 func (k StepKind) String() string {
 	if int(k) < len(stepNames) {
@@ -44,6 +45,7 @@ type Step struct {
 	RID, IID string
 
 	InputLen, WantedLen int        // Track
+	Cached              []CachedOn // Track, CacheEvidence: the cache evidence, sorted by iid
 	Exclude             []string   // Place, PlaceDecode: sorted; nil when none
 	Attempt             Attempt    // Place
 	Tokens              int        // OutputTokens

@@ -91,6 +91,9 @@ type Request struct {
 	InputLen  int // sized prompt tokens
 	WantedLen int // output cap; 0 when uncapped
 	OutputLen int // decode tokens observed so far
+	// CachedTokens is the cache evidence (warm.go): the leading prompt
+	// tokens each engine with known residency holds. nil prices cold.
+	CachedTokens map[string]int
 
 	arrived    float64 // Track's time: the TTFT check counts elapsed seconds from it
 	phase      Phase

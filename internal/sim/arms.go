@@ -16,6 +16,9 @@ type Arm struct {
 	Prefill int `json:"prefill"`
 	// Aggregated engines serve both legs of every request themselves.
 	Aggregated bool `json:"aggregated"`
+	// CacheAware gives the core each engine's resident prefix (warm
+	// prefill pricing); without it every prefill is priced cold.
+	CacheAware bool `json:"cache_aware,omitempty"`
 }
 
 // Static is the fixed kPnD split.

@@ -15,9 +15,9 @@ import (
 // to retry or fail over from.
 type driver struct{ core *sched.Core }
 
-// arrive registers a sized arrival.
-func (d driver) arrive(now float64, rid string, in, out int) {
-	d.core.Track(now, sched.Request{RID: rid, InputLen: in, WantedLen: out})
+// arrive registers a sized arrival with its cache evidence (nil: cold).
+func (d driver) arrive(now float64, rid string, in, out int, cached map[string]int) {
+	d.core.Track(now, sched.Request{RID: rid, InputLen: in, WantedLen: out, CachedTokens: cached})
 }
 
 // place is a request's prefill step.
@@ -64,7 +64,7 @@ func Replay(core *sched.Core, log []sched.Step) ([]sched.Step, error) {
 func (d driver) replay(s sched.Step) error {
 	switch s.Kind {
 	case sched.StepTrack:
-		d.arrive(s.Now, s.RID, s.InputLen, s.WantedLen)
+		d.arrive(s.Now, s.RID, s.InputLen, s.WantedLen, sched.CachedMap(s.Cached))
 	case sched.StepPlace:
 		d.place(s.Now, s.RID)
 	case sched.StepPrefillDone:
@@ -77,6 +77,8 @@ func (d driver) replay(s sched.Step) error {
 		d.finish(s.Now, s.RID)
 	case sched.StepTick:
 		d.tick(s.Now)
+	case sched.StepCacheEvidence:
+		d.core.SetCacheEvidence(s.RID, sched.CachedMap(s.Cached))
 	default:
 		return fmt.Errorf("the simulator takes no %s step: it models no engine failures, restarts or drift", s.Kind)
 	}

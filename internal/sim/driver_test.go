@@ -15,15 +15,7 @@ func TestReplayOfASimulatedRun(t *testing.T) {
 	f := DemoFleet(4)
 	tr := mustGenerate(t, MovingSegments(20), 10, 3)
 	for _, a := range AllArms(4) {
-		rn, err := newRunner(f, a, tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var log []sched.Step
-		rn.d.core.Record(func(s sched.Step) { log = append(log, s) })
-		if err := rn.loop(); err != nil {
-			t.Fatal(err)
-		}
+		_, log := recordedRun(t, f, a, tr)
 		fresh, err := newRunner(f, a, tr) // the same fleet and options, untouched
 		if err != nil {
 			t.Fatal(err)
@@ -54,4 +46,20 @@ func TestReplayRefusesStepsTheSimulatorNeverTakes(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "step 1 (set_live") || len(got) != 1 {
 		t.Fatalf("replay of a liveness change: %v after %d steps, want an error at step 1", err, len(got))
 	}
+}
+
+// recordedRun simulates arm on tr and returns the runner and every step
+// its core took.
+func recordedRun(t *testing.T, f Fleet, a Arm, tr Trace) (*runner, []sched.Step) {
+	t.Helper()
+	rn, err := newRunner(f, a, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log []sched.Step
+	rn.d.core.Record(func(s sched.Step) { log = append(log, s) })
+	if err := rn.loop(); err != nil {
+		t.Fatal(err)
+	}
+	return rn, log
 }

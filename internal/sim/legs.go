@@ -14,7 +14,10 @@ func (rn *runner) arrive(r *request, a Arrival, idx int) {
 	r.prefillID, r.decodeID = r.rid+"/p", r.rid+"/d"
 	rn.open++
 	now := rn.nowS()
-	rn.d.arrive(now, r.rid, a.InputLen, a.OutputLen)
+	if rn.f.PrefixCaching {
+		r.blocks = blockKeys(a, idx, rn.f.Shape.BlockSize)
+	}
+	rn.d.arrive(now, r.rid, a.InputLen, a.OutputLen, rn.evidence(r))
 	pl, ref := rn.d.place(now, r.rid)
 	rn.observe() // the Arrow policy grows a pool inside the placement step
 	if ref != nil {
@@ -24,11 +27,13 @@ func (rn *runner) arrive(r *request, a Arrival, idx int) {
 	e := rn.byIID[pl.IID]
 	r.prod = e
 	if rn.arm.Aggregated {
-		rn.add(e, enginemodel.Request{ID: r.rid, PromptTokens: a.InputLen, MaxTokens: a.OutputLen}, leg{r, legBoth})
+		rn.add(e, enginemodel.Request{ID: r.rid, PromptTokens: a.InputLen, MaxTokens: a.OutputLen,
+			CachedTokens: rn.hit(e, r)}, leg{r, legBoth})
 		return
 	}
 	// The producer leg: the prompt and one token, KV held until pulled.
-	rn.add(e, enginemodel.Request{ID: r.prefillID, PromptTokens: a.InputLen, MaxTokens: 1, Hold: true}, leg{r, legPrefill})
+	rn.add(e, enginemodel.Request{ID: r.prefillID, PromptTokens: a.InputLen, MaxTokens: 1, Hold: true,
+		CachedTokens: rn.hit(e, r)}, leg{r, legPrefill})
 }
 
 // refused ends a request the core would not place: an admission check's
@@ -84,8 +89,10 @@ func (rn *runner) legEvent(e *engine, l leg, ev enginemodel.Event) error {
 	switch {
 	case ev.Kind == enginemodel.Finished && l.kind == legPrefill:
 		delete(e.legs, ev.ID) // the blocks stay held for the consumer
+		rn.stored(e, r)
 		rn.handoff(r, e)
 	case ev.Kind == enginemodel.Token && l.kind == legBoth && ev.Index == 0:
+		rn.stored(e, r)
 		return rn.prefillHere(r, e)
 	case ev.Kind == enginemodel.Token && l.kind != legPrefill:
 		rn.token(r, e)

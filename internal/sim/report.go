@@ -40,7 +40,11 @@ func (r *Results) WriteTable(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%d\t\n", sustained(a.SustainedRPS), a.Flips)
 	}
 	tw.Flush()
-	fmt.Fprintf(&b, "\n%s\n", r.Comparison.Line())
+	if r.Cache != nil {
+		fmt.Fprintf(&b, "\n%s", r.Cache.Line())
+	} else {
+		fmt.Fprintf(&b, "\n%s\n", r.Comparison.Line())
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -50,6 +54,12 @@ func (r *Results) headline() string {
 	var shape string
 	if t.Source == "replay" {
 		shape = fmt.Sprintf("replayed trace (%s s at the first rate)", num(t.DurationS))
+	} else if s := t.Sessions; s != nil {
+		sharing := fmt.Sprintf("%d system prompts of %d tokens", s.Systems, s.SystemLen)
+		if s.NoSharing {
+			sharing = "no sharing"
+		}
+		shape = fmt.Sprintf("multi-turn sessions over %s s (%s, %s turns)", num(s.DurationS), sharing, num(s.TurnsMean))
 	} else {
 		var names []string
 		for _, s := range t.Segments {

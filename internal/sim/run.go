@@ -20,6 +20,7 @@ type engine struct {
 	m       *enginemodel.Model
 	busy    bool // a step is in flight
 	legs    map[string]leg
+	cache   *simCache // nil without prefix caching
 }
 
 type legKind uint8
@@ -45,6 +46,7 @@ type request struct {
 	prod, cons          *engine
 	done                bool
 	prefillID, decodeID string
+	blocks              []blockKey // the prompt's full blocks, with prefix caching
 }
 
 // runner is one simulation. Virtual time is integer nanoseconds so that
@@ -110,6 +112,9 @@ func newRunner(f Fleet, arm Arm, tr Trace) (*runner, error) {
 			return nil, fmt.Errorf("sim: engine %s: %w", e.IID, err)
 		}
 		eng := &engine{iid: e.IID, inst: core.Instance(e.IID), role: e.Role, pin: e.Pin, m: m, legs: map[string]leg{}}
+		if f.PrefixCaching {
+			eng.cache = newSimCache(m.Stats().BlockSize)
+		}
 		rn.engines = append(rn.engines, eng)
 		rn.byIID[e.IID] = eng
 	}

@@ -39,6 +39,8 @@ type Fleet struct {
 	SLO     fleet.SLO `json:"slo"`
 	Shape   Shape     `json:"shape"`
 	Link    Link      `json:"link"`
+	// PrefixCaching gives every engine a prefix cache (vLLM's default).
+	PrefixCaching bool `json:"prefix_caching,omitempty"`
 	// DrainS bounds how long the simulation runs after the last arrival;
 	// requests still open then count as unfinished misses.
 	DrainS float64 `json:"drain_s"`

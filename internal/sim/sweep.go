@@ -17,6 +17,9 @@ type Sweep struct {
 	Segments []Segment
 	// Replay is a recorded trace to run instead of generating one.
 	Replay *Trace
+	// Sessions generates a shared-prefix trace at each rate instead of
+	// Segments (sessions.go).
+	Sessions *Sessions
 	// Target is the attainment a rate must reach to count as sustained.
 	Target float64
 	// Workers run arms in parallel; results do not depend on it.
@@ -34,6 +37,9 @@ type Results struct {
 	Rates         []float64   `json:"rates"`
 	Arms          []ArmResult `json:"arms"`
 	Comparison    Comparison  `json:"comparison"`
+	// Cache pairs cache-aware arms with their cold twins (when the sweep
+	// has both).
+	Cache *CacheComparison `json:"cache,omitempty"`
 }
 
 // Results schema.
@@ -44,8 +50,9 @@ const (
 
 // TraceInfo says what was offered.
 type TraceInfo struct {
-	Source    string    `json:"source"` // generated or replay
+	Source    string    `json:"source"` // generated, sessions or replay
 	Segments  []Segment `json:"segments,omitempty"`
+	Sessions  *Sessions `json:"sessions,omitempty"`
 	DurationS float64   `json:"duration_s"` // at the first rate
 	Requests  []int     `json:"requests"`   // per rate
 }
@@ -87,6 +94,7 @@ func (s Sweep) Run() (*Results, error) {
 		res.Arms[i].summarise(res.Rates, s.Target)
 	}
 	res.Comparison = compare(res.Arms)
+	res.Cache = compareCache(res.Arms)
 	return res, nil
 }
 
@@ -121,11 +129,18 @@ func (s Sweep) traces() ([]Trace, TraceInfo, error) {
 	info := TraceInfo{Source: "generated", Segments: s.Segments}
 	if s.Replay != nil {
 		info = TraceInfo{Source: "replay"}
+	} else if s.Sessions != nil {
+		info = TraceInfo{Source: "sessions", Sessions: s.Sessions}
 	}
 	for _, rate := range s.rates() {
 		var tr Trace
 		if s.Replay != nil {
 			tr = s.Replay.Scaled(rate)
+		} else if s.Sessions != nil {
+			var err error
+			if tr, err = s.Sessions.Generate(rate, s.Seed, s.Fleet.Shape.BlockSize); err != nil {
+				return nil, info, err
+			}
 		} else {
 			var err error
 			if tr, err = Generate(s.Segments, rate, s.Seed); err != nil {

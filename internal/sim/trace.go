@@ -12,6 +12,11 @@ type Arrival struct {
 	At        float64 `json:"at"` // seconds from the start of the trace
 	InputLen  int     `json:"input_len"`
 	OutputLen int     `json:"output_len"`
+	// The prompt's sharing (prefix.go): its first SystemLen tokens are
+	// system prompt System's, the rest the history of Session (0: none).
+	System    int `json:"system,omitempty"`
+	SystemLen int `json:"system_len,omitempty"`
+	Session   int `json:"session,omitempty"`
 }
 
 // Trace is the requests a run offers, in arrival order.

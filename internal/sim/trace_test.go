@@ -127,7 +127,7 @@ func TestReadTraceWithoutHeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tr.DurationS != 2.5 || len(tr.Arrivals) != 2 || tr.Arrivals[1] != (Arrival{2.5, 20, 3}) {
+	if tr.DurationS != 2.5 || len(tr.Arrivals) != 2 || tr.Arrivals[1] != (Arrival{At: 2.5, InputLen: 20, OutputLen: 3}) {
 		t.Fatalf("got %+v", tr)
 	}
 }

@@ -45,12 +45,12 @@ type Config struct {
 	SideChannelPort  int         // 0 picks a free port
 	AdminPort        int         // loopback fault admin port; 0 picks a free port
 	LeaseDuration    time.Duration
-	WeightsGiB       float64 // for the startup log; default 14.99
-	Faults           Faults  // faults active from the start
-	FailStartup      string  // "", "kv-cache-too-small" or "cuda-oom"
-	Boot             Boot    // a computed start-up on simulated hardware (boot.go); zero: the fixed log
-	Seed             uint64  // seeds the 500-rate fault and request id suffixes
-	PrefixCaching    bool    // like --enable-prefix-caching: reuse full KV blocks of earlier prompts (prefixcache.go)
+	WeightsGiB       float64     // for the startup log; default 14.99
+	Faults           Faults      // faults active from the start
+	FailStartup      string      // "", "kv-cache-too-small" or "cuda-oom"
+	Boot             Boot        // a computed start-up on simulated hardware (boot.go); zero: the fixed log
+	Seed             uint64      // seeds the 500-rate fault and request id suffixes
+	Prefix           PrefixCache // automatic prefix caching and KV cache events (prefixcache.go); off by default
 
 	Clock      ports.Clock
 	IDs        ports.IDGenerator
@@ -161,7 +161,8 @@ type Engine struct {
 	nextBlock  int
 	srv        *http.Server // nil while refusing connections
 	ident      Identity     // compatibility factors of the running process (RestartAs changes them)
-	prefix     *prefixCache // nil without Config.PrefixCaching
+	pc         *prefixCache // nil without prefix caching
+	pcReqs     map[string]pcReq
 
 	wake   chan struct{}
 	ctx    context.Context
@@ -200,14 +201,15 @@ func Start(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	pc, err := newPrefixCache(cfg.Prefix, cfg.BlockSize, cfg.KVCapacityTokens/cfg.BlockSize)
+	if err != nil {
+		return nil, err
+	}
 	e := &Engine{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, model: model, sinks: map[string]*sink{},
 		leases: map[string]*lease{}, met: newMetrics(cfg.Model), engineID: cfg.EngineID,
 		startTime: cfg.Clock.Now(), faults: cfg.Faults, rng: ports.NewSeededRng(cfg.Seed), wake: make(chan struct{}, 1),
-		ident: cfg.Identity}
+		ident: cfg.Identity, pc: pc, pcReqs: map[string]pcReq{}}
 	e.apiKey.Store(&cfg.APIKey)
-	if cfg.PrefixCaching {
-		e.prefix = newPrefixCache(cfg.BlockSize)
-	}
 	if e.engineID == "" {
 		e.engineID = cfg.IDs.NewID()
 	}
@@ -309,6 +311,7 @@ func (e *Engine) Close() error {
 			_ = e.scLn.Close()
 		}
 		e.wg.Wait()
+		e.pc.close()
 	})
 	return nil
 }
@@ -352,9 +355,6 @@ func (e *Engine) restartLocked() {
 	e.model.Reset()
 	e.leases = map[string]*lease{}
 	e.met = newMetrics(e.cfg.Model)
-	if e.prefix != nil {
-		e.prefix = newPrefixCache(e.cfg.BlockSize)
-	}
 	e.engineID = e.cfg.IDs.NewID()
 	now := e.clock.Now()
 	if !now.After(e.startTime) {
@@ -362,6 +362,7 @@ func (e *Engine) restartLocked() {
 	}
 	e.startTime = now
 	e.generation++
+	e.resetPrefixLocked()
 	e.signal()
 	e.log.Info("simengine restarted", "engine_id", e.engineID)
 }

@@ -151,6 +151,9 @@ func (e *Engine) deliver(evs []enginemodel.Event) {
 		}
 		switch ev.Kind {
 		case enginemodel.Token:
+			if ev.Index == 0 {
+				e.prefixStoreLocked(ev.ID)
+			}
 			e.met.add("vllm:generation_tokens_total", "", 1)
 			if s.tokens == 0 {
 				e.met.observe("vllm:time_to_first_token_seconds", now.Sub(s.arrived).Seconds())
@@ -163,6 +166,9 @@ func (e *Engine) deliver(evs []enginemodel.Event) {
 		case enginemodel.Finished:
 			s.push(evt{kind: evFinished})
 		}
+	}
+	if e.pc != nil {
+		e.pc.flush(float64(now.UnixNano()) / 1e9)
 	}
 }
 
@@ -212,6 +218,7 @@ func (e *Engine) stop(id string, keep bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.sinks, id)
+	e.forgetPrefixLocked(id)
 	if keep {
 		e.model.Stop(id)
 	} else {
@@ -247,6 +254,7 @@ func (e *Engine) done(id string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.sinks, id)
+	e.forgetPrefixLocked(id)
 }
 
 func (e *Engine) scPort() int {

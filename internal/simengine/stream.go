@@ -20,9 +20,9 @@ type genRun struct {
 	arrived time.Time
 
 	digest     uint64
+	cached     int // prompt tokens with KV here before the request ran
 	text       strings.Builder
 	sent       int // bytes of text already streamed
-	cached     int // prompt tokens served from the local prefix cache
 	tokens     int
 	pending    []int64 // ids generated since the last chunk
 	finish     string
@@ -50,14 +50,19 @@ func (x *genRun) serve() {
 			return
 		}
 		x.digest, cached = kv.digest, min(kv.numTokens, len(g.prompt))
+		e.mu.Lock()
+		e.prefixTrackLocked(g.modelID, g.prompt)
+		e.mu.Unlock()
 	} else {
 		e.mu.Lock()
+		cached = e.prefixHitLocked(g.modelID, g.prompt)
 		e.met.add("vllm:prefix_cache_queries_total", "", float64(len(g.prompt)))
-		e.met.add("vllm:prompt_tokens_by_source_total", `source="local_compute"`, float64(len(g.prompt)))
+		e.met.add("vllm:prefix_cache_hits_total", "", float64(cached))
+		e.met.add("vllm:prompt_tokens_by_source_total", `source="local_cache_hit"`, float64(cached))
+		e.met.add("vllm:prompt_tokens_by_source_total", `source="local_compute"`, float64(len(g.prompt)-cached))
 		e.mu.Unlock()
-		cached = e.localPrefixHit(g.prompt)
-		x.cached = cached
 	}
+	x.cached = cached
 	s := newSink(x.arrived)
 	e.mu.Lock()
 	gen := e.generation
@@ -180,7 +185,11 @@ func (x *genRun) applyStop(prev int) {
 
 func (x *genRun) usage() map[string]any {
 	p, c := len(x.g.prompt), x.tokens
-	return map[string]any{"prompt_tokens": p, "total_tokens": p + c, "completion_tokens": c, "prompt_tokens_details": x.promptDetails()}
+	var details any
+	if x.e.cfg.Prefix.PromptTokensDetails {
+		details = map[string]int{"cached_tokens": x.cached}
+	}
+	return map[string]any{"prompt_tokens": p, "total_tokens": p + c, "completion_tokens": c, "prompt_tokens_details": details}
 }
 
 // writeChunk streams the text not yet sent, with the finish reason when

@@ -261,6 +261,14 @@ func (c *Client) Tokenize(ctx context.Context, body []byte) (int, *Error) {
 	return tc.Count, e
 }
 
+// TokenizeIDs is Tokenize with the prompt's token ids: nil unless the
+// answer's tokens are non-negative ints as many as its count (the ids
+// prefix hashing needs; runtime reference §1.6).
+func (c *Client) TokenizeIDs(ctx context.Context, body []byte) (int, []int, *Error) {
+	tc, e := c.tokenize(ctx, "admission", body)
+	return tc.Count, tc.IDs, e
+}
+
 // Health probes GET /health: nil when the engine answers 200.
 func (c *Client) Health(ctx context.Context) *Error {
 	resp, e := c.send(ctx, "health", http.MethodGet, "/health", nil, "")

@@ -11,6 +11,10 @@ type Handoff struct {
 	Params   json.RawMessage // the kv_transfer_params object, compact
 	EngineID string          // remote_engine_id
 	Tokens   int             // remote_num_tokens, 0 when absent
+	// CachedTokens is the producer's usage.prompt_tokens_details.
+	// cached_tokens; nil when it reported none (vLLM without
+	// --enable-prompt-tokens-details).
+	CachedTokens *int
 }
 
 // parseHandoff finds and validates the descriptor in a producer's
@@ -21,6 +25,11 @@ func parseHandoff(body []byte) (*Handoff, *Error) {
 		Choices []struct {
 			KV json.RawMessage `json:"kv_transfer_params"`
 		} `json:"choices"`
+		Usage struct {
+			Details *struct {
+				Cached *int `json:"cached_tokens"`
+			} `json:"prompt_tokens_details"`
+		} `json:"usage"`
 	}
 	if err := json.Unmarshal(body, &resp); err != nil {
 		return nil, invalid("prefill", "kv_handoff", "producer response is not JSON: %v", err)
@@ -29,7 +38,11 @@ func parseHandoff(body []byte) (*Handoff, *Error) {
 	if len(resp.Choices) > 0 && isObject(resp.Choices[0].KV) {
 		params = resp.Choices[0].KV
 	}
-	return validateHandoff(params)
+	h, e := validateHandoff(params)
+	if h != nil && resp.Usage.Details != nil {
+		h.CachedTokens = resp.Usage.Details.Cached
+	}
+	return h, e
 }
 
 func isObject(b json.RawMessage) bool {

@@ -5,16 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
 
-// TokenCount is /tokenize's answer as the profiler reads it.
+// TokenCount is /tokenize's answer.
 type TokenCount struct {
 	Count       int
-	MaxModelLen int // 0 when the engine does not say
+	MaxModelLen int   // 0 when the engine does not say
+	IDs         []int // the prompt's token ids; nil unless they are non-negative ints as many as Count
 }
 
 // TokenizeText counts prompt on the engine's /tokenize route, with the
@@ -33,13 +35,18 @@ func (c *Client) tokenize(ctx context.Context, phase string, body []byte) (Token
 		return TokenCount{}, e
 	}
 	var out struct {
-		Count       *int `json:"count"`
-		MaxModelLen int  `json:"max_model_len"`
+		Count       *int            `json:"count"`
+		MaxModelLen int             `json:"max_model_len"`
+		Tokens      json.RawMessage `json:"tokens"`
 	}
 	if err := json.Unmarshal(b, &out); err != nil || out.Count == nil || *out.Count < 0 {
 		return TokenCount{}, invalid(phase, "inference_status", "/tokenize answered without a count")
 	}
-	return TokenCount{Count: *out.Count, MaxModelLen: out.MaxModelLen}, nil
+	var ids []int
+	if json.Unmarshal(out.Tokens, &ids) != nil || len(ids) != *out.Count || slices.ContainsFunc(ids, func(t int) bool { return t < 0 }) {
+		ids = nil
+	}
+	return TokenCount{Count: *out.Count, MaxModelLen: out.MaxModelLen, IDs: ids}, nil
 }
 
 // CacheConfig is vLLM's cache_config_info gauge: the KV cache the engine

@@ -141,7 +141,7 @@ func TestRunRefuses(t *testing.T) {
 		{name: "restart under a cohort still names the generation", during: func(e *simengine.Engine) {
 			time.AfterFunc(30*time.Millisecond, e.Restart)
 		}, want: "restarted during its sweep"},
-		{name: "warm prefix cache aborts the cold sweep", mod: func(c *simengine.Config) { c.PrefixCaching = true },
+		{name: "warm prefix cache aborts the cold sweep", mod: func(c *simengine.Config) { c.Prefix = simengine.PrefixCache{Enabled: true, PromptTokensDetails: true} },
 			twice: true, want: "prefix cache during the cold prefill sweep"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -173,7 +173,7 @@ func TestRunRefuses(t *testing.T) {
 }
 
 func TestRunWarm(t *testing.T) {
-	_, tgt := startSim(t, func(c *simengine.Config) { c.PrefixCaching = true })
+	_, tgt := startSim(t, func(c *simengine.Config) { c.Prefix = simengine.PrefixCache{Enabled: true, PromptTokensDetails: true} })
 	cfg := smallSweep()
 	cfg.PrefillLengths, cfg.Concurrency = []int{256, 512, 1024}, []int{1, 2}
 	cfg.Warm, cfg.WarmPrefixes, cfg.WarmSuffixes = true, []int{512, 1024, 1536}, []int{128, 256, 512}

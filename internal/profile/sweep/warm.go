@@ -57,7 +57,7 @@ func (m *meter) warmCase(ctx context.Context, p, s, rep int) (WarmSample, error)
 		return WarmSample{}, err
 	}
 	if cached == 0 {
-		return WarmSample{}, fmt.Errorf("the engine reported no cached tokens for a prefix it had just computed; --warm needs prefix caching on (vllm serve --enable-prefix-caching)")
+		return WarmSample{}, fmt.Errorf("the engine reported no cached tokens for a prefix it had just computed; --warm needs prefix caching on and reported (vllm serve --enable-prefix-caching --enable-prompt-tokens-details)")
 	}
 	coldSec, _, err := m.timedPrompt(ctx, fmt.Sprintf("narwhal-profile warm-control p=%d s=%d r=%d.", p, s, rep), p+s)
 	if err != nil {

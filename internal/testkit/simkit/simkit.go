@@ -21,7 +21,7 @@ func Sidecar(t testing.TB, e *simengine.Engine, addr string) *attest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := attest.Serve(context.Background(), doc, e.URL(), addr, nil)
+	s, err := attest.ServeEngine(context.Background(), doc, e.URL(), addr, nil, e)
 	if err != nil {
 		t.Fatal(err)
 	}
