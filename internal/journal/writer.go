@@ -217,7 +217,12 @@ func (w *Writer) Run() string { return w.run }
 func (w *Writer) Started() time.Time { return w.started }
 
 // Path returns the journal file's path, "" for a Writer made by New.
-func (w *Writer) Path() string { return w.path }
+func (w *Writer) Path() string {
+	if w == nil {
+		return "" // no journal: callers that only pass the path on need no check
+	}
+	return w.path
+}
 
 // Request writes one terminal request row. The row is checked first
 // (RequestRow.Validate after deriving the outcome flags); an invalid row
