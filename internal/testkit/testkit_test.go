@@ -3,6 +3,8 @@ package testkit
 import (
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 )
 
@@ -63,5 +65,15 @@ func TestMentionsReportsEachMissingWant(t *testing.T) {
 	want := []string{"stdout lacks \"gamma\":\nalpha beta", "stdout lacks \"delta\":\nalpha beta"}
 	if !slices.Equal(r.errs, want) {
 		t.Errorf("failures %q, want %q", r.errs, want)
+	}
+}
+
+func TestReturnsWhileHeld(t *testing.T) {
+	var mu sync.Mutex
+	ReturnsWhileHeld(t, "a lock-free call", &mu, func() {})
+	r := &recordTB{TB: t}
+	ReturnsWhileHeld(r, "a locking call", &mu, func() { mu.Lock(); mu.Unlock() })
+	if len(r.errs) != 1 || !strings.Contains(r.errs[0], "a locking call blocked") {
+		t.Fatalf("errors %q, want one naming the locking call", r.errs)
 	}
 }
