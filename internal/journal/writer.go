@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/ports"
@@ -63,9 +64,10 @@ type Writer struct {
 	fileBytes int64
 	meta      Meta
 
-	amu      sync.Mutex // guards pending and flushing (admission group commit)
-	pending  *batch     // admission records queued for the next Write
-	flushing bool       // a caller is writing batches
+	// The admission group commit's queue is lock-free (admission.go):
+	// mu above is the writer's one lock.
+	queue    atomic.Pointer[queued] // admission records waiting for the next Write, newest first
+	flushing atomic.Bool            // a caller is writing batches
 
 	recent recent // the latest rows that did not complete, for the dashboard
 }
