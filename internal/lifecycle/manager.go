@@ -70,7 +70,7 @@ type engine struct {
 // Manager is the availability state of a fleet. It is safe for
 // concurrent use.
 type Manager struct {
-	mu       sync.Mutex
+	mu       sync.Mutex // guards every engine's fields but marked, events and holds; a clean Success skips it
 	cfg      fleet.Recovery
 	contract *fleet.EngineContract
 	engines  map[string]*engine

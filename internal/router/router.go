@@ -94,10 +94,11 @@ type Router struct {
 	engines map[string]*engine
 	order   []string // iids, sorted
 
-	// mu guards core, stats (with the retry credits), rng and freed: the
-	// router's one lock on the request path besides httpguard's per-client
-	// body slots. It is taken only by locked; what runs under it is short,
-	// never blocks, and never calls into avail (coreSide says why).
+	// mu guards core, stats (with the retry credits), rng and freed: one of
+	// the two locks a request takes (the other is the journal writer's,
+	// docs/router.md "Locks on the request path"). It is taken only by
+	// locked; what runs under it is short, never blocks, and never calls
+	// into avail (coreSide says why).
 	mu    sync.Mutex
 	core  *sched.Core
 	freed chan struct{} // closed (and replaced) whenever a phase seat frees
