@@ -72,8 +72,9 @@ func TestReturnsWhileHeld(t *testing.T) {
 	var mu sync.Mutex
 	ReturnsWhileHeld(t, "a lock-free call", &mu, func() {})
 	r := &recordTB{TB: t}
-	ReturnsWhileHeld(r, "a locking call", &mu, func() { mu.Lock(); mu.Unlock() })
-	if len(r.errs) != 1 || !strings.Contains(r.errs[0], "a locking call blocked") {
+	n := 0
+	ReturnsWhileHeld(r, "a locking call", &mu, func() { mu.Lock(); n++; mu.Unlock() })
+	if len(r.errs) != 1 || !strings.Contains(r.errs[0], "a locking call blocked") || n != 1 {
 		t.Fatalf("errors %q, want one naming the locking call", r.errs)
 	}
 }
