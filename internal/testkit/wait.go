@@ -24,3 +24,18 @@ func ReturnsWhileHeld(t testing.TB, what string, mu sync.Locker, f func()) {
 		mu.Lock()
 	}
 }
+
+// Eventually polls cond every poll until it holds, failing t (naming
+// what) once within has passed: it bounds a test, it asserts no timing.
+func Eventually(t testing.TB, within, poll time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(within); ; time.Sleep(poll) {
+		if cond() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", within, what)
+			return
+		}
+	}
+}
