@@ -37,7 +37,7 @@ func newRoot() *cobra.Command {
 	root.RunE = func(c *cobra.Command, _ []string) error { return run(c, f) }
 	fs := root.Flags()
 	fs.StringVar(&f.fleet, "fleet", "", "fleet file (narwhal.fleet v1)")
-	fs.StringVar(&f.format, "format", "text", "output format: text, or json for a narwhal.command-result envelope")
+	cli.FormatFlag(fs, &f.format)
 	fs.BoolVar(&f.ring, "ring", false, "consume probes by rotating ring instead of the full mesh")
 	fs.BoolVar(&f.noKV, "no-kv", false, "skip the produce and consume KV probes")
 	fs.IntVar(&f.repeats, "repeats", 1, "probes per pair (clamped to >= 1)")
@@ -51,8 +51,8 @@ func run(c *cobra.Command, f *flags) error {
 	if f.fleet == "" {
 		return cli.Usage("--fleet is required: name the fleet file to check")
 	}
-	if f.format != "text" && f.format != "json" {
-		return cli.Usage("--format must be text or json, got %q", f.format)
+	if err := cli.CheckFormat(f.format); err != nil {
+		return err
 	}
 	asJSON := f.format == "json"
 	res := cmdresult.Result{Command: "narwhal-check", Operation: "preflight"}

@@ -67,8 +67,8 @@ func (f *flags) check() error {
 	if f.fleet == "" {
 		return cli.Usage("--fleet is required: name the fleet file whose engines to profile")
 	}
-	if f.format != "text" && f.format != "json" {
-		return cli.Usage("--format must be text or json, got %q", f.format)
+	if err := cli.CheckFormat(f.format); err != nil {
+		return err
 	}
 	for _, l := range []struct {
 		name, v string

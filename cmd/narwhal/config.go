@@ -44,14 +44,14 @@ func newConfigAction(action, short string) *cobra.Command {
 			if path == "" {
 				return cli.Usage("--fleet is required: name the fleet file to %s", action)
 			}
-			if format != "text" && format != "json" {
-				return cli.Usage("--format must be text or json, got %q", format)
+			if err := cli.CheckFormat(format); err != nil {
+				return err
 			}
 			return runConfig(cmd.OutOrStdout(), cmd.ErrOrStderr(), action, path, format == "json")
 		},
 	}
 	c.Flags().StringVar(&path, "fleet", "", "fleet file (narwhal.fleet v1), relative to the working directory")
-	c.Flags().StringVar(&format, "format", "text", "output format: text, or json for a narwhal.command-result envelope")
+	cli.FormatFlag(c.Flags(), &format)
 	return c
 }
 

@@ -74,7 +74,7 @@ an unknown GPU); nothing is written on bad input.`,
 	fl.StringVar(&f.engine, "engine", "", "with --fleet and no --plan: the engine iid whose launch failed (its port)")
 	fl.Int64Var(&f.needMaxLen, "need-max-model-len", 0, "the context the fleet needs: a correction below it violates the request (0: not stated)")
 	fl.StringVar(&f.vllmVersion, "vllm-version", "", "the vLLM version whose memory accounting --model-dir follows (default: the log's, else "+planner.DefaultVLLMVersion+")")
-	fl.StringVar(&f.format, "format", "text", "output format: text, or json for a narwhal.command-result envelope")
+	cli.FormatFlag(fl, &f.format)
 	fl.StringVar(&f.storeDir, "store", "evidence", "evidence store directory the records are written to")
 	fl.StringVar(&f.cpuArch, "cpu-arch", hostCPUArch(), "CPU architecture of the failed engine's host (x86_64, aarch64), for the engine support state")
 	c.AddCommand(newDiagnoseProveCmd())
@@ -94,9 +94,10 @@ type diagnoseInputs struct {
 
 func loadDiagnoseInputs(f diagnoseFlags) (diagnoseInputs, error) {
 	var in diagnoseInputs
+	if err := cli.CheckFormat(f.format); err != nil {
+		return in, err
+	}
 	switch {
-	case f.format != "text" && f.format != "json":
-		return in, cli.Usage("--format must be text or json, got %q", f.format)
 	case f.needMaxLen < 0 || f.needMaxLen > plan.MaxModelLenLimit:
 		return in, cli.Usage("--need-max-model-len %d: want 0 (not stated) or 1..%d", f.needMaxLen, plan.MaxModelLenLimit)
 	case f.gpuGiB < 0:

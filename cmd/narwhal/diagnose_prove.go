@@ -55,14 +55,15 @@ such boot log). The records are written in both the 0 and 1 cases.`,
 	fl.StringVar(&f.storeDir, "store", "evidence", "evidence store holding the application; the proof records are written there")
 	fl.StringVar(&f.gpu, "gpu", "", "GPU name from the built-in table: bounds the boot log's figures")
 	fl.StringVar(&f.serving, "serving-record", "", "digest of a stored serving record of the corrected engine (narwhal-check's slo gate) for a latency-changing diff")
-	fl.StringVar(&f.format, "format", "text", "output format: text, or json for a narwhal.command-result envelope")
+	cli.FormatFlag(fl, &f.format)
 	return c
 }
 
 func runProve(cmd *cobra.Command, f proveFlags) error {
+	if err := cli.CheckFormat(f.format); err != nil {
+		return err
+	}
 	switch {
-	case f.format != "text" && f.format != "json":
-		return cli.Usage("--format must be text or json, got %q", f.format)
 	case f.application == "":
 		return cli.Usage("--application is required: the id narwhal diagnose printed")
 	case f.bootLog == "":

@@ -22,15 +22,15 @@ type evFlags struct {
 func (f *evFlags) bind(c *cobra.Command) {
 	pf := c.PersistentFlags()
 	pf.StringVar(&f.store, "store", "evidence", "evidence store directory")
-	pf.StringVar(&f.format, "format", "text", "output format: text, or json for a narwhal.command-result envelope")
+	cli.FormatFlag(pf, &f.format)
 	pf.StringVar(&f.asOf, "as-of", "", "evaluate (and stamp new records) as of this time: RFC 3339 or YYYY-MM-DD (default: now)")
 }
 
 func (f *evFlags) json() bool { return f.format == "json" }
 
 func (f *evFlags) check() error {
-	if f.format != "text" && f.format != "json" {
-		return cli.Usage("--format must be text or json, got %q", f.format)
+	if err := cli.CheckFormat(f.format); err != nil {
+		return err
 	}
 	_, err := f.time()
 	return err

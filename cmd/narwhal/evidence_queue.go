@@ -48,8 +48,8 @@ Exit codes: 0 the queue was printed, 1 the store could not be read, 2 bad
 input.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if format != "text" && format != "json" {
-				return cli.Usage("--format must be text or json, got %q", format)
+			if err := cli.CheckFormat(format); err != nil {
+				return err
 			}
 			in, err := readQueueInput(candidates)
 			if err != nil {
@@ -69,7 +69,7 @@ input.`,
 		},
 	}
 	c.Flags().StringVar(&candidates, "candidates", "", "a "+queueInputSchema+" file: accepted requests, signal candidates, engine_releases")
-	c.Flags().StringVar(&format, "format", "text", "output format: text, or json for a narwhal.command-result envelope")
+	cli.FormatFlag(c.Flags(), &format)
 	return c
 }
 

@@ -76,7 +76,7 @@ GPU, an unsupported vLLM version); nothing is written on bad input.`,
 	fl.StringVar(&f.req.VLLMVersion, "vllm-version", planner.DefaultVLLMVersion, "vLLM version whose memory accounting to follow")
 	fl.Float64Var(&f.marginGiB, "margin-gib", 0, "stated safety margin the plan must keep, in GiB (0: the prediction's uncertainty band)")
 	fl.BoolVar(&f.req.HashAll, "hash-weights", false, "hash every file for the artifact identity (reads the weights; off: only sidecar digests)")
-	fl.StringVar(&f.format, "format", "text", "output format: text, or json for a narwhal.command-result envelope")
+	cli.FormatFlag(fl, &f.format)
 	fl.StringVar(&f.storeDir, "store", "evidence", "evidence store directory the prediction record is written to")
 	fl.StringVar(&f.compareLog, "compare-log", "", "a vLLM startup log to compare the prediction with, figure by figure")
 	fl.StringVar(&f.cpuArch, "cpu-arch", hostCPUArch(), "CPU architecture of the serving host (x86_64, aarch64), for the engine support state")
@@ -84,8 +84,8 @@ GPU, an unsupported vLLM version); nothing is written on bad input.`,
 }
 
 func runPlan(cmd *cobra.Command, f planFlags) error {
-	if f.format != "text" && f.format != "json" {
-		return cli.Usage("--format must be text or json, got %q", f.format)
+	if err := cli.CheckFormat(f.format); err != nil {
+		return err
 	}
 	if f.marginGiB < 0 {
 		return cli.Usage("--margin-gib must be ≥ 0, got %v", f.marginGiB)

@@ -3,6 +3,7 @@ package avail
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/routerdoc"
@@ -19,6 +20,10 @@ type monitoring struct {
 	degraded    string // "<stage> <class>" of the streak's first failure, "" when healthy
 	first       string
 	stages      map[string]*stageStats
+	// reason is DegradedReason's answer, published by PassEnded whenever
+	// degraded changes, so the request path's readiness check reads it
+	// without taking mu.
+	reason atomic.Pointer[string]
 }
 
 type stageStats struct {
@@ -61,6 +66,7 @@ func (s *Supervisor) PassEnded(failed []string) {
 		}
 		if m.degraded != "" {
 			m.degraded = ""
+			m.reason.Store(nil)
 			s.metrics.MonitoringDegraded.Set(0)
 			s.journalEvent(journal.Event{Name: journal.EventMonitoringRecovered, At: s.now(), Fields: map[string]any{}})
 			s.log.Info("monitoring recovered: admitting again")
@@ -78,6 +84,8 @@ func (s *Supervisor) PassEnded(failed []string) {
 	s.metrics.MonitoringCoreConsecutive.Set(float64(m.consecutive))
 	if m.degraded == "" && m.consecutive >= s.cfg.Controller.MonitorFailureLimit {
 		m.degraded = m.first
+		reason := fmt.Sprintf("monitoring degraded: %s", m.degraded)
+		m.reason.Store(&reason)
 		s.metrics.MonitoringDegraded.Set(1)
 		s.journalEvent(journal.Event{Name: journal.EventMonitoringDegraded, At: s.now(),
 			Fields: map[string]any{"stage": m.first, "class": "", "core_consecutive": m.consecutive}})
@@ -86,13 +94,12 @@ func (s *Supervisor) PassEnded(failed []string) {
 }
 
 // DegradedReason is "" or the readiness reason while degraded.
+// It takes no lock (the request path asks on every admission).
 func (s *Supervisor) DegradedReason() string {
-	s.mon.mu.Lock()
-	defer s.mon.mu.Unlock()
-	if s.mon.degraded == "" {
-		return ""
+	if p := s.mon.reason.Load(); p != nil {
+		return *p
 	}
-	return fmt.Sprintf("monitoring degraded: %s", s.mon.degraded)
+	return ""
 }
 
 // MonitoringState is /narwhal/state.monitoring; lagS is the router's

@@ -50,3 +50,23 @@ func (s *Supervisor) Restore(records []lifecycle.Record, ejected map[string]stri
 	s.life.Restore(records, ejected, starts)
 	s.publishLive()
 }
+
+// Handoff is the lifecycle as internal/takeover records and restores it:
+// read through the view, restored through the supervisor so it publishes
+// the liveness the restored records imply and counts restored events as
+// already journalled.
+type Handoff struct {
+	View
+	s *Supervisor
+}
+
+// Handoff is s's lifecycle for internal/takeover.
+func (s *Supervisor) Handoff() Handoff { return Handoff{View: s.View(), s: s} }
+
+// Restore is Supervisor.Restore.
+func (h Handoff) Restore(records []lifecycle.Record, ejected map[string]string, starts map[string]float64) {
+	h.s.Restore(records, ejected, starts)
+}
+
+// RestoreEvents is Supervisor.RestoreEvents.
+func (h Handoff) RestoreEvents(ev []lifecycle.Event) { h.s.RestoreEvents(ev) }

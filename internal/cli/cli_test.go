@@ -73,3 +73,24 @@ func TestJSONRequested(t *testing.T) {
 		}
 	}
 }
+
+// --format defaults to text; text and json pass, anything else is a usage
+// error (exit 2) that names the value.
+func TestFormatFlag(t *testing.T) {
+	var format string
+	c := NewRoot("x", "x")
+	FormatFlag(c.Flags(), &format)
+	if err := c.ParseFlags(nil); err != nil || format != "text" {
+		t.Fatalf("default --format %q (%v), want text", format, err)
+	}
+	for _, ok := range []string{"text", "json"} {
+		if err := CheckFormat(ok); err != nil {
+			t.Errorf("CheckFormat(%q) = %v", ok, err)
+		}
+	}
+	err := CheckFormat("yaml")
+	var u usageError
+	if !errors.As(err, &u) || !strings.Contains(err.Error(), `"yaml"`) {
+		t.Errorf("CheckFormat(yaml) = %v, want a usage error naming it", err)
+	}
+}

@@ -116,8 +116,8 @@ func TestBodyReads(t *testing.T) {
 	b.Done("a")
 	b.Done("a")
 	b.Done("b")
-	if n := b.Total(); n != 0 || len(b.byIP) != 0 {
-		t.Fatalf("after every Done: total %d, %d addresses kept", n, len(b.byIP))
+	if n := b.Total(); n != 0 || b.addresses() != 0 {
+		t.Fatalf("after every Done: total %d, %d addresses kept", n, b.addresses())
 	}
 }
 

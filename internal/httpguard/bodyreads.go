@@ -6,47 +6,60 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 )
 
 // BodyReads counts the completion bodies being read, per remote IP
 // address, so one client cannot hold an unbounded number of connections
-// mid-body. The zero value is ready to use.
+// mid-body. The zero value is ready to use. It takes no lock: each
+// address has an atomic counter in a sync.Map, retired (-1) and removed
+// when it drops to zero, so the map holds only addresses mid-body.
 type BodyReads struct {
-	mu   sync.Mutex     // guards byIP
-	byIP map[string]int // remote IP → bodies being read now
+	byIP  sync.Map     // remote IP → *atomic.Int64: bodies being read now, -1 once retired
+	total atomic.Int64 // bodies being read now, from every client
 }
 
 // Take claims one of ip's limit slots; false when all are in use.
 func (b *BodyReads) Take(ip string, limit int) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.byIP[ip] >= limit {
-		return false
+	for {
+		v, ok := b.byIP.Load(ip)
+		if !ok {
+			v, _ = b.byIP.LoadOrStore(ip, new(atomic.Int64))
+		}
+		n := v.(*atomic.Int64)
+		k := n.Load()
+		switch {
+		case k < 0: // retired by the last Done: remove it and start a fresh counter
+			b.byIP.CompareAndDelete(ip, n)
+		case k >= int64(limit):
+			return false
+		case n.CompareAndSwap(k, k+1):
+			b.total.Add(1)
+			return true
+		}
 	}
-	if b.byIP == nil {
-		b.byIP = map[string]int{}
-	}
-	b.byIP[ip]++
-	return true
 }
 
 // Done gives ip's slot back.
 func (b *BodyReads) Done(ip string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.byIP[ip]--; b.byIP[ip] <= 0 {
-		delete(b.byIP, ip)
+	v, ok := b.byIP.Load(ip)
+	if !ok {
+		return // no Take to match
+	}
+	n := v.(*atomic.Int64)
+	b.total.Add(-1)
+	if n.Add(-1) == 0 && n.CompareAndSwap(0, -1) {
+		b.byIP.CompareAndDelete(ip, n) // a Take that raced in first keeps it alive
 	}
 }
 
 // Total is the number of bodies being read now, from every client.
-func (b *BodyReads) Total() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+func (b *BodyReads) Total() int { return int(b.total.Load()) }
+
+// addresses is how many addresses the map holds.
+func (b *BodyReads) addresses() int {
 	n := 0
-	for _, k := range b.byIP {
-		n += k
-	}
+	b.byIP.Range(func(any, any) bool { n++; return true })
 	return n
 }
 

@@ -29,18 +29,21 @@ type admissionRow struct {
 	Admission
 }
 
-// batch is one group of admission records written by a single Write.
-type batch struct {
-	lines []byte
-	done  chan struct{} // closed once lines were written; err is set before
-	err   error
+// queued is one admission record waiting for the group commit: the
+// caller that writes it sets err, then closes done.
+type queued struct {
+	line []byte
+	next *queued // the record queued before this one
+	done chan struct{}
+	err  error
 }
 
 // Admitted writes an admission record and returns once it is in the
 // file. Concurrent callers share one Write call (group commit): the
 // first caller writes everything queued meanwhile, so under load the cost
-// is one syscall per batch, not per request. It does not fsync: a
-// process kill loses nothing the kernel accepted.
+// is one syscall per batch, not per request. The queue is lock-free; the
+// Write itself takes the writer's one lock. It does not fsync: a process
+// kill loses nothing the kernel accepted.
 func (w *Writer) Admitted(a Admission) error {
 	if a.RID == "" {
 		return fmt.Errorf("journal %s: admission record with an empty rid", w.name)
@@ -49,36 +52,51 @@ func (w *Writer) Admitted(a Admission) error {
 	if err != nil {
 		return fmt.Errorf("journal %s: admission %s: %w", w.name, a.RID, err)
 	}
-	line := append(w.envelope(body), '\n')
-
-	w.amu.Lock()
-	if w.pending == nil {
-		w.pending = &batch{done: make(chan struct{})}
+	mine := &queued{line: append(w.envelope(body), '\n'), done: make(chan struct{})}
+	for {
+		mine.next = w.queue.Load()
+		if w.queue.CompareAndSwap(mine.next, mine) {
+			break
+		}
 	}
-	mine := w.pending
-	mine.lines = append(mine.lines, line...)
-	if w.flushing {
-		w.amu.Unlock()
-		<-mine.done
-		return mine.err
+	if w.flushing.CompareAndSwap(false, true) {
+		w.flushQueue()
 	}
-	w.flushing = true
-	w.flushPendingLocked()
-	w.flushing = false
-	w.amu.Unlock()
+	<-mine.done
 	return mine.err
 }
 
-// flushPendingLocked writes queued batches until none is left. Called
-// with amu held; it drops amu around each Write so callers can queue the
-// next batch meanwhile.
-func (w *Writer) flushPendingLocked() {
-	for w.pending != nil {
-		b := w.pending
-		w.pending = nil
-		w.amu.Unlock()
-		b.err = w.writeRaw(b.lines)
-		close(b.done)
-		w.amu.Lock()
+// flushQueue writes queued batches until none is left; its caller set
+// flushing. A record queued just as it gives up flushing is caught by the
+// check after: whoever wins flushing then writes it.
+func (w *Writer) flushQueue() {
+	for {
+		for b := w.queue.Swap(nil); b != nil; b = w.queue.Swap(nil) {
+			w.writeBatch(b)
+		}
+		w.flushing.Store(false)
+		if w.queue.Load() == nil || !w.flushing.CompareAndSwap(false, true) {
+			return
+		}
+	}
+}
+
+// writeBatch writes the records of one batch (newest first, as queued) in
+// arrival order with one Write, and wakes their callers.
+func (w *Writer) writeBatch(newest *queued) {
+	var recs []*queued
+	n := 0
+	for q := newest; q != nil; q = q.next {
+		recs = append(recs, q)
+		n += len(q.line)
+	}
+	lines := make([]byte, 0, n)
+	for i := len(recs) - 1; i >= 0; i-- {
+		lines = append(lines, recs[i].line...)
+	}
+	err := w.writeRaw(lines)
+	for _, q := range recs {
+		q.err = err
+		close(q.done)
 	}
 }

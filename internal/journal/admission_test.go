@@ -38,12 +38,11 @@ func (g *gateWriter) Write(p []byte) (int, error) {
 }
 
 func (w *Writer) queuedLines() int {
-	w.amu.Lock()
-	defer w.amu.Unlock()
-	if w.pending == nil {
-		return 0
+	n := 0
+	for q := w.queue.Load(); q != nil; q = q.next {
+		n += bytes.Count(q.line, []byte{'\n'})
 	}
-	return bytes.Count(w.pending.lines, []byte{'\n'})
+	return n
 }
 
 // While one batch is being written, every other admission joins the next

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/ports"
@@ -63,9 +64,10 @@ type Writer struct {
 	fileBytes int64
 	meta      Meta
 
-	amu      sync.Mutex // guards pending and flushing (admission group commit)
-	pending  *batch     // admission records queued for the next Write
-	flushing bool       // a caller is writing batches
+	// The admission group commit's queue is lock-free (admission.go):
+	// mu above is the writer's one lock.
+	queue    atomic.Pointer[queued] // admission records waiting for the next Write, newest first
+	flushing atomic.Bool            // a caller is writing batches
 
 	recent recent // the latest rows that did not complete, for the dashboard
 }
@@ -217,7 +219,12 @@ func (w *Writer) Run() string { return w.run }
 func (w *Writer) Started() time.Time { return w.started }
 
 // Path returns the journal file's path, "" for a Writer made by New.
-func (w *Writer) Path() string { return w.path }
+func (w *Writer) Path() string {
+	if w == nil {
+		return "" // no journal: callers that only pass the path on need no check
+	}
+	return w.path
+}
 
 // Request writes one terminal request row. The row is checked first
 // (RequestRow.Validate after deriving the outcome flags); an invalid row

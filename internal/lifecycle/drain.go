@@ -199,6 +199,7 @@ func (m *Manager) finishReadmit(iid string, now float64, checks []Check, seen Id
 	e.identity = &seen
 	e.ejected, e.cause, e.suspect = false, "", false
 	clear(e.streaks)
+	e.remarkLocked()
 	m.clearHoldsLocked(iid) // the gates proved credential, build and a KV transfer
 	m.event(now, "readmitted", map[string]any{"iid": iid, "process_start": start, "wave_id": ""})
 	return e.rec, nil

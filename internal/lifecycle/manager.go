@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
 )
@@ -60,12 +61,16 @@ type engine struct {
 	rec      Record
 	identity *Identity // last accepted; nil before the first check
 	until    float64   // timed quarantine ends (router seconds); 0 when not held
+	// marked is set (with mu held) when a streak grows, and re-derived by
+	// a Success that clears: while it is false there is nothing for a
+	// Success to clear, so the request path's Success takes no lock.
+	marked atomic.Bool
 }
 
 // Manager is the availability state of a fleet. It is safe for
 // concurrent use.
 type Manager struct {
-	mu       sync.Mutex
+	mu       sync.Mutex // guards every engine's fields but marked, events and holds; a clean Success skips it
 	cfg      fleet.Recovery
 	contract *fleet.EngineContract
 	engines  map[string]*engine
@@ -154,6 +159,7 @@ func (m *Manager) Failure(iid string, c Class) Verdict {
 		return None
 	}
 	e.streaks[c]++
+	e.marked.Store(true)
 	limit := m.cfg.EjectAfter
 	if c == Liveness {
 		limit = m.cfg.LivenessMisses
@@ -169,19 +175,32 @@ func (m *Manager) Failure(iid string, c Class) Verdict {
 
 // Success records a kind of success ("answered", "health", "prefill",
 // "decode", "inference"), clearing the classes it proves wrong.
+// An engine with no streak and no suspicion (the usual case) takes no
+// lock: engines is fixed at New, and marked says there is nothing to do.
 func (m *Manager) Success(iid, kind string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	e := m.engines[iid]
-	if e == nil {
+	if e == nil || !e.marked.Load() {
 		return
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	for _, c := range cleared[kind] {
 		e.streaks[c] = 0
 	}
 	if kind == "inference" {
 		e.suspect = false
 	}
+	e.remarkLocked()
+}
+
+// remarkLocked re-derives marked after streaks or suspect changed.
+// Called with mu held.
+func (e *engine) remarkLocked() {
+	marked := e.suspect
+	for _, n := range e.streaks {
+		marked = marked || n != 0
+	}
+	e.marked.Store(marked)
 }
 
 // Eject takes iid out of placement with cause. It returns false when the
@@ -208,6 +227,7 @@ func (m *Manager) Recovered(iid string) bool {
 	}
 	e.ejected, e.cause, e.suspect = false, "", false
 	clear(e.streaks)
+	e.remarkLocked()
 	return true
 }
 

@@ -30,7 +30,7 @@ func (s dashboardSource) Snapshot() ui.Snapshot {
 	r := s.r
 	snap := ui.Snapshot{State: r.state(), Lifecycle: map[string]string{}, Generation: r.life.ProcessStarts(), Tier: map[string]string{}}
 	for iid, t := range snap.State.Evidence.Endpoints {
-		snap.Tier[iid] = t.Tier // the evidence pass's tiers (evidence.go), when it runs
+		snap.Tier[iid] = t.Tier // the evidence pass's tiers (tierd.Runner), when it runs
 	}
 	snap.TTFT, snap.TPOT = r.metrics.Latency()
 	for _, rec := range r.life.Records() {

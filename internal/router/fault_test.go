@@ -34,13 +34,7 @@ func completeContract(c *fleet.Config) {
 // eventually polls cond for up to 10 s.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for i := 0; i < 500; i++ {
-		if cond() {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s", what)
+	testkit.Eventually(t, 10*time.Second, 20*time.Millisecond, what, cond)
 }
 
 func (h *harness) ejected(iid string) bool {

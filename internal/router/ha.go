@@ -4,9 +4,7 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/narwhal-go/narwhal/internal/avail"
 	"github.com/narwhal-go/narwhal/internal/journal"
-	"github.com/narwhal-go/narwhal/internal/lifecycle"
 	"github.com/narwhal-go/narwhal/internal/openai"
 	"github.com/narwhal-go/narwhal/internal/routerdoc"
 	"github.com/narwhal-go/narwhal/internal/sched"
@@ -32,7 +30,7 @@ type HA struct {
 func (r *Router) newHA(o HA) (*takeover.HA, error) {
 	return takeover.New(takeover.Config{StatePath: o.StatePath, Lease: o.Lease, StandbyOf: o.StandbyOf,
 		Fleet: r.cfg, Engines: r.order, Clock: r.clock, Log: r.log, Journal: r.journal, Metrics: r.metrics,
-		Life: lifeSide{r.av.View(), r.av}}, haSide{r})
+		Life: r.av.Handoff()}, haSide{r})
 }
 
 // haSide is the router as internal/takeover sees it.
@@ -77,20 +75,6 @@ func (s haSide) applyLocked(x takeover.Restored) {
 	}
 	r.stats.Restore(x.Counters, x.Reasons)
 }
-
-// lifeSide is the lifecycle as takeover records and restores it: read
-// through the supervisor's view, restored through the supervisor so it
-// publishes the liveness the restored records imply and counts restored
-// events as already journalled.
-type lifeSide struct {
-	avail.View
-	av *avail.Supervisor
-}
-
-func (l lifeSide) Restore(records []lifecycle.Record, ejected map[string]string, starts map[string]float64) {
-	l.av.Restore(records, ejected, starts)
-}
-func (l lifeSide) RestoreEvents(ev []lifecycle.Event) { l.av.RestoreEvents(ev) }
 
 // AddLate adds the old run's late outcomes to the counters.
 func (s haSide) AddLate(l takeover.Late) {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/avail"
 	"github.com/narwhal-go/narwhal/internal/enginelimits"
+	"github.com/narwhal-go/narwhal/internal/evidence/tierd"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/httpguard"
 	"github.com/narwhal-go/narwhal/internal/journal"
@@ -64,12 +65,15 @@ type Options struct {
 	// HTTP bounds what one client connection may hold (body reads, idle
 	// keep-alives); zero fields take the documented defaults.
 	HTTP httpguard.Options
-	// Evidence turns on the evidence pass (evidence.go).
+	// Evidence turns on the evidence pass (internal/evidence/tierd).
 	Evidence EvidenceOptions
 	// Tracer records router spans (internal/tracing); nil passes
 	// traceparent on to the engines and records nothing.
 	Tracer *tracing.Tracer
 }
+
+// EvidenceOptions turn on the evidence pass (tierd.Options).
+type EvidenceOptions = tierd.Options
 
 // engine is one configured engine as the router talks to it.
 type engine struct {
@@ -91,10 +95,11 @@ type Router struct {
 	engines map[string]*engine
 	order   []string // iids, sorted
 
-	// mu guards core, stats (with the retry credits), rng and freed: the
-	// router's one lock on the request path besides httpguard's per-client
-	// body slots. It is taken only by locked; what runs under it is short,
-	// never blocks, and never calls into avail (coreSide says why).
+	// mu guards core, stats (with the retry credits), rng and freed: one of
+	// the two locks a request takes (the other is the journal writer's,
+	// docs/router.md "Locks on the request path"). It is taken only by
+	// locked; what runs under it is short, never blocks, and never calls
+	// into avail (coreSide says why).
 	mu    sync.Mutex
 	core  *sched.Core
 	freed chan struct{} // closed (and replaced) whenever a phase seat frees
@@ -121,7 +126,7 @@ type Router struct {
 	httpOpts httpguard.Options   // with defaults applied
 	reads    httpguard.BodyReads // completion bodies being read, per client
 	models   enginelimits.Limits // the engines' max_model_len
-	evidence evidenceTiers
+	evidence *tierd.Runner       // the evidence pass and its last tiers
 
 	cache    *residency.Tracker // prefix-cache residency per engine (cache.go); nil: every prefill priced cold
 	bg       sync.WaitGroup     // background probes
@@ -165,7 +170,7 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 		engines: map[string]*engine{}, seats: make(chan struct{}, limit),
 		stop: make(chan struct{}), done: make(chan struct{}), freed: make(chan struct{}),
 		adminToken: o.AdminToken, adminOpen: o.AdminOpen,
-		httpOpts: o.HTTP.WithDefaults(), evidence: evidenceTiers{o: o.Evidence}, tracer: o.Tracer,
+		httpOpts: o.HTTP.WithDefaults(), tracer: o.Tracer,
 		sat: saturation.New(o.Clock, units.Seconds(cfg.SLO.SaturationThreshold())),
 	}
 	r.bgCtx, r.bgCancel = context.WithCancel(context.Background())
@@ -177,9 +182,11 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 	r.cache = newCacheTracker(cfg)
 	r.probe = r.newProber()
 	r.av = avail.New(avail.Config{Fleet: cfg, Log: r.log, Clock: r.clock, Epoch: r.epoch, Journal: r.journal,
-		Metrics: r.metrics, Core: coreSide{r}, Probes: probes{r}, Status: status{r}, Generations: profileGenerations(profiles),
+		Metrics: r.metrics, Core: coreSide{r}, Probes: avail.FleetProbes{Prober: r.probe, Fleet: cfg, Cards: r.noteCards}, Status: status{r}, Generations: profileGenerations(profiles),
 		StateChanged: r.stateChanged, Reply: writeJSON, Context: r.bgCtx, Go: r.background})
 	r.life = r.av.View()
+	r.evidence = tierd.NewRunner(o.Evidence, tierd.Host{Fleet: cfg, JournalPath: o.Journal.Path(), Clock: r.clock, Log: r.log,
+		SetTier: r.metrics.SetEndpointTier})
 	if r.ha, err = r.newHA(o.HA); err != nil {
 		return nil, err
 	}
@@ -207,6 +214,18 @@ func (r *Router) addEngines(key string) {
 		r.order = append(r.order, e.IID)
 	}
 	sort.Strings(r.order)
+}
+
+// newProber builds the router's engine checks (internal/probe) over its
+// engine clients: one client policy and set of bounds.
+func (r *Router) newProber() *probe.Prober {
+	return probe.New(r.cfg, probe.Options{IDs: r.ids,
+		Clients: func(iid string) *vllm.Client { return r.engines[iid].client }})
+}
+
+// noteCards learns an engine's max_model_len from its credential probe.
+func (r *Router) noteCards(iid string, cards []vllm.ModelCard) {
+	r.models.Note(iid, r.cfg.Model, cards)
 }
 
 func checkProfiles(cfg *fleet.Config, profiles *profile.Store) error {
@@ -296,7 +315,7 @@ func (r *Router) Start() {
 		r.background(r.ui.Run) // the dashboard's history, sampled once a second
 		r.background(func(ctx context.Context) { r.sat.Run(ctx, r.lagMeasured) })
 		go r.monitor()
-		r.startEvidence()
+		r.background(r.evidence.Run) // returns at once when no store is configured
 	}
 }
 

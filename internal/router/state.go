@@ -38,7 +38,7 @@ func (r *Router) state() routerdoc.StateDoc {
 	in.Ejected, in.Records, in.Probation = r.life.Ejected(), r.life.Records(), r.av.Probation()
 	in.Health, in.Quarantined, in.Held = r.av.HealthState(now), r.life.Quarantined(), r.life.Holds()
 	in.Monitoring = r.av.MonitoringState(r.sat.Lag().Seconds())
-	in.Evidence = r.evidenceState()
+	in.Evidence = r.evidence.State()
 	in.Residency = r.residencyState()
 	return routerdoc.State(in)
 }

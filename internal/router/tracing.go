@@ -9,38 +9,25 @@ import (
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
-// traced starts the request's trace from its traceparent (or a new one)
-// before serving it; the trace rides in the request's context to both
-// legs and into the journal row.
-func (r *Router) traced(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, req *http.Request) {
-		ctx, q := r.tracer.Start(req.Context(), req.Header)
-		defer q.End()
-		h(w, req.WithContext(ctx))
-	}
-}
+// traced serves h inside the request's trace (tracing.Tracer.Handler).
+func (r *Router) traced(h http.HandlerFunc) http.HandlerFunc { return r.tracer.Handler(h) }
 
 // traceRow puts the call's trace id in its journal row and its outcome
 // on the request span.
 func (c *call) traceRow(row *journal.RequestRow) {
-	if q := tracing.FromContext(c.req.Context()); q != nil {
-		row.TraceID = journal.Ptr(q.TraceID())
-		q.Outcome(row.Terminal)
+	if id := tracing.Finish(c.req.Context(), row.Terminal); id != "" {
+		row.TraceID = journal.Ptr(id)
 	}
 }
 
 // leg opens a leg to engine iid: its traceparent rides in the returned
 // context, and the engine's in-flight leg gauge counts it until done.
 func (c *call) leg(ctx context.Context, phase, iid string, attempt int) (context.Context, func(failed bool)) {
-	m := c.r.metrics
-	m.LegStarted(iid, phase)
-	end := func(bool) {}
-	if q := tracing.FromContext(c.req.Context()); q != nil {
-		ctx, end = q.Leg(ctx, phase, iid, attempt)
-	}
+	c.r.metrics.LegStarted(iid, phase)
+	ctx, end := tracing.Leg(c.req.Context(), ctx, phase, iid, attempt)
 	return ctx, func(failed bool) {
 		end(failed)
-		m.LegEnded(iid, phase)
+		c.r.metrics.LegEnded(iid, phase)
 	}
 }
 

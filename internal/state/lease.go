@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/ports"
@@ -32,6 +33,10 @@ type Lease struct {
 	owned  bool
 	epoch  int
 	anchor time.Time // clock time taken before the last successful claim or renew
+	// fence is anchor + ttl − margin while owned, nil when not: written
+	// with mu held whenever owned or anchor change, read by Valid without
+	// it (the request path asks on every admission).
+	fence atomic.Pointer[time.Time]
 }
 
 var hex32 = regexp.MustCompile(`^[0-9a-f]{32}$`)
@@ -102,9 +107,20 @@ func (l *Lease) Epoch() int {
 // passed since the last claim or renew. The router thus fences itself
 // before the shared expiry that a standby waits for.
 func (l *Lease) Valid() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.owned && l.clock.Now().Before(l.anchor.Add(l.ttl-l.mrg))
+	f := l.fence.Load()
+	return f != nil && l.clock.Now().Before(*f)
+}
+
+// setLocked records the hold (owned, anchor) and publishes its fence.
+// Called with mu held.
+func (l *Lease) setLocked(owned bool, anchor time.Time) {
+	l.owned, l.anchor = owned, anchor
+	if !owned {
+		l.fence.Store(nil)
+		return
+	}
+	f := anchor.Add(l.ttl - l.mrg)
+	l.fence.Store(&f)
 }
 
 // Current reads the shared lease. No lease yet is an error for which
@@ -154,10 +170,11 @@ func (l *Lease) Claim() (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err != nil {
-		l.owned = false
+		l.setLocked(false, l.anchor)
 		return 0, err
 	}
-	l.owned, l.epoch, l.anchor = true, epoch, now
+	l.epoch = epoch
+	l.setLocked(true, now)
 	return epoch, nil
 }
 
@@ -193,10 +210,10 @@ func (l *Lease) Renew() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err != nil {
-		l.owned = false
+		l.setLocked(false, l.anchor)
 		return err
 	}
-	l.anchor = now
+	l.setLocked(l.owned, now)
 	return nil
 }
 
@@ -207,7 +224,7 @@ func (l *Lease) Release() error {
 	l.op.Lock()
 	defer l.op.Unlock()
 	l.mu.Lock()
-	l.owned = false
+	l.setLocked(false, l.anchor)
 	epoch := l.epoch
 	l.mu.Unlock()
 	if epoch == 0 {

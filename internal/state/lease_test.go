@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/narwhal-go/narwhal/internal/ports"
+	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
 var t0 = time.Unix(1790000000, 0)
@@ -242,13 +243,7 @@ func waitPending(t *testing.T, clk *ports.Fake) {
 // does not assert timing.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	for range 10000 {
-		if cond() {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
-	t.Fatal("condition not reached")
+	testkit.Eventually(t, 10*time.Second, time.Millisecond, "the condition", cond)
 }
 
 // A renewal stuck on the lock (a hung shared filesystem) must not stall

@@ -16,6 +16,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/metrics"
 	"github.com/narwhal-go/narwhal/internal/ports"
 	"github.com/narwhal-go/narwhal/internal/state"
+	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -132,11 +133,5 @@ func testLease(t *testing.T, path, id string, clk ports.Clock, seed uint64) *sta
 // eventually polls cond for up to five seconds.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for range 500 {
-		if cond() {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s", what)
+	testkit.Eventually(t, 5*time.Second, 10*time.Millisecond, what, cond)
 }

@@ -3,7 +3,10 @@ package testkit
 import (
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 func TestSSEDataAndStreamText(t *testing.T) {
@@ -63,5 +66,31 @@ func TestMentionsReportsEachMissingWant(t *testing.T) {
 	want := []string{"stdout lacks \"gamma\":\nalpha beta", "stdout lacks \"delta\":\nalpha beta"}
 	if !slices.Equal(r.errs, want) {
 		t.Errorf("failures %q, want %q", r.errs, want)
+	}
+}
+
+func TestReturnsWhileHeld(t *testing.T) {
+	var mu sync.Mutex
+	ReturnsWhileHeld(t, "a lock-free call", &mu, func() {})
+	r := &recordTB{TB: t}
+	n := 0
+	ReturnsWhileHeld(r, "a locking call", &mu, func() { mu.Lock(); n++; mu.Unlock() })
+	if len(r.errs) != 1 || !strings.Contains(r.errs[0], "a locking call blocked") || n != 1 {
+		t.Fatalf("errors %q, want one naming the locking call", r.errs)
+	}
+}
+
+func (r *recordTB) Fatalf(format string, args ...any) { r.Errorf(format, args...) }
+
+func TestEventually(t *testing.T) {
+	n := 0
+	Eventually(t, time.Second, time.Millisecond, "the third poll", func() bool { n++; return n == 3 })
+	if n != 3 {
+		t.Fatalf("polled %d times, want 3", n)
+	}
+	r := &recordTB{TB: t}
+	Eventually(r, 20*time.Millisecond, time.Millisecond, "never", func() bool { return false })
+	if len(r.errs) != 1 || !strings.Contains(r.errs[0], "waiting for never") {
+		t.Fatalf("errors %q, want one naming what never held", r.errs)
 	}
 }

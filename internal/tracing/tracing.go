@@ -196,3 +196,34 @@ func traceparent(sc trace.SpanContext) string {
 	w3c.Inject(trace.ContextWithSpanContext(context.Background(), sc), propagation.HeaderCarrier(h))
 	return h.Get("Traceparent")
 }
+
+// Handler starts each request's trace from its traceparent (or a new one)
+// before serving it: the trace rides in the request's context to both legs
+// and into the journal row, and its span ends when h returns.
+func (t *Tracer) Handler(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request) {
+		ctx, q := t.Start(req.Context(), req.Header)
+		defer q.End()
+		h(w, req.WithContext(ctx))
+	}
+}
+
+// Finish records terminal on the trace ctx carries and returns its trace
+// id; "" when ctx carries none.
+func Finish(ctx context.Context, terminal string) string {
+	q := FromContext(ctx)
+	if q == nil {
+		return ""
+	}
+	q.Outcome(terminal)
+	return q.TraceID()
+}
+
+// Leg is Request.Leg for the request reqCtx carries; without one it
+// sends no traceparent and done does nothing.
+func Leg(reqCtx, ctx context.Context, phase, iid string, attempt int) (context.Context, func(failed bool)) {
+	if q := FromContext(reqCtx); q != nil {
+		return q.Leg(ctx, phase, iid, attempt)
+	}
+	return ctx, func(bool) {}
+}
