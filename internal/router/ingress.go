@@ -264,7 +264,7 @@ func (c *call) size(ctx context.Context) bool {
 	began := r.clock.Now()
 	n, exact, text := openai.PromptSize(c.body, c.chat)
 	if exact {
-		c.tokenIDs = promptIDs(c.body)
+		c.tokenIDs = openai.PromptIDs(c.body)
 	}
 	if !exact && r.cfg.Engine.Tokenize {
 		var e *vllm.Error

@@ -179,7 +179,7 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 	r.metrics.AdmissionInflightLimit.Set(float64(limit))
 	r.metrics.HTTPRetainedLimit.Set(float64(limit + cfg.Serving.QueueCapacity))
 	r.addEngines(key)
-	r.cache = newCacheTracker(cfg)
+	r.cache = residency.ForFleet(cfg)
 	r.probe = r.newProber()
 	r.av = avail.New(avail.Config{Fleet: cfg, Log: r.log, Clock: r.clock, Epoch: r.epoch, Journal: r.journal,
 		Metrics: r.metrics, Core: coreSide{r}, Probes: avail.FleetProbes{Prober: r.probe, Fleet: cfg, Cards: r.noteCards}, Status: status{r}, Generations: profileGenerations(profiles),
@@ -310,7 +310,9 @@ func (r *Router) Start() {
 		}
 		r.identities.Store(true)
 		if r.cache != nil {
-			r.background(r.followResidency)
+			r.background(func(ctx context.Context) {
+				r.cache.Follow(ctx, r.clock, units.Seconds(r.cfg.Controller.MonitorIntervalS), r.metrics.SetResidencyKnown)
+			})
 		}
 		r.background(r.ui.Run) // the dashboard's history, sampled once a second
 		r.background(func(ctx context.Context) { r.sat.Run(ctx, r.lagMeasured) })
