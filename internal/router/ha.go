@@ -12,19 +12,8 @@ import (
 	"github.com/narwhal-go/narwhal/internal/takeover"
 )
 
-// HA configures durable state and the fenced lease.
-type HA struct {
-	// StatePath is where the handoff document is written; "" disables it.
-	StatePath string
-	// Resume applies the document at StatePath at start.
-	Resume bool
-	// Lease, when set, fences this router: it places work only while it
-	// holds the lease.
-	Lease *state.Lease
-	// StandbyOf is the primary's base URL: start as a warm standby that
-	// follows it and takes over when its lease expires. Needs Lease.
-	StandbyOf string
-}
+// HA configures durable state and the fenced lease (takeover.Options).
+type HA = takeover.Options
 
 // newHA builds the router's high-availability side (internal/takeover).
 func (r *Router) newHA(o HA) (*takeover.HA, error) {
@@ -78,17 +67,7 @@ func (s haSide) applyLocked(x takeover.Restored) {
 
 // AddLate adds the old run's late outcomes to the counters.
 func (s haSide) AddLate(l takeover.Late) {
-	st := &s.r.stats
-	s.r.locked(func() {
-		st.Offered += l.Offered
-		st.UnsizedOffered += l.UnsizedOffered
-		st.SLOMet += l.SLOMet
-		for o, n := range l.Outcomes {
-			for range n {
-				st.Count(o.Terminal, o.Reason)
-			}
-		}
-	})
+	s.r.locked(func() { l.AddTo(&s.r.stats) })
 }
 
 // recordAdmission writes the call's admission record (crash accounting,
@@ -114,7 +93,7 @@ func (r *Router) healthStatus() string {
 
 // serveHealth is process liveness: always 200, with the router's status.
 func (r *Router) serveHealth(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, 200, map[string]any{"status": r.healthStatus(), "instances": len(r.order), "available_instances": r.av.LiveCount()})
+	writeJSON(w, 200, routerdoc.Health{Status: r.healthStatus(), Instances: len(r.order), AvailableInstances: r.av.LiveCount()})
 }
 
 // serveReady is load-balancer readiness: 200 only when this router
@@ -125,10 +104,10 @@ func (r *Router) serveReady(w http.ResponseWriter, _ *http.Request) {
 		reason, ready = "shutting down", false
 	}
 	epoch, holder := r.ha.LeaseIdentity()
-	body := map[string]any{"status": "ready", "control_ready": r.ha.Controls(), "epoch": epoch, "holder": holder, "reason": reason,
-		"held": r.life.Holds()}
+	body := routerdoc.Ready{Status: "ready", ControlReady: r.ha.Controls(), Epoch: epoch, Holder: holder, Reason: reason,
+		Held: r.life.Holds()}
 	if !ready {
-		body["status"] = "not_ready"
+		body.Status = "not_ready"
 		w.Header().Set("Retry-After", "1")
 		writeJSON(w, 503, body)
 		return

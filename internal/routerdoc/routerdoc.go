@@ -275,3 +275,23 @@ type EndpointTier struct {
 	Missing  []string `json:"missing"`
 	Tier     string   `json:"tier"`
 }
+
+// Health is GET /health's answer: process liveness, always 200, with the
+// router's status word. Fields are in key order, as the map it replaced
+// encoded them.
+type Health struct {
+	AvailableInstances int    `json:"available_instances"`
+	Instances          int    `json:"instances"`
+	Status             string `json:"status"`
+}
+
+// Ready is GET /ready's answer: 200 only when this router controls the
+// fleet, knows its engines and has one live; 503 with the reason otherwise.
+type Ready struct {
+	ControlReady bool             `json:"control_ready"`
+	Epoch        int              `json:"epoch"`
+	Held         []lifecycle.Hold `json:"held"`
+	Holder       string           `json:"holder"`
+	Reason       string           `json:"reason"`
+	Status       string           `json:"status"`
+}

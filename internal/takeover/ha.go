@@ -16,6 +16,22 @@ import (
 )
 
 // Config is what the router's HA side is built from.
+// Options are the router's durable-state and lease settings (the router
+// takes them as its HA options).
+type Options struct {
+	// StatePath is where the handoff document is written; "" disables it.
+	StatePath string
+	// Resume applies the document at StatePath at start.
+	Resume bool
+	// Lease, when set, fences the router: it places work only while it
+	// holds the lease.
+	Lease *state.Lease
+	// StandbyOf is the primary's base URL: start as a warm standby that
+	// follows it and takes over when its lease expires. Needs Lease.
+	StandbyOf string
+}
+
+// Config is what New needs: the router's Options and its parts.
 type Config struct {
 	// StatePath is where the handoff document is written; "" disables it.
 	StatePath string

@@ -7,6 +7,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/metrics"
+	"github.com/narwhal-go/narwhal/internal/routerdoc"
 	"github.com/narwhal-go/narwhal/internal/state"
 )
 
@@ -35,6 +36,19 @@ func (h *HA) Admitted(a journal.Admission) {
 type Late struct {
 	Offered, UnsizedOffered, SLOMet int
 	Outcomes                        map[Outcome]int // settled requests by terminal and reason
+}
+
+// AddTo adds the late outcomes to the router's counters c; the caller
+// holds whatever guards c.
+func (l Late) AddTo(c *routerdoc.Counts) {
+	c.Offered += l.Offered
+	c.UnsizedOffered += l.UnsizedOffered
+	c.SLOMet += l.SLOMet
+	for o, n := range l.Outcomes {
+		for range n {
+			c.Count(o.Terminal, o.Reason)
+		}
+	}
 }
 
 // Outcome is a terminal and its reason ("" when it has none).
