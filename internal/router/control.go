@@ -38,26 +38,11 @@ func (r *Router) controlPass() {
 		r.recordDecision(d)
 	}
 	r.metrics.FlipReversals.Add(float64(after.FlipReversals - before.FlipReversals))
-	r.metrics.FlipsRefused.Add(float64(refusedSince(before, after)))
+	r.metrics.FlipsRefused.Add(float64(after.RefusedSince(before)))
 	r.publish(snap, highWater)
 }
 
-// refusedSince counts refusals added between two control snapshots (the
-// history keeps the last 20; newer ones have later times).
-func refusedSince(before, after sched.ControlState) int {
-	last := -1.0
-	if n := len(before.FlipsRefused); n > 0 {
-		last = before.FlipsRefused[n-1].At
-	}
-	k := 0
-	for _, f := range after.FlipsRefused {
-		if f.At > last {
-			k++
-		}
-	}
-	return k
-}
-
+// recordDecision counts, logs and journals one controller decision.
 func (r *Router) recordDecision(d sched.Decision) {
 	r.metrics.Decision(d.By, d.Result)
 	if d.Flip != nil {
@@ -67,16 +52,8 @@ func (r *Router) recordDecision(d sched.Decision) {
 	if r.journal == nil {
 		return
 	}
-	details := map[string]any{}
-	for k, v := range d.Details {
-		details[k] = v
-	}
-	if d.Flip != nil {
-		details["iid"] = d.Flip.IID
-		details["to"] = d.Flip.To
-	}
 	ev := journal.ControllerDecision(d.At, journal.Decision{Prefill: d.Prefill, Decode: d.Decode, By: d.By,
-		Reason: d.Reason, Result: d.Result, Applied: d.Applied, Details: details})
+		Reason: d.Reason, Result: d.Result, Applied: d.Applied, Details: d.JournalDetails()})
 	if err := r.journal.Event(ev); err != nil {
 		r.log.Error("journal write failed; a controller decision is lost", "err", err)
 	}

@@ -70,3 +70,17 @@ type Refused struct {
 	To  fleet.Role `json:"to"`
 	Why string     `json:"why"`
 }
+
+// JournalDetails is the decision's details as the journal records them,
+// with the flip's engine and target role when it flipped one.
+func (d Decision) JournalDetails() map[string]any {
+	out := make(map[string]any, len(d.Details)+2)
+	for k, v := range d.Details {
+		out[k] = v
+	}
+	if d.Flip != nil {
+		out["iid"] = d.Flip.IID
+		out["to"] = d.Flip.To
+	}
+	return out
+}

@@ -227,3 +227,19 @@ func (c *Core) Control() ControlState {
 	}
 	return s
 }
+
+// RefusedSince counts the refused flips s holds that before did not (the
+// history keeps the last few; newer ones have later times).
+func (s ControlState) RefusedSince(before ControlState) int {
+	last := -1.0
+	if n := len(before.FlipsRefused); n > 0 {
+		last = before.FlipsRefused[n-1].At
+	}
+	k := 0
+	for _, f := range s.FlipsRefused {
+		if f.At > last {
+			k++
+		}
+	}
+	return k
+}
