@@ -97,11 +97,19 @@ func (l *lineReader) next() ([]byte, error) {
 // parseEvent reads one data payload. An error object inside a 200 stream is
 // the engine failing after it committed to success.
 func parseEvent(data []byte) (Event, *Error) {
-	ev := Event{Data: data}
 	if bytes.Equal(data, []byte("[DONE]")) {
-		ev.Done = true
+		return Event{Data: data, Done: true}, nil
+	}
+	if ev, ok := fastEvent(data); ok {
 		return ev, nil
 	}
+	return decodeEvent(data)
+}
+
+// decodeEvent is parseEvent for the chunks the scanner leaves alone: errors,
+// malformed input and unusual shapes.
+func decodeEvent(data []byte) (Event, *Error) {
+	ev := Event{Data: data}
 	var c streamChunk
 	if err := json.Unmarshal(data, &c); err != nil {
 		ev.NotJSON = true
