@@ -303,7 +303,7 @@ func (c *call) decodeLeg(ctx context.Context, n int, iid string, kvp []byte) *vl
 		return c.firstTokenError(e, &noFirst)
 	}
 	defer s.Close()
-	out := newSink(c)
+	out := newSink(c, s.Ready)
 	for {
 		ev, e := s.Next()
 		if e != nil {

@@ -225,6 +225,10 @@ func (s *Stream) Next() (Event, *Error) {
 	}
 }
 
+// Ready reports that the next event is already buffered, so Next returns
+// without waiting on the engine: a relay may hold its flush until then.
+func (s *Stream) Ready() bool { return s.lines.dataBuffered() }
+
 func (s *Stream) readError(err error) *Error {
 	s.mu.Lock()
 	timedOut := s.timedOut

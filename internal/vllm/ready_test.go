@@ -1,0 +1,71 @@
+package vllm
+
+import (
+	"bufio"
+	"strings"
+	"testing"
+)
+
+func TestDataBuffered(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want bool
+	}{
+		{"data: a\n\ndata: b\n\n", true},
+		{"data: a\ndata: b\n", true},
+		{"data: a\n\n: keep-alive\n\ndata: b\n", true},
+		{"data: a\n\ndata: b", false}, // the next line is still arriving
+		{"data: a\n\n: keep-alive\n", false},
+		{"data: a\n\n", false},
+		{"data: a\rdata: b\n", false}, // a bare-CR split pending: be conservative
+	} {
+		l := lineReader{r: bufio.NewReader(strings.NewReader(tc.in))}
+		if _, err := l.next(); err != nil {
+			t.Fatal(err)
+		}
+		if got := l.dataBuffered(); got != tc.want {
+			t.Errorf("%q: dataBuffered = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+// loopBody replays one event forever.
+type loopBody struct {
+	ev []byte
+	at int
+}
+
+func (b *loopBody) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		c := copy(p[n:], b.ev[b.at:])
+		n += c
+		b.at = (b.at + c) % len(b.ev)
+	}
+	return n, nil
+}
+
+const benchEvent = "data: {\"id\":\"cmpl-r-a1-decode\",\"object\":\"text_completion\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"text\":\" hi\",\"logprobs\":null,\"finish_reason\":null,\"stop_reason\":null,\"token_ids\":[5]}]}\n\n"
+
+// TestStreamNextAllocations: reading an event costs one allocation, the
+// copy of its bytes that outlives the read buffer.
+func TestStreamNextAllocations(t *testing.T) {
+	s := &Stream{lines: lineReader{r: bufio.NewReaderSize(&loopBody{ev: []byte(benchEvent)}, 16<<10)}}
+	if n := testing.AllocsPerRun(500, func() {
+		if ev, e := s.Next(); e != nil || ev.Tokens != 1 {
+			t.Fatalf("event %+v, %v", ev, e)
+		}
+	}); n > 1 {
+		t.Errorf("%v allocations per event, want ≤ 1", n)
+	}
+}
+
+func BenchmarkStreamNext(b *testing.B) {
+	s := &Stream{lines: lineReader{r: bufio.NewReaderSize(&loopBody{ev: []byte(benchEvent)}, 16<<10)}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, e := s.Next(); e != nil {
+			b.Fatal(e)
+		}
+	}
+}
