@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -153,9 +154,16 @@ type Stream struct {
 
 	base, key string // to redact from an in-stream error a client may see
 
-	mu       sync.Mutex
+	// last is when the latest line arrived (since born). The idle timer
+	// re-arms from it when it fires, rather than every line resetting the
+	// timer: a store per token instead of a timer-heap update.
+	born time.Time
+	last atomic.Int64
+
+	mu       sync.Mutex // guards idle, timer, gen and timedOut
 	idle     time.Duration
 	timer    *time.Timer
+	gen      int // which SetIdleTimeout the running timer belongs to
 	timedOut bool
 	// Status is the engine's HTTP status (200).
 	Status int
@@ -172,7 +180,7 @@ func (c *Client) OpenStream(ctx context.Context, endpoint string, body []byte, r
 		return nil, e
 	}
 	return &Stream{resp: resp, lines: lineReader{r: bufio.NewReaderSize(resp.Body, 16<<10)}, cancel: cancel, Status: resp.StatusCode,
-		base: c.base, key: c.key}, nil
+		base: c.base, key: c.key, born: time.Now()}, nil
 }
 
 // SetIdleTimeout bounds the silence between chunks from now on; 0 removes
@@ -181,29 +189,39 @@ func (s *Stream) SetIdleTimeout(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.idle = d
+	s.gen++
 	if s.timer != nil {
 		s.timer.Stop()
 		s.timer = nil
 	}
 	if d > 0 {
-		s.timer = time.AfterFunc(d, s.expire)
+		s.touch()
+		gen := s.gen
+		s.timer = time.AfterFunc(d, func() { s.expire(gen) })
 	}
 }
 
-func (s *Stream) expire() {
+// expire runs when the idle timer fires: the leg times out if no line came
+// for the whole bound, else the timer waits out the rest of it.
+func (s *Stream) expire(gen int) {
 	s.mu.Lock()
+	if gen != s.gen {
+		s.mu.Unlock()
+		return // replaced or closed meanwhile
+	}
+	if quiet := time.Duration(s.sinceBorn() - s.last.Load()); quiet < s.idle {
+		s.timer.Reset(s.idle - quiet)
+		s.mu.Unlock()
+		return
+	}
 	s.timedOut = true
 	s.mu.Unlock()
 	s.cancel()
 }
 
-func (s *Stream) touch() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.timer != nil {
-		s.timer.Reset(s.idle)
-	}
-}
+func (s *Stream) sinceBorn() int64 { return int64(time.Since(s.born)) }
+
+func (s *Stream) touch() { s.last.Store(s.sinceBorn()) }
 
 // Next returns the next data event. Non-data lines (comments, event names)
 // are skipped. The stream ending before [DONE] is an error.
@@ -253,6 +271,7 @@ func (s *Stream) Close() {
 	if s.timer != nil {
 		s.timer.Stop()
 	}
+	s.gen++
 	s.mu.Unlock()
 	s.cancel()
 	s.resp.Body.Close()

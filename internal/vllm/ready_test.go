@@ -2,8 +2,12 @@ package vllm
 
 import (
 	"bufio"
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestDataBuffered(t *testing.T) {
@@ -67,5 +71,37 @@ func BenchmarkStreamNext(b *testing.B) {
 		if _, e := s.Next(); e != nil {
 			b.Fatal(e)
 		}
+	}
+}
+
+// TestIdleTimeoutCountsFromTheLastLine: a stream that keeps talking more
+// often than the bound lives past it; silence after that still ends it.
+func TestIdleTimeoutCountsFromTheLastLine(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		for range 8 {
+			_, _ = w.Write([]byte("data: {\"choices\":[]}\n\n"))
+			w.(http.Flusher).Flush()
+			time.Sleep(25 * time.Millisecond)
+		}
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	c := NewClient(srv.URL, Options{})
+	defer c.Close()
+	s, e := c.OpenStream(context.Background(), "/v1/completions", []byte(`{}`), "x")
+	if e != nil {
+		t.Fatal(e)
+	}
+	defer s.Close()
+	s.SetIdleTimeout(100 * time.Millisecond)
+	for i := range 8 {
+		if _, e := s.Next(); e != nil {
+			t.Fatalf("event %d: %v (the stream was talking every 25ms under a 100ms bound)", i, e)
+		}
+	}
+	if _, e := s.Next(); e == nil || !e.Timeout {
+		t.Fatalf("error = %+v, want the between-token timeout once the engine went silent", e)
 	}
 }
