@@ -87,14 +87,7 @@ func TestIdleTimeoutCountsFromTheLastLine(t *testing.T) {
 		}
 		<-r.Context().Done()
 	}))
-	defer srv.Close()
-	c := NewClient(srv.URL, Options{})
-	defer c.Close()
-	s, e := c.OpenStream(context.Background(), "/v1/completions", []byte(`{}`), "x")
-	if e != nil {
-		t.Fatal(e)
-	}
-	defer s.Close()
+	s := openTestStream(t, srv)
 	s.SetIdleTimeout(100 * time.Millisecond)
 	for i := range 8 {
 		if _, e := s.Next(); e != nil {
@@ -104,4 +97,18 @@ func TestIdleTimeoutCountsFromTheLastLine(t *testing.T) {
 	if _, e := s.Next(); e == nil || !e.Timeout {
 		t.Fatalf("error = %+v, want the between-token timeout once the engine went silent", e)
 	}
+}
+
+// openTestStream opens a decode stream on srv, all closed at cleanup.
+func openTestStream(t *testing.T, srv *httptest.Server) *Stream {
+	t.Helper()
+	t.Cleanup(srv.Close)
+	c := NewClient(srv.URL, Options{})
+	t.Cleanup(c.Close)
+	s, e := c.OpenStream(context.Background(), "/v1/completions", []byte(`{}`), "x")
+	if e != nil {
+		t.Fatal(e)
+	}
+	t.Cleanup(s.Close)
+	return s
 }

@@ -390,14 +390,10 @@ func (s *scanner) digits() int {
 	return s.i - start
 }
 
+// ws passes over JSON whitespace.
 func (s *scanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
+	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\n' || s.b[s.i] == '\t' || s.b[s.i] == '\r') {
+		s.i++
 	}
 }
 
