@@ -305,7 +305,7 @@ func (c *call) decodeLeg(ctx context.Context, n int, iid string, kvp []byte) *vl
 	defer s.Close()
 	out := newSink(c, s.Ready)
 	for {
-		ev, e := s.Next()
+		ev, e := s.NextBuffered() // the sinks copy what they keep
 		if e != nil {
 			return c.firstTokenError(e, &noFirst)
 		}

@@ -64,6 +64,28 @@ func TestStreamNextAllocations(t *testing.T) {
 	}
 }
 
+// TestStreamNextBuffered: the uncopied read allocates nothing, and Next's
+// events stay intact across later reads while NextBuffered's need not.
+func TestStreamNextBuffered(t *testing.T) {
+	s := &Stream{lines: lineReader{r: bufio.NewReaderSize(&loopBody{ev: []byte(benchEvent)}, 16<<10)}}
+	if n := testing.AllocsPerRun(500, func() {
+		if ev, e := s.NextBuffered(); e != nil || ev.Tokens != 1 {
+			t.Fatalf("event %+v, %v", ev, e)
+		}
+	}); n > 0 {
+		t.Errorf("%v allocations per event, want 0", n)
+	}
+	body := &loopBody{ev: []byte("data: {\"choices\":[]}\n\ndata: {\"usage\":null}\n\n")}
+	s = &Stream{lines: lineReader{r: bufio.NewReaderSize(body, 16)}} // a tiny buffer: every read refills it
+	own, _ := s.Next()
+	for range 4 {
+		_, _ = s.NextBuffered()
+	}
+	if string(own.Data) != `{"choices":[]}` {
+		t.Errorf("Next's event changed under later reads: %q", own.Data)
+	}
+}
+
 func BenchmarkStreamNext(b *testing.B) {
 	s := &Stream{lines: lineReader{r: bufio.NewReaderSize(&loopBody{ev: []byte(benchEvent)}, 16<<10)}}
 	b.ReportAllocs()
@@ -111,4 +133,14 @@ func openTestStream(t *testing.T, srv *httptest.Server) *Stream {
 	}
 	t.Cleanup(s.Close)
 	return s
+}
+
+func BenchmarkStreamNextBuffered(b *testing.B) {
+	s := &Stream{lines: lineReader{r: bufio.NewReaderSize(&loopBody{ev: []byte(benchEvent)}, 16<<10)}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, e := s.NextBuffered(); e != nil {
+			b.Fatal(e)
+		}
+	}
 }
