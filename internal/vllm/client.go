@@ -169,6 +169,10 @@ type Stream struct {
 	Status int
 }
 
+// readerPool recycles decode streams' read buffers: a fresh 16 KiB one per
+// stream was the largest allocation of a routed request. Close returns it.
+var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
+
 // OpenStream sends the decode leg and returns its stream once the engine
 // answered 200. Cancel ctx (or Close) to abort the leg: the engine sees
 // the connection close and stops generating.
@@ -179,7 +183,9 @@ func (c *Client) OpenStream(ctx context.Context, endpoint string, body []byte, r
 		cancel()
 		return nil, e
 	}
-	return &Stream{resp: resp, lines: lineReader{r: bufio.NewReaderSize(resp.Body, 16<<10)}, cancel: cancel, Status: resp.StatusCode,
+	br := readerPool.Get().(*bufio.Reader)
+	br.Reset(resp.Body)
+	return &Stream{resp: resp, lines: lineReader{r: br}, cancel: cancel, Status: resp.StatusCode,
 		base: c.base, key: c.key, born: time.Now()}, nil
 }
 
@@ -234,6 +240,9 @@ func (s *Stream) Next() (Event, *Error) { return s.next(true) }
 func (s *Stream) NextBuffered() (Event, *Error) { return s.next(false) }
 
 func (s *Stream) next(own bool) (Event, *Error) {
+	if s.lines.r == nil {
+		return Event{}, invalidStream("read from a closed stream")
+	}
 	for {
 		line, err := s.lines.next()
 		if err != nil {
@@ -256,7 +265,7 @@ func (s *Stream) next(own bool) (Event, *Error) {
 
 // Ready reports that the next event is already buffered, so Next returns
 // without waiting on the engine: a relay may hold its flush until then.
-func (s *Stream) Ready() bool { return s.lines.dataBuffered() }
+func (s *Stream) Ready() bool { return s.lines.r != nil && s.lines.dataBuffered() }
 
 func (s *Stream) readError(err error) *Error {
 	s.mu.Lock()
@@ -276,7 +285,9 @@ func invalidStream(msg string) *Error {
 	return &Error{Phase: "decode", Reason: ReasonConnection, Class: "stream", Msg: msg}
 }
 
-// Close aborts the leg if it is still running and releases the connection.
+// Close aborts the leg if it is still running and releases the connection
+// and the read buffer; call it from the goroutine that reads (cancel the
+// context to abort from elsewhere). Reading after Close is an error.
 func (s *Stream) Close() {
 	s.mu.Lock()
 	if s.timer != nil {
@@ -286,6 +297,11 @@ func (s *Stream) Close() {
 	s.mu.Unlock()
 	s.cancel()
 	s.resp.Body.Close()
+	if br := s.lines.r; br != nil {
+		s.lines = lineReader{}
+		br.Reset(nil)
+		readerPool.Put(br)
+	}
 }
 
 // Tokenize counts the prompt of a completions body (prompt) or a chat body

@@ -144,3 +144,24 @@ func BenchmarkStreamNextBuffered(b *testing.B) {
 		}
 	}
 }
+
+// TestClosedStreamGaveBackItsBuffer: after Close the read buffer belongs
+// to the pool, so the stream must not read from it again.
+func TestClosedStreamGaveBackItsBuffer(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte("data: {\"choices\":[]}\n\ndata: [DONE]\n\n"))
+	}))
+	s := openTestStream(t, srv)
+	if ev, e := s.Next(); e != nil || ev.Done {
+		t.Fatalf("first event %+v, %v", ev, e)
+	}
+	s.Close()
+	s.Close() // twice is harmless
+	if s.Ready() {
+		t.Error("a closed stream reports a buffered event")
+	}
+	if _, e := s.NextBuffered(); e == nil || !strings.Contains(e.Msg, "closed") {
+		t.Errorf("read after Close = %v, want the closed-stream error", e)
+	}
+}
