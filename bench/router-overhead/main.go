@@ -31,6 +31,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"sort"
 	"strconv"
@@ -53,7 +54,12 @@ func main() {
 	jsonOut := flag.String("json", "", "also write the results as JSON to this file")
 	engines := flag.Int("engines", 2, "engines in the routed fleet (at least 2; half prefill)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	memProfile := flag.String("memprofile", "", "write an allocation profile of the whole run to this file")
 	flag.Parse()
+	if *memProfile != "" {
+		runtime.MemProfileRate = 64 << 10
+		defer writeHeapProfile(*memProfile)
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err == nil && pprof.StartCPUProfile(f) == nil {
@@ -64,6 +70,20 @@ func main() {
 		fmt.Fprintln(os.Stderr, "router-overhead:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
+	}
+}
+
+// writeHeapProfile saves the allocations since the start (see
+// go tool pprof -sample_index=alloc_space).
+func writeHeapProfile(path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "router-overhead:", err)
+		return
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "router-overhead:", err)
 	}
 }
 

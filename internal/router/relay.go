@@ -15,9 +15,9 @@ type sink interface {
 	finish() *vllm.Error
 }
 
-func newSink(c *call) sink {
+func newSink(c *call, ready func() bool) sink {
 	if c.q.Stream {
-		return &relay{c: c}
+		return &relay{c: c, ready: ready}
 	}
 	return newAssembler(c)
 }
@@ -27,25 +27,36 @@ var errClientGone = &vllm.Error{Phase: "decode", Reason: "cancelled", Msg: "clie
 
 // relay streams events to the client. Before the first token the status
 // and events are held, so a failure before output still gets a real HTTP
-// status; from the first token on, each event is written and flushed.
+// status; from the first token on, each event is written, and flushed
+// unless the engine's next event is already buffered (then it goes out
+// with that one's flush: a syscall saved, no token delayed).
 type relay struct {
 	c       *call
-	held    [][]byte
-	heldLen int
+	ready   func() bool // the next engine event is buffered (vllm.Stream.Ready)
+	held    [][]byte    // whole frames held before the first token
+	heldLen int         // their payload bytes
+	frame   []byte      // the frame being built, reused across events
+	legFor  int         // the attempt leg was built for
+	leg     []byte      // the engine-side id ownID replaces
+	rc      *http.ResponseController
+	pending int // bytes written since the last flush
 }
 
 // maxHeldEvents bounds the events held before the first token.
 const maxHeldEvents = 64
 
+// maxUnflushed bounds what coalescing keeps in the writer.
+const maxUnflushed = 32 << 10
+
+// frameOverhead is the "data: " and "\n\n" around a payload.
+const frameOverhead = len("data: \n\n")
+
 func (s *relay) event(ev vllm.Event) *vllm.Error {
 	c := s.c
-	data := c.ownID(ev.Data)
-	if !ev.NotJSON && !c.q.ClientTokenIDs {
-		data = openai.StripTokenIDs(data)
-	}
+	s.frame = s.appendFrame(s.frame[:0], ev)
 	if !c.committed && ev.Tokens == 0 && !ev.Output {
-		s.held = append(s.held, data)
-		s.heldLen += len(data)
+		s.held = append(s.held, bytes.Clone(s.frame))
+		s.heldLen += len(s.frame) - frameOverhead
 		if len(s.held) > maxHeldEvents || s.heldLen > c.r.cfg.Serving.MaxResponseBytes {
 			return &vllm.Error{Phase: "decode", Reason: vllm.ReasonResponseLimit, Class: "stream",
 				Msg: "too much stream metadata before the first token"}
@@ -55,7 +66,42 @@ func (s *relay) event(ev vllm.Event) *vllm.Error {
 	if !c.committed {
 		s.commit()
 	}
-	return s.write(data)
+	if e := s.writeNoFlush(s.frame); e != nil {
+		return e
+	}
+	if s.ready != nil && s.ready() && s.pending < maxUnflushed {
+		return nil
+	}
+	return s.flush()
+}
+
+// appendFrame builds the client's frame for ev: the router's request id
+// in place of the leg id, the router's token ids cut out.
+func (s *relay) appendFrame(dst []byte, ev vllm.Event) []byte {
+	c := s.c
+	dst = append(dst, "data: "...)
+	mark := len(dst)
+	if s.leg == nil || s.legFor != c.attempts {
+		s.leg, s.legFor = []byte(legID(c.rid, c.attempts, "decode")), c.attempts
+	}
+	dst = appendReplaced(dst, ev.Data, s.leg, c.rid)
+	if !ev.NotJSON && !c.q.ClientTokenIDs {
+		dst = dst[:mark+len(openai.StripTokenIDsInPlace(dst[mark:]))]
+	}
+	return append(dst, "\n\n"...)
+}
+
+// appendReplaced appends data with every old replaced by new, as
+// bytes.ReplaceAll does, without allocating a result of its own.
+func appendReplaced(dst, data, old []byte, new string) []byte {
+	for {
+		i := bytes.Index(data, old)
+		if i < 0 {
+			return append(dst, data...)
+		}
+		dst = append(append(dst, data[:i]...), new...)
+		data = data[i+len(old):]
+	}
 }
 
 func (s *relay) commit() {
@@ -65,31 +111,29 @@ func (s *relay) commit() {
 	h.Set("Cache-Control", "no-cache")
 	c.w.WriteHeader(http.StatusOK)
 	c.committed = true
-	for _, d := range s.held {
-		if s.writeNoFlush(d) != nil {
+	for _, f := range s.held {
+		if s.writeNoFlush(f) != nil {
 			return
 		}
 	}
 	s.held = nil
 }
 
-func (s *relay) writeNoFlush(data []byte) *vllm.Error {
-	buf := make([]byte, 0, len(data)+8)
-	buf = append(buf, "data: "...)
-	buf = append(buf, data...)
-	buf = append(buf, "\n\n"...)
-	if _, err := s.c.w.Write(buf); err != nil {
+func (s *relay) writeNoFlush(frame []byte) *vllm.Error {
+	if _, err := s.c.w.Write(frame); err != nil {
 		s.c.clientGone = true
 		return errClientGone
 	}
+	s.pending += len(frame)
 	return nil
 }
 
-func (s *relay) write(data []byte) *vllm.Error {
-	if e := s.writeNoFlush(data); e != nil {
-		return e
+func (s *relay) flush() *vllm.Error {
+	if s.rc == nil {
+		s.rc = http.NewResponseController(s.c.w)
 	}
-	if err := http.NewResponseController(s.c.w).Flush(); err != nil {
+	s.pending = 0
+	if err := s.rc.Flush(); err != nil {
 		s.c.clientGone = true
 		return errClientGone
 	}
@@ -100,7 +144,10 @@ func (s *relay) finish() *vllm.Error {
 	if !s.c.committed {
 		s.commit()
 	}
-	return s.write([]byte("[DONE]"))
+	if e := s.writeNoFlush([]byte("data: [DONE]\n\n")); e != nil {
+		return e
+	}
+	return s.flush()
 }
 
 // streamError ends a committed stream with one terminal error event.

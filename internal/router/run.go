@@ -315,9 +315,9 @@ func (c *call) decodeLeg(ctx context.Context, n int, iid string, kvp []byte) *vl
 		return c.firstTokenError(e, &noFirst)
 	}
 	defer s.Close()
-	out := newSink(c)
+	out := newSink(c, s.Ready)
 	for {
-		ev, e := s.Next()
+		ev, e := s.NextBuffered() // the sinks copy what they keep
 		if e != nil {
 			return c.firstTokenError(e, &noFirst)
 		}

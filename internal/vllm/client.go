@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -153,13 +154,24 @@ type Stream struct {
 
 	base, key string // to redact from an in-stream error a client may see
 
-	mu       sync.Mutex
+	// last is when the latest line arrived (since born). The idle timer
+	// re-arms from it when it fires, rather than every line resetting the
+	// timer: a store per token instead of a timer-heap update.
+	born time.Time
+	last atomic.Int64
+
+	mu       sync.Mutex // guards idle, timer, gen and timedOut
 	idle     time.Duration
 	timer    *time.Timer
+	gen      int // which SetIdleTimeout the running timer belongs to
 	timedOut bool
 	// Status is the engine's HTTP status (200).
 	Status int
 }
+
+// readerPool recycles decode streams' read buffers: a fresh 16 KiB one per
+// stream was the largest allocation of a routed request. Close returns it.
+var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
 
 // OpenStream sends the decode leg and returns its stream once the engine
 // answered 200. Cancel ctx (or Close) to abort the leg: the engine sees
@@ -171,8 +183,10 @@ func (c *Client) OpenStream(ctx context.Context, endpoint string, body []byte, r
 		cancel()
 		return nil, e
 	}
-	return &Stream{resp: resp, lines: lineReader{r: bufio.NewReaderSize(resp.Body, 16<<10)}, cancel: cancel, Status: resp.StatusCode,
-		base: c.base, key: c.key}, nil
+	br := readerPool.Get().(*bufio.Reader)
+	br.Reset(resp.Body)
+	return &Stream{resp: resp, lines: lineReader{r: br}, cancel: cancel, Status: resp.StatusCode,
+		base: c.base, key: c.key, born: time.Now()}, nil
 }
 
 // SetIdleTimeout bounds the silence between chunks from now on; 0 removes
@@ -181,33 +195,54 @@ func (s *Stream) SetIdleTimeout(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.idle = d
+	s.gen++
 	if s.timer != nil {
 		s.timer.Stop()
 		s.timer = nil
 	}
 	if d > 0 {
-		s.timer = time.AfterFunc(d, s.expire)
+		s.touch()
+		gen := s.gen
+		s.timer = time.AfterFunc(d, func() { s.expire(gen) })
 	}
 }
 
-func (s *Stream) expire() {
+// expire runs when the idle timer fires: the leg times out if no line came
+// for the whole bound, else the timer waits out the rest of it.
+func (s *Stream) expire(gen int) {
 	s.mu.Lock()
+	if gen != s.gen {
+		s.mu.Unlock()
+		return // replaced or closed meanwhile
+	}
+	if quiet := time.Duration(s.sinceBorn() - s.last.Load()); quiet < s.idle {
+		s.timer.Reset(s.idle - quiet)
+		s.mu.Unlock()
+		return
+	}
 	s.timedOut = true
 	s.mu.Unlock()
 	s.cancel()
 }
 
-func (s *Stream) touch() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.timer != nil {
-		s.timer.Reset(s.idle)
-	}
-}
+func (s *Stream) sinceBorn() int64 { return int64(time.Since(s.born)) }
+
+func (s *Stream) touch() { s.last.Store(s.sinceBorn()) }
 
 // Next returns the next data event. Non-data lines (comments, event names)
 // are skipped. The stream ending before [DONE] is an error.
-func (s *Stream) Next() (Event, *Error) {
+func (s *Stream) Next() (Event, *Error) { return s.next(true) }
+
+// NextBuffered is Next without copying the event: its Data and Usage point
+// into the stream's read buffer and hold only until the next call. For a
+// caller that copies what it keeps (the router's relay and assembler),
+// which saves the one allocation per token.
+func (s *Stream) NextBuffered() (Event, *Error) { return s.next(false) }
+
+func (s *Stream) next(own bool) (Event, *Error) {
+	if s.lines.r == nil {
+		return Event{}, invalidStream("read from a closed stream")
+	}
 	for {
 		line, err := s.lines.next()
 		if err != nil {
@@ -219,11 +254,18 @@ func (s *Stream) Next() (Event, *Error) {
 			continue
 		}
 		data = bytes.TrimPrefix(data, []byte(" "))
-		ev, e := parseEvent(append([]byte(nil), data...))
+		if own {
+			data = append([]byte(nil), data...)
+		}
+		ev, e := parseEvent(data)
 		e.redact(s.base, s.key)
 		return ev, e
 	}
 }
+
+// Ready reports that the next event is already buffered, so Next returns
+// without waiting on the engine: a relay may hold its flush until then.
+func (s *Stream) Ready() bool { return s.lines.r != nil && s.lines.dataBuffered() }
 
 func (s *Stream) readError(err error) *Error {
 	s.mu.Lock()
@@ -243,15 +285,23 @@ func invalidStream(msg string) *Error {
 	return &Error{Phase: "decode", Reason: ReasonConnection, Class: "stream", Msg: msg}
 }
 
-// Close aborts the leg if it is still running and releases the connection.
+// Close aborts the leg if it is still running and releases the connection
+// and the read buffer; call it from the goroutine that reads (cancel the
+// context to abort from elsewhere). Reading after Close is an error.
 func (s *Stream) Close() {
 	s.mu.Lock()
 	if s.timer != nil {
 		s.timer.Stop()
 	}
+	s.gen++
 	s.mu.Unlock()
 	s.cancel()
 	s.resp.Body.Close()
+	if br := s.lines.r; br != nil {
+		s.lines = lineReader{}
+		br.Reset(nil)
+		readerPool.Put(br)
+	}
 }
 
 // Tokenize counts the prompt of a completions body (prompt) or a chat body

@@ -94,14 +94,44 @@ func (l *lineReader) next() ([]byte, error) {
 	return line, nil
 }
 
+// dataBuffered reports that a whole data line is already in the buffer, so
+// the next read of an event will not wait on the engine. Lines before it
+// (the blank line ending an event, comments) are passed over; anything
+// unusual (a pending bare-CR split) answers false, which only costs a
+// flush.
+func (l *lineReader) dataBuffered() bool {
+	if l.pending != nil {
+		return false
+	}
+	buf, _ := l.r.Peek(l.r.Buffered())
+	for {
+		i := bytes.IndexByte(buf, '\n')
+		if i < 0 {
+			return false
+		}
+		if bytes.HasPrefix(buf, []byte("data:")) {
+			return true
+		}
+		buf = buf[i+1:]
+	}
+}
+
 // parseEvent reads one data payload. An error object inside a 200 stream is
 // the engine failing after it committed to success.
 func parseEvent(data []byte) (Event, *Error) {
-	ev := Event{Data: data}
 	if bytes.Equal(data, []byte("[DONE]")) {
-		ev.Done = true
+		return Event{Data: data, Done: true}, nil
+	}
+	if ev, ok := fastEvent(data); ok {
 		return ev, nil
 	}
+	return decodeEvent(data)
+}
+
+// decodeEvent is parseEvent for the chunks the scanner leaves alone: errors,
+// malformed input and unusual shapes.
+func decodeEvent(data []byte) (Event, *Error) {
+	ev := Event{Data: data}
 	var c streamChunk
 	if err := json.Unmarshal(data, &c); err != nil {
 		ev.NotJSON = true

@@ -242,14 +242,7 @@ func TestIdleTimeoutAbortsTheLeg(t *testing.T) {
 		w.(http.Flusher).Flush()
 		<-r.Context().Done() // silent until the client gives up
 	}))
-	defer srv.Close()
-	c := NewClient(srv.URL, Options{})
-	defer c.Close()
-	s, e := c.OpenStream(context.Background(), "/v1/completions", []byte(`{}`), "x")
-	if e != nil {
-		t.Fatal(e)
-	}
-	defer s.Close()
+	s := openTestStream(t, srv)
 	s.SetIdleTimeout(50 * time.Millisecond)
 	if _, e := s.Next(); e == nil || !e.Timeout || !strings.Contains(e.Msg, "silent") {
 		t.Fatalf("error = %+v, want the between-token timeout", e)
