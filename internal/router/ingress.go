@@ -315,8 +315,8 @@ func (c *call) tokenize(ctx context.Context) (int, *vllm.Error) {
 			return n, nil
 		}
 		last = e
-		if ctx.Err() == nil && neverReached(e) {
-			r.reportLeg(avail.Failure{IID: iid, Err: e}) // breaker evidence: a refused count is a dead engine
+		if ctx.Err() == nil && unanswered(e) {
+			r.reportLeg(avail.Failure{IID: iid, Err: e}) // breaker evidence: a dropped count is a dead engine
 			continue
 		}
 		tries++
@@ -328,6 +328,14 @@ func (c *call) tokenize(ctx context.Context) (int, *vllm.Error) {
 		last = &vllm.Error{Phase: "admission", Reason: journal.ReasonNoEngine, Msg: "no live engine to count the prompt"}
 	}
 	return 0, last
+}
+
+// unanswered reports whether an engine gave no answer at all: the
+// connection was refused, or dropped before any response (a dead process
+// behind a reused keep-alive connection). Counting has no side effects, so
+// either moves the count to the next engine within the attempt.
+func unanswered(e *vllm.Error) bool {
+	return neverReached(e) || (e != nil && e.Reason == vllm.ReasonConnection)
 }
 
 // leastLoaded is the live engine outside skip with the fewest resident
