@@ -211,11 +211,11 @@ func (c *call) placeLocked(n int, exclude map[string]bool) (sched.Placement, *sc
 }
 
 // prefillLeg is which prefill step attempt n's refusal came from.
-func prefillLeg(n int) refusalLeg {
+func prefillLeg(n int) openai.RefusalLeg {
 	if n == 1 {
-		return firstPrefill
+		return openai.FirstPrefill
 	}
-	return retryPrefill
+	return openai.RetryPrefill
 }
 
 // placeDecode takes the core's decode step (sched.Core.PlaceDecode),
@@ -233,7 +233,7 @@ func (c *call) placeDecode(ctx context.Context, exclude map[string]bool, handoff
 		case ref == nil:
 			return pl.IID, nil, true
 		case !ref.Wait:
-			c.refused(decodeLeg, ref, pl)
+			c.refused(openai.DecodeLeg, ref, pl)
 			return "", nil, false
 		}
 		left := c.deadline.Sub(r.clock.Now())

@@ -48,7 +48,7 @@ type Placement struct {
 
 // Refusal is why the core will not place a leg now. It names a cause and
 // what the core projects, never what the cause means to a client: the
-// router maps causes to HTTP statuses and error types (router/refusal.go),
+// router maps causes to HTTP statuses and error types (one table, openai/refusal.go, that the router asks),
 // the simulator to its own outcome counts.
 type Refusal struct {
 	Cause string // one of the Cause constants: refused_cause / reason for the journal
