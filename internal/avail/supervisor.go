@@ -18,7 +18,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"sort"
 	"sync"
 	"time"
 
@@ -175,10 +174,7 @@ func New(c Config) *Supervisor {
 	if s.goBg == nil {
 		s.goBg = func(f func(ctx context.Context)) { go f(s.ctx) }
 	}
-	for _, e := range c.Fleet.Engines {
-		s.order = append(s.order, e.IID)
-	}
-	sort.Strings(s.order)
+	s.order = c.Fleet.IIDs()
 	s.drift = lifecycle.NewDrift(c.Fleet.Recovery.Health, s.order)
 	s.publishLive()
 	return s

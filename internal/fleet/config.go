@@ -4,6 +4,8 @@
 // network or runtime work; paths are stored, not opened.
 package fleet
 
+import "sort"
+
 // Schema and SchemaVersion identify the fleet document this build reads
 // and writes.
 const (
@@ -222,4 +224,15 @@ func DefaultContract() EngineContract {
 	var k EngineContract
 	applyDefaults(contractFields(&k))
 	return k
+}
+
+// IIDs are the engines' ids, sorted: the order every component that walks
+// the fleet (router, supervisor, lifecycle) keeps.
+func (c *Config) IIDs() []string {
+	out := make([]string, 0, len(c.Engines))
+	for _, e := range c.Engines {
+		out = append(out, e.IID)
+	}
+	sort.Strings(out)
+	return out
 }

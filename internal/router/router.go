@@ -16,7 +16,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -211,9 +210,8 @@ func (r *Router) addEngines(key string) {
 			IdleConns:      max(1, cfg.Serving.MaxConnections/2),
 			MaxResponse:    int64(cfg.Serving.MaxResponseBytes),
 		})}
-		r.order = append(r.order, e.IID)
 	}
-	sort.Strings(r.order)
+	r.order = cfg.IIDs()
 }
 
 // newProber builds the router's engine checks (internal/probe) over its
@@ -232,11 +230,7 @@ func checkProfiles(cfg *fleet.Config, profiles *profile.Store) error {
 	if profiles == nil {
 		return errors.New("no profile store: run narwhal-profile, or point profiles.path at a narwhal.profiles file")
 	}
-	iids := make([]string, len(cfg.Engines))
-	for i, e := range cfg.Engines {
-		iids[i] = e.IID
-	}
-	return profiles.Cover(iids)
+	return profiles.Cover(cfg.IIDs())
 }
 
 func withDefaults(o Options) Options {
