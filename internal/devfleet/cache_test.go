@@ -19,17 +19,26 @@ func TestDevFleetPrefillsTheSecondTurnWhereTheFirstIs(t *testing.T) {
 	defer run.stop()
 	system := strings.Repeat("You are the harbour master's assistant; answer in one line. ", 10)
 	msgs := []map[string]string{{"role": "system", "content": system}, {"role": "user", "content": "When is high tide?"}}
+	// A 429 is load that passes (a loaded CI machine's profile and loop
+	// lag can refuse a turn): the client retries it, as an SDK would,
+	// a bounded number of times.
 	chat := func(m []map[string]string) string {
 		b, _ := json.Marshal(map[string]any{"model": "narwhal/sim-llama-3-8b", "max_tokens": 4, "messages": m})
-		resp, err := http.Post(run.base+"/v1/chat/completions", "application/json", strings.NewReader(string(b)))
-		if err != nil {
-			t.Fatal(err)
+		for try := 0; ; try++ {
+			resp, err := http.Post(run.base+"/v1/chat/completions", "application/json", strings.NewReader(string(b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusTooManyRequests && try < 20 {
+				time.Sleep(250 * time.Millisecond)
+				continue
+			}
+			if resp.StatusCode != 200 {
+				t.Fatalf("HTTP %d after %d tries", resp.StatusCode, try+1)
+			}
+			return resp.Header.Get("X-Narwhal-Request-Id")
 		}
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Fatalf("HTTP %d", resp.StatusCode)
-		}
-		return resp.Header.Get("X-Narwhal-Request-Id")
 	}
 	first := rowOf(t, run.dir, chat(msgs))
 	if first.PrefillIID == nil {
