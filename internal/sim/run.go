@@ -107,7 +107,8 @@ func newRunner(f Fleet, arm Arm, tr Trace) (*runner, error) {
 	for _, e := range cfg.Engines {
 		row, _ := store.Get(e.IID)
 		m, err := enginemodel.New(enginemodel.Config{Timing: row, KVCapacityTokens: f.Shape.KVCapacityTokens,
-			BlockSize: f.Shape.BlockSize, MaxNumSeqs: f.Shape.MaxNumSeqs, MaxBatchedTokens: f.Shape.MaxBatchedTokens})
+			BlockSize: f.Shape.BlockSize, MaxNumSeqs: f.Shape.MaxNumSeqs, MaxBatchedTokens: f.Shape.MaxBatchedTokens,
+			ReuseBuffers: true})
 		if err != nil {
 			return nil, fmt.Errorf("sim: engine %s: %w", e.IID, err)
 		}
