@@ -97,12 +97,20 @@ type Request struct {
 
 	arrived    float64 // Track's time: the TTFT check counts elapsed seconds from it
 	phase      Phase
-	producer   string // iid of the prefill leg's engine, once dispatched
-	at         string // iid where it is resident now, "" when not resident
+	producer   string    // iid of the prefill leg's engine, once dispatched
+	at         *Instance // the engine where it is resident now, nil when not resident
 	price      float64
 	lastToken  float64 // time of the last decode token, for gaps
 	sawToken   bool
 	tokensHere int
+}
+
+// where is the iid of the engine r is resident on, "" when none.
+func (r *Request) where() string {
+	if r.at == nil {
+		return ""
+	}
+	return r.at.IID
 }
 
 // kv is L(r): the request's KV length in tokens.
