@@ -49,6 +49,10 @@ type Request struct {
 	// Hold keeps the request's KV blocks after it finishes until Release:
 	// a prefill leg holding its blocks under a NIXL lease.
 	Hold bool
+	// Ref is the caller's own handle for the request, echoed in its
+	// events so that a driver can find its state without a lookup by ID.
+	// The model never reads it.
+	Ref int
 }
 
 // Kind is what a step computes.
@@ -91,6 +95,7 @@ type Event struct {
 	Kind  EventKind
 	ID    string
 	Index int
+	Ref   int // the request's Ref
 }
 
 type req struct {
@@ -350,10 +355,10 @@ func (m *Model) Complete(s Step) []Event {
 		} else {
 			r.computed = max(r.computed, r.PromptTokens+r.generated)
 		}
-		evs = append(evs, Event{Kind: Token, ID: id, Index: r.generated})
+		evs = append(evs, Event{Kind: Token, ID: id, Index: r.generated, Ref: r.Ref})
 		r.generated++
 		if r.generated >= r.MaxTokens {
-			evs = append(evs, Event{Kind: Finished, ID: id})
+			evs = append(evs, Event{Kind: Finished, ID: id, Ref: r.Ref})
 			m.finish(r)
 		}
 	}

@@ -229,3 +229,29 @@ func TestFreshBuffersSurviveTheNextStep(t *testing.T) {
 		t.Fatalf("first step's slices changed under later steps: ids %v, events %v", s1.IDs, evs1)
 	}
 }
+
+func TestEventsCarryTheirRequestsRef(t *testing.T) {
+	m := newModel(t, 1600)
+	refs := map[string]int{"a": 7, "b": 42}
+	for id, ref := range refs {
+		if err := m.Add(Request{ID: id, PromptTokens: 20, MaxTokens: 3, Ref: ref}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := 0
+	for k := 0; k < 20; k++ {
+		s, ok := m.Next()
+		if !ok {
+			break
+		}
+		for _, e := range m.Complete(s) {
+			seen++
+			if e.Ref != refs[e.ID] {
+				t.Errorf("%v event of %s carries ref %d, want %d", e.Kind, e.ID, e.Ref, refs[e.ID])
+			}
+		}
+	}
+	if seen != 8 { // three tokens and a finish each
+		t.Fatalf("saw %d events, want 8", seen)
+	}
+}

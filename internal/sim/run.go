@@ -9,8 +9,9 @@ import (
 	"github.com/narwhal-go/narwhal/internal/sched"
 )
 
-// engine is one simulated engine: its service model, its label as last
-// seen in the core, and the legs it is running.
+// engine is one simulated engine: its service model and its label as last
+// seen in the core. The legs it runs are named by their model requests'
+// Ref (legRef).
 type engine struct {
 	iid     string
 	inst    *sched.Instance
@@ -18,8 +19,7 @@ type engine struct {
 	pin     bool
 	flipped int
 	m       *enginemodel.Model
-	busy    bool // a step is in flight
-	legs    map[string]leg
+	busy    bool      // a step is in flight
 	cache   *simCache // nil without prefix caching
 }
 
@@ -36,9 +36,17 @@ type leg struct {
 	kind legKind
 }
 
+// legRef is the leg's handle on its engine model: the request's index and
+// the leg's kind, so that a step's events find their leg without a lookup.
+func legRef(l leg) int { return l.r.idx<<2 | int(l.kind) }
+
+// leg is the leg whose handle is ref.
+func (rn *runner) leg(ref int) leg { return leg{&rn.reqs[ref>>2], legKind(ref & 3)} }
+
 // request is one arrival's life in the simulation.
 type request struct {
 	a                   Arrival
+	idx                 int // in the trace and rn.reqs
 	rid                 string
 	arrived             int64
 	prefillDone, last   int64
@@ -112,7 +120,7 @@ func newRunner(f Fleet, arm Arm, tr Trace) (*runner, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sim: engine %s: %w", e.IID, err)
 		}
-		eng := &engine{iid: e.IID, inst: core.Instance(e.IID), role: e.Role, pin: e.Pin, m: m, legs: map[string]leg{}}
+		eng := &engine{iid: e.IID, inst: core.Instance(e.IID), role: e.Role, pin: e.Pin, m: m}
 		if f.PrefixCaching {
 			eng.cache = newSimCache(m.Stats().BlockSize)
 		}
