@@ -9,7 +9,10 @@ package sched
 // steps can find it by rid; the controller's demand model counts it.
 func (c *Core) Track(arrived float64, r Request) *Request {
 	req := r
-	req.arrived = arrived
+	req.arrived, req.forgotten = arrived, false
+	if old := c.requests[r.RID]; old != nil {
+		old.forgotten = true // a stale handle must not act on its successor's rid
+	}
 	c.requests[r.RID] = &req
 	c.ctl.arrival(arrived, &req)
 	if c.rec != nil { // the log's copy of the evidence is built only for a listener
@@ -56,14 +59,26 @@ func (c *Core) PrefillDone(now float64, iid, rid string) {
 // before the first token on an engine is not an inter-token gap: it spans
 // the KV transfer and queueing.
 func (c *Core) OutputTokens(now float64, iid, rid string, n int) {
-	c.outputTokens(now, iid, rid, n)
+	c.outputTokens(now, iid, c.requests[rid], n)
 	if c.rec != nil { // a step per token: no Step is built when no one listens
 		c.rec(Step{Kind: StepOutputTokens, Now: now, IID: iid, RID: rid, Tokens: n})
 	}
 }
 
-func (c *Core) outputTokens(now float64, iid, rid string, n int) {
-	r := c.requests[rid]
+// OutputTokensOf is OutputTokens for r, the request Track returned, found
+// without a lookup by rid (the simulator's step per token). It records
+// the same step; once the core forgot r (Finished, or its rid tracked
+// again) it changes nothing, as OutputTokens does for an unknown rid.
+func (c *Core) OutputTokensOf(now float64, iid string, r *Request, n int) {
+	if !r.forgotten {
+		c.outputTokens(now, iid, r, n)
+	}
+	if c.rec != nil {
+		c.rec(Step{Kind: StepOutputTokens, Now: now, IID: iid, RID: r.RID, Tokens: n})
+	}
+}
+
+func (c *Core) outputTokens(now float64, iid string, r *Request, n int) {
 	if r == nil || n <= 0 {
 		return
 	}
@@ -88,6 +103,7 @@ func (c *Core) Finished(now float64, rid string) {
 		c.unplace(r, now)
 		c.ctl.finished(r)
 		delete(c.requests, rid)
+		r.forgotten = true
 	}
 	if c.rec != nil {
 		c.rec(Step{Kind: StepFinished, Now: now, RID: rid})

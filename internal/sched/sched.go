@@ -103,6 +103,7 @@ type Request struct {
 	lastToken  float64 // time of the last decode token, for gaps
 	sawToken   bool
 	tokensHere int
+	forgotten  bool // no longer the core's request for RID (OutputTokensOf)
 }
 
 // where is the iid of the engine r is resident on, "" when none.

@@ -17,7 +17,7 @@ func (rn *runner) arrive(r *request, a Arrival, idx int) {
 	if rn.f.PrefixCaching {
 		r.blocks = blockKeys(a, idx, rn.f.Shape.BlockSize)
 	}
-	rn.d.arrive(now, r.rid, a.InputLen, a.OutputLen, rn.evidence(r))
+	r.core = rn.d.arrive(now, r.rid, a.InputLen, a.OutputLen, rn.evidence(r))
 	pl, ref := rn.d.place(now, r.rid)
 	rn.observe() // the Arrow policy grows a pool inside the placement step
 	if ref != nil {
@@ -157,7 +157,7 @@ func (rn *runner) prefillHere(r *request, e *engine) error {
 func (rn *runner) token(r *request, e *engine) {
 	r.tokens++
 	r.last = rn.now
-	rn.d.tokens(rn.nowS(), e.iid, r.rid, 1)
+	rn.d.tokens(rn.nowS(), e.iid, r.core, 1)
 }
 
 // finish scores a completed request: TTFT is arrival to prefill done,

@@ -48,6 +48,7 @@ type request struct {
 	a                   Arrival
 	idx                 int // in the trace and rn.reqs
 	rid                 string
+	core                *sched.Request // the core's handle (Track's answer)
 	arrived             int64
 	prefillDone, last   int64
 	tokens              int
