@@ -3,6 +3,8 @@ package sched
 import (
 	"reflect"
 	"testing"
+
+	"github.com/narwhal-go/narwhal/internal/profile"
 )
 
 // OutputTokensOf is OutputTokens without the lookup: the same state, the
@@ -50,5 +52,22 @@ func TestAStaleHandleDoesNotActOnItsSuccessor(t *testing.T) {
 	c.OutputTokensOf(1.5, "d0", old, 3)
 	if old.OutputLen != 0 || cur.OutputLen != 0 {
 		t.Fatalf("a replaced handle counted tokens: old %d, current %d", old.OutputLen, cur.OutputLen)
+	}
+}
+
+// Capacity reuses one DecodeRPS value only across engines whose rows are
+// equal but for the iid.
+func TestProfClassGroupsRowsEqualButForTheIID(t *testing.T) {
+	slower := row("c")
+	slower.TPOTIntercept *= 2
+	var before []*Instance
+	var got []int
+	for _, r := range []profile.Row{row("a"), row("b"), slower, row("d")} {
+		i := &Instance{IID: r.IID, prof: r, profClass: profClass(before, r)}
+		before = append(before, i)
+		got = append(got, i.profClass)
+	}
+	if want := []int{0, 0, 2, 0}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("classes %v, want %v", got, want)
 	}
 }
