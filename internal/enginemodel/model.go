@@ -29,6 +29,11 @@ type Config struct {
 	BlockSize        int // tokens per KV block (vLLM default 16)
 	MaxNumSeqs       int // max running requests (vLLM --max-num-seqs)
 	MaxBatchedTokens int // prompt tokens one prefill step may compute (--max-num-batched-tokens)
+	// ReuseBuffers lets the model reuse the slices it hands out: a Step's
+	// IDs and Preempted until the next Next, Complete's events until the
+	// next Complete. For a driver that is done with a step once it
+	// completes it (the fleet simulator), it saves an allocation per step.
+	ReuseBuffers bool
 }
 
 // Request is one engine request.
@@ -44,6 +49,10 @@ type Request struct {
 	// Hold keeps the request's KV blocks after it finishes until Release:
 	// a prefill leg holding its blocks under a NIXL lease.
 	Hold bool
+	// Ref is the caller's own handle for the request, echoed in its
+	// events so that a driver can find its state without a lookup by ID.
+	// The model never reads it.
+	Ref int
 }
 
 // Kind is what a step computes.
@@ -86,6 +95,7 @@ type Event struct {
 	Kind  EventKind
 	ID    string
 	Index int
+	Ref   int // the request's Ref
 }
 
 type req struct {
@@ -105,9 +115,16 @@ type Model struct {
 	waiting     []*req
 	running     []*req // admission order
 	all         map[string]*req
-	inflight    *Step
-	seq         uint64
+	inflight    bool   // a step is planned and not yet completed
+	seq         uint64 // the latest step's; Complete ignores any other
+	batch       []*req // the in-flight step's requests, in its IDs order
 	preemptions int
+
+	// Scratch buffers reused across steps (see Config.ReuseBuffers for the
+	// ones handed out).
+	admitted, prefill []*req
+	ids, victims      []string
+	events            []Event
 }
 
 // New checks cfg and returns an idle model.
@@ -183,26 +200,25 @@ func (m *Model) blocksFor(tokens int) int {
 // a step is already in flight. Prefill has priority: a step either prefills
 // newly admitted requests or decodes one token for every running request.
 func (m *Model) Next() (Step, bool) {
-	if m.inflight != nil {
+	if m.inflight {
 		return Step{}, false
 	}
-	admitted := m.admit()
-	var prefill []*req
-	for _, r := range admitted {
+	prefill := m.prefill[:0]
+	for _, r := range m.admit() {
 		if r.computed < r.PromptTokens+r.generated-1 {
 			prefill = append(prefill, r)
 		}
 	}
+	m.prefill = prefill
 	m.seq++
 	if len(prefill) > 0 {
 		s := Step{Kind: Prefill, seq: m.seq}
 		var secs float64
 		for _, r := range prefill {
 			secs += m.prefillCost(r)
-			s.IDs = append(s.IDs, r.ID)
 		}
+		s.IDs = m.plan(prefill)
 		s.Duration = units.Seconds(secs)
-		m.inflight = &s
 		return s, true
 	}
 	if len(m.running) == 0 {
@@ -210,13 +226,29 @@ func (m *Model) Next() (Step, bool) {
 	}
 	s := Step{Kind: Decode, seq: m.seq, Preempted: m.makeRoom()}
 	for _, r := range m.running {
-		s.IDs = append(s.IDs, r.ID)
 		s.ResidentTokens += r.computed
 	}
+	s.IDs = m.plan(m.running)
 	s.Running = len(m.running)
 	s.Duration = units.Seconds(m.cfg.Timing.TokenInterval(s.ResidentTokens, s.Running))
-	m.inflight = &s
 	return s, true
+}
+
+// plan puts the step computing batch in flight and returns its IDs.
+func (m *Model) plan(batch []*req) []string {
+	m.inflight = true
+	m.batch = append(m.batch[:0], batch...)
+	ids := m.ids[:0]
+	if !m.cfg.ReuseBuffers {
+		ids = make([]string, 0, len(batch))
+	}
+	for _, r := range batch {
+		ids = append(ids, r.ID)
+	}
+	if m.cfg.ReuseBuffers {
+		m.ids = ids
+	}
+	return ids
 }
 
 func (m *Model) prefillCost(r *req) float64 {
@@ -234,7 +266,7 @@ func (m *Model) prefillCost(r *req) float64 {
 // (prompt, output so far and one new token) and seats remain. It stops at
 // the first that does not fit, as vLLM's FCFS scheduler does.
 func (m *Model) admit() []*req {
-	var out []*req
+	out := m.admitted[:0]
 	budget := m.cfg.MaxBatchedTokens
 	for len(m.waiting) > 0 && len(m.running) < m.cfg.MaxNumSeqs {
 		r := m.waiting[0]
@@ -251,6 +283,7 @@ func (m *Model) admit() []*req {
 		m.running = append(m.running, r)
 		out = append(out, r)
 	}
+	m.admitted = out
 	return out
 }
 
@@ -259,6 +292,9 @@ func (m *Model) admit() []*req {
 // lose their KV and go back to the front of the queue.
 func (m *Model) makeRoom() []string {
 	var victims []string
+	if m.cfg.ReuseBuffers {
+		victims = m.victims[:0]
+	}
 	for len(m.running) > 1 {
 		extra := 0
 		for _, r := range m.running {
@@ -282,6 +318,9 @@ func (m *Model) makeRoom() []string {
 			r.blocks = need
 		}
 	}
+	if m.cfg.ReuseBuffers {
+		m.victims = victims
+	}
 	return victims
 }
 
@@ -293,16 +332,21 @@ func (m *Model) freeBlocks(r *req) {
 // Complete applies the in-flight step and returns its events. Requests that
 // were aborted while the step ran are skipped.
 func (m *Model) Complete(s Step) []Event {
-	if m.inflight == nil || m.inflight.seq != s.seq {
+	if !m.inflight || m.seq != s.seq {
 		return nil
 	}
-	m.inflight = nil
+	m.inflight = false
 	var evs []Event
-	for _, id := range s.IDs {
-		r := m.all[id]
-		if r == nil || !r.running {
+	if m.cfg.ReuseBuffers {
+		evs = m.events[:0]
+	}
+	for _, r := range m.batch {
+		// A request stopped, released or reset away while the step ran is
+		// no longer running (a new one under its id waits, not running).
+		if !r.running {
 			continue
 		}
+		id := r.ID
 		if s.Kind == Prefill {
 			r.computed = r.PromptTokens + r.generated
 			if r.generated > 0 {
@@ -311,12 +355,15 @@ func (m *Model) Complete(s Step) []Event {
 		} else {
 			r.computed = max(r.computed, r.PromptTokens+r.generated)
 		}
-		evs = append(evs, Event{Kind: Token, ID: id, Index: r.generated})
+		evs = append(evs, Event{Kind: Token, ID: id, Index: r.generated, Ref: r.Ref})
 		r.generated++
 		if r.generated >= r.MaxTokens {
-			evs = append(evs, Event{Kind: Finished, ID: id})
+			evs = append(evs, Event{Kind: Finished, ID: id, Ref: r.Ref})
 			m.finish(r)
 		}
+	}
+	if m.cfg.ReuseBuffers {
+		m.events = evs
 	}
 	return evs
 }
@@ -387,5 +434,7 @@ func (m *Model) Release(id string) {
 
 // Reset drops everything, as a process restart loses all resident KV.
 func (m *Model) Reset() {
-	m.waiting, m.running, m.all, m.inflight, m.usedBlocks = nil, nil, map[string]*req{}, nil, 0
+	m.waiting, m.running, m.all, m.inflight, m.usedBlocks = nil, nil, map[string]*req{}, false, 0
+	clear(m.batch)
+	m.batch = m.batch[:0]
 }

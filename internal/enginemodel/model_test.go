@@ -1,6 +1,8 @@
 package enginemodel
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,5 +169,89 @@ func TestStopMidStepAndReset(t *testing.T) {
 	}
 	if _, ok := m.Next(); ok {
 		t.Fatal("step after reset")
+	}
+}
+
+// transcript drives a model through arrivals, a mid-step stop and
+// preemption, and writes down every step and event as it goes.
+func transcript(t *testing.T, reuse bool) []string {
+	t.Helper()
+	m, err := New(Config{Timing: linear{}, KVCapacityTokens: 96, BlockSize: 16, MaxNumSeqs: 3, ReuseBuffers: reuse})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for k := 0; k < 400; k++ {
+		if k < 6 {
+			if err := m.Add(Request{ID: fmt.Sprintf("r%d", k), PromptTokens: 20 + k, MaxTokens: 20 + 5*k}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s, ok := m.Next()
+		if !ok {
+			break
+		}
+		out = append(out, fmt.Sprintf("step %v %v %v preempted %v", s.Kind, s.Duration, s.IDs, s.Preempted))
+		if k == 4 {
+			m.Stop(s.IDs[0])
+		}
+		for _, e := range m.Complete(s) {
+			out = append(out, fmt.Sprintf("event %+v", e))
+		}
+	}
+	return out
+}
+
+func TestReuseBuffersChangesNoStepOrEvent(t *testing.T) {
+	fresh, reused := transcript(t, false), transcript(t, true)
+	if len(fresh) < 20 || !strings.Contains(strings.Join(fresh, "\n"), "preempted [r") {
+		t.Fatalf("the transcript exercises too little (%d lines, preemption: %v)", len(fresh), strings.Contains(strings.Join(fresh, "\n"), "preempted [r"))
+	}
+	if len(fresh) != len(reused) {
+		t.Fatalf("%d lines fresh, %d reused", len(fresh), len(reused))
+	}
+	for i := range fresh {
+		if fresh[i] != reused[i] {
+			t.Fatalf("line %d: fresh %q, reused %q", i, fresh[i], reused[i])
+		}
+	}
+}
+
+func TestFreshBuffersSurviveTheNextStep(t *testing.T) {
+	m := newModel(t, 1600)
+	_ = m.Add(Request{ID: "a", PromptTokens: 10, MaxTokens: 3})
+	s1, _ := m.Next()
+	evs1 := m.Complete(s1)
+	_ = m.Add(Request{ID: "b", PromptTokens: 10, MaxTokens: 3})
+	s2, _ := m.Next()
+	m.Complete(s2)
+	if len(s1.IDs) != 1 || s1.IDs[0] != "a" || len(evs1) != 1 || evs1[0].ID != "a" {
+		t.Fatalf("first step's slices changed under later steps: ids %v, events %v", s1.IDs, evs1)
+	}
+}
+
+func TestEventsCarryTheirRequestsRef(t *testing.T) {
+	m := newModel(t, 1600)
+	refs := map[string]int{"a": 7, "b": 42}
+	for id, ref := range refs {
+		if err := m.Add(Request{ID: id, PromptTokens: 20, MaxTokens: 3, Ref: ref}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := 0
+	for k := 0; k < 20; k++ {
+		s, ok := m.Next()
+		if !ok {
+			break
+		}
+		for _, e := range m.Complete(s) {
+			seen++
+			if e.Ref != refs[e.ID] {
+				t.Errorf("%v event of %s carries ref %d, want %d", e.Kind, e.ID, e.Ref, refs[e.ID])
+			}
+		}
+	}
+	if seen != 8 { // three tokens and a finish each
+		t.Fatalf("saw %d events, want 8", seen)
 	}
 }

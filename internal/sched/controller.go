@@ -109,7 +109,9 @@ func (c *Core) Tick(now float64) []Decision {
 	for i := range out {
 		k.record(&out[i])
 	}
-	c.log(Step{Kind: StepTick, Now: now, Decisions: out})
+	if c.rec != nil {
+		c.rec(Step{Kind: StepTick, Now: now, Decisions: out})
+	}
 	return out
 }
 

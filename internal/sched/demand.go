@@ -41,6 +41,8 @@ type demandBucket struct {
 // history is the ring of arrival buckets within the demand window.
 type history struct {
 	buckets []*demandBucket // oldest first
+	merged  map[shape]int   // since's answer, reused by the next call
+	order   []shape         // estimate's sorted shapes, reused likewise
 }
 
 func (h *history) add(at float64, price float64, s shape) {
@@ -72,9 +74,14 @@ func (h *history) prune(keepFrom float64) {
 	h.buckets = h.buckets[k:]
 }
 
-// since sums the buckets that start at or after from.
+// since sums the buckets that start at or after from. The shapes map is
+// valid until the next call.
 func (h *history) since(from float64) (arrivals int, prefillS float64, shapes map[shape]int) {
-	shapes = map[shape]int{}
+	if h.merged == nil {
+		h.merged = map[shape]int{}
+	}
+	clear(h.merged)
+	shapes = h.merged
 	for _, b := range h.buckets {
 		if b.start+bucketWidth <= from {
 			continue
@@ -144,7 +151,8 @@ type demand struct {
 func (k *controller) estimate(from, span float64) demand {
 	arrivals, prefillS, shapes := k.hist.since(from)
 	d := demand{arrivals: arrivals, prefill: prefillS / span, complete: true}
-	for _, s := range sortedShapes(shapes) {
+	k.hist.order = sortedShapes(k.hist.order[:0], shapes)
+	for _, s := range k.hist.order {
 		n := shapes[s]
 		out, ok := k.outputs.expected(fromOctave8(s.want))
 		capacity := 0.0
@@ -161,10 +169,9 @@ func (k *controller) estimate(from, span float64) demand {
 	return d
 }
 
-// sortedShapes is the shapes of m in (in, want) order: summing floats in
+// sortedShapes appends the shapes of m to out in (in, want) order: summing floats in
 // map order would make the same history price differently run to run.
-func sortedShapes(m map[shape]int) []shape {
-	out := make([]shape, 0, len(m))
+func sortedShapes(out []shape, m map[shape]int) []shape {
 	for s := range m {
 		out = append(out, s)
 	}
@@ -181,8 +188,14 @@ func (k *controller) capacity(in int, out float64) float64 {
 	}
 	c := k.c
 	sum, n := 0.0, 0
+	var prev *Instance
+	rps := 0.0
 	for _, i := range c.instances {
-		sum += i.prof.DecodeRPS(c.opt.TPOT, in+int(out/2), int(math.Max(1, out)), i.correction)
+		if prev == nil || i.profClass != prev.profClass || i.correction != prev.correction {
+			rps = i.prof.DecodeRPS(c.opt.TPOT, in+int(out/2), int(math.Max(1, out)), i.correction)
+		}
+		sum += rps // the same value in the same order as evaluating each instance
+		prev = i
 		n++
 	}
 	v := sum / float64(max(1, n))

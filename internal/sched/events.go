@@ -9,11 +9,16 @@ package sched
 // steps can find it by rid; the controller's demand model counts it.
 func (c *Core) Track(arrived float64, r Request) *Request {
 	req := r
-	req.arrived = arrived
+	req.arrived, req.forgotten = arrived, false
+	if old := c.requests[r.RID]; old != nil {
+		old.forgotten = true // a stale handle must not act on its successor's rid
+	}
 	c.requests[r.RID] = &req
 	c.ctl.arrival(arrived, &req)
-	c.log(Step{Kind: StepTrack, Now: arrived, RID: r.RID, InputLen: r.InputLen, WantedLen: r.WantedLen,
-		Cached: cachedSorted(r.CachedTokens)})
+	if c.rec != nil { // the log's copy of the evidence is built only for a listener
+		c.rec(Step{Kind: StepTrack, Now: arrived, RID: r.RID, InputLen: r.InputLen, WantedLen: r.WantedLen,
+			Cached: cachedSorted(r.CachedTokens)})
+	}
 	return &req
 }
 
@@ -24,7 +29,7 @@ func (c *Core) dispatched(now float64, iid, rid string, phase Phase) {
 		return
 	}
 	c.unplace(r, now)
-	r.phase, r.at = phase, iid
+	r.phase, r.at = phase, i
 	if phase == Prefill {
 		r.producer = iid
 		r.price = c.prefillTime(r, i)
@@ -42,23 +47,46 @@ func (c *Core) dispatched(now float64, iid, rid string, phase Phase) {
 // PrefillDone records the producer's completion: the request leaves the
 // prefill map and waits for its decode leg.
 func (c *Core) PrefillDone(now float64, iid, rid string) {
-	if r := c.requests[rid]; r != nil && r.at == iid && r.phase == Prefill {
+	if r := c.requests[rid]; r != nil && r.at != nil && r.at.IID == iid && r.phase == Prefill {
 		c.unplace(r, now)
 	}
-	c.log(Step{Kind: StepPrefillDone, Now: now, IID: iid, RID: rid})
+	if c.rec != nil {
+		c.rec(Step{Kind: StepPrefillDone, Now: now, IID: iid, RID: rid})
+	}
 }
 
 // OutputTokens records n decode tokens of rid on engine iid. The gap
 // before the first token on an engine is not an inter-token gap: it spans
 // the KV transfer and queueing.
 func (c *Core) OutputTokens(now float64, iid, rid string, n int) {
-	c.outputTokens(now, iid, rid, n)
-	c.log(Step{Kind: StepOutputTokens, Now: now, IID: iid, RID: rid, Tokens: n})
+	c.outputTokens(now, iid, c.requests[rid], n)
+	if c.rec != nil { // a step per token: no Step is built when no one listens
+		c.rec(Step{Kind: StepOutputTokens, Now: now, IID: iid, RID: rid, Tokens: n})
+	}
 }
 
-func (c *Core) outputTokens(now float64, iid, rid string, n int) {
-	i, r := c.byIID[iid], c.requests[rid]
-	if i == nil || r == nil || n <= 0 {
+// OutputTokensOf is OutputTokens for r, the request Track returned, found
+// without a lookup by rid (the simulator's step per token). It records
+// the same step; once the core forgot r (Finished, or its rid tracked
+// again) it changes nothing, as OutputTokens does for an unknown rid.
+func (c *Core) OutputTokensOf(now float64, iid string, r *Request, n int) {
+	if !r.forgotten {
+		c.outputTokens(now, iid, r, n)
+	}
+	if c.rec != nil {
+		c.rec(Step{Kind: StepOutputTokens, Now: now, IID: iid, RID: r.RID, Tokens: n})
+	}
+}
+
+func (c *Core) outputTokens(now float64, iid string, r *Request, n int) {
+	if r == nil || n <= 0 {
+		return
+	}
+	i := r.at // tokens come from where the request is resident, save a lookup
+	if i == nil || i.IID != iid {
+		i = c.byIID[iid]
+	}
+	if i == nil {
 		return
 	}
 	c.grow(r, n)
@@ -75,14 +103,17 @@ func (c *Core) Finished(now float64, rid string) {
 		c.unplace(r, now)
 		c.ctl.finished(r)
 		delete(c.requests, rid)
+		r.forgotten = true
 	}
-	c.log(Step{Kind: StepFinished, Now: now, RID: rid})
+	if c.rec != nil {
+		c.rec(Step{Kind: StepFinished, Now: now, RID: rid})
+	}
 }
 
 // unplace removes r from the engine it is resident on.
 func (c *Core) unplace(r *Request, now float64) {
-	i := c.byIID[r.at]
-	r.at = ""
+	i := r.at
+	r.at = nil
 	if i == nil {
 		return
 	}
@@ -107,7 +138,7 @@ func (c *Core) unplace(r *Request, now float64) {
 // grow adds n output tokens to r and to the running sums of the engine it
 // is resident on, so that unplace subtracts exactly what was added.
 func (c *Core) grow(r *Request, n int) {
-	if i := c.byIID[r.at]; i != nil {
+	if i := r.at; i != nil {
 		if r.phase == Prefill {
 			i.prefillTokens += n
 		} else {

@@ -16,6 +16,7 @@ package sched
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"sort"
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
@@ -97,12 +98,21 @@ type Request struct {
 
 	arrived    float64 // Track's time: the TTFT check counts elapsed seconds from it
 	phase      Phase
-	producer   string // iid of the prefill leg's engine, once dispatched
-	at         string // iid where it is resident now, "" when not resident
+	producer   string    // iid of the prefill leg's engine, once dispatched
+	at         *Instance // the engine where it is resident now, nil when not resident
 	price      float64
 	lastToken  float64 // time of the last decode token, for gaps
 	sawToken   bool
 	tokensHere int
+	forgotten  bool // no longer the core's request for RID (OutputTokensOf)
+}
+
+// where is the iid of the engine r is resident on, "" when none.
+func (r *Request) where() string {
+	if r.at == nil {
+		return ""
+	}
+	return r.at.IID
 }
 
 // kv is L(r): the request's KV length in tokens.
@@ -118,6 +128,7 @@ type Instance struct {
 	Probation bool
 
 	prof       profile.Row
+	profClass  int     // instances whose rows are equal but for the iid share one
 	correction float64 // live/profile decode interval ratio, starts at 1
 
 	prefill map[string]*Request
@@ -160,12 +171,27 @@ func NewWithOptions(c *fleet.Config, profiles *profile.Store, opt Options) (*Cor
 		}
 		inst := &Instance{IID: e.IID, Role: e.Role, Pin: e.Pin, Live: true, prof: row, correction: 1,
 			prefill: map[string]*Request{}, decode: map[string]*Request{}}
+		inst.profClass = profClass(core.instances, row)
 		core.instances = append(core.instances, inst)
 		core.byIID[e.IID] = inst
 	}
 	sort.Slice(core.instances, func(i, j int) bool { return core.instances[i].IID < core.instances[j].IID })
 	core.ctl = newController(core)
 	return core, nil
+}
+
+// profClass is the class of an instance with row among those before it:
+// an earlier one's when their rows are equal but for the iid, else a new one.
+func profClass(before []*Instance, row profile.Row) int {
+	row.IID = ""
+	for _, i := range before {
+		other := i.prof
+		other.IID = ""
+		if reflect.DeepEqual(row, other) {
+			return i.profClass
+		}
+	}
+	return len(before)
 }
 
 // Instance returns the engine iid, or nil.

@@ -11,13 +11,13 @@ func TestPlaceStepsDispatch(t *testing.T) {
 	if ref != nil || pl.IID == "" {
 		t.Fatalf("prefill step refused: %+v", ref)
 	}
-	if got := c.requests["r1"].at; got != pl.IID || c.requests["r1"].phase != Prefill {
+	if got := c.requests["r1"].where(); got != pl.IID || c.requests["r1"].phase != Prefill {
 		t.Fatalf("after the prefill step the request is at %q in phase %v, want %q in prefill", got, c.requests["r1"].phase, pl.IID)
 	}
 	c.PrefillDone(0.2, pl.IID, "r1")
 	d, ref := c.PlaceDecode(0.2, "r1", nil)
-	if ref != nil || c.requests["r1"].at != d.IID || c.requests["r1"].phase != Decode {
-		t.Fatalf("decode step: %+v, request at %q", ref, c.requests["r1"].at)
+	if ref != nil || c.requests["r1"].where() != d.IID || c.requests["r1"].phase != Decode {
+		t.Fatalf("decode step: %+v, request at %q", ref, c.requests["r1"].where())
 	}
 }
 
@@ -27,7 +27,7 @@ func TestPlaceRefusalDispatchesNothing(t *testing.T) {
 	if _, ref := c.Place(0, "big", nil, First); ref == nil {
 		t.Fatal("a prompt that cannot meet the TTFT target was admitted")
 	}
-	if got := c.requests["big"].at; got != "" {
+	if got := c.requests["big"].where(); got != "" {
 		t.Fatalf("a refused request was dispatched to %q", got)
 	}
 }

@@ -15,9 +15,10 @@ import (
 // to retry or fail over from.
 type driver struct{ core *sched.Core }
 
-// arrive registers a sized arrival with its cache evidence (nil: cold).
-func (d driver) arrive(now float64, rid string, in, out int, cached map[string]int) {
-	d.core.Track(now, sched.Request{RID: rid, InputLen: in, WantedLen: out, CachedTokens: cached})
+// arrive registers a sized arrival with its cache evidence (nil: cold)
+// and returns the core's handle for it, which tokens takes.
+func (d driver) arrive(now float64, rid string, in, out int, cached map[string]int) *sched.Request {
+	return d.core.Track(now, sched.Request{RID: rid, InputLen: in, WantedLen: out, CachedTokens: cached})
 }
 
 // place is a request's prefill step.
@@ -33,7 +34,11 @@ func (d driver) placeDecode(now float64, rid string) (sched.Placement, *sched.Re
 	return d.core.PlaceDecode(now, rid, nil)
 }
 
-func (d driver) tokens(now float64, iid, rid string, n int) { d.core.OutputTokens(now, iid, rid, n) }
+// tokens is n output tokens of the request arrive returned r for: the step
+// per token, so it skips the core's lookup by rid.
+func (d driver) tokens(now float64, iid string, r *sched.Request, n int) {
+	d.core.OutputTokensOf(now, iid, r, n)
+}
 
 func (d driver) finish(now float64, rid string) { d.core.Finished(now, rid) }
 
@@ -51,8 +56,9 @@ func Replay(core *sched.Core, log []sched.Step) ([]sched.Step, error) {
 	core.Record(func(s sched.Step) { got = append(got, s) })
 	defer core.Record(nil)
 	d := driver{core}
+	tracked := map[string]*sched.Request{} // each rid's handle, as the runner keeps it
 	for k, s := range log {
-		if err := d.replay(s); err != nil {
+		if err := d.replay(s, tracked); err != nil {
 			return got, fmt.Errorf("sim: replaying step %d (%s at %gs): %w", k, s.Kind, s.Now, err)
 		}
 	}
@@ -60,11 +66,11 @@ func Replay(core *sched.Core, log []sched.Step) ([]sched.Step, error) {
 }
 
 // replay takes one recorded step through the driver method the runner
-// uses for it.
-func (d driver) replay(s sched.Step) error {
+// uses for it; tracked holds the handles arrive returned.
+func (d driver) replay(s sched.Step, tracked map[string]*sched.Request) error {
 	switch s.Kind {
 	case sched.StepTrack:
-		d.arrive(s.Now, s.RID, s.InputLen, s.WantedLen, sched.CachedMap(s.Cached))
+		tracked[s.RID] = d.arrive(s.Now, s.RID, s.InputLen, s.WantedLen, sched.CachedMap(s.Cached))
 	case sched.StepPlace:
 		d.place(s.Now, s.RID)
 	case sched.StepPrefillDone:
@@ -72,7 +78,11 @@ func (d driver) replay(s sched.Step) error {
 	case sched.StepPlaceDecode:
 		d.placeDecode(s.Now, s.RID)
 	case sched.StepOutputTokens:
-		d.tokens(s.Now, s.IID, s.RID, s.Tokens)
+		if r := tracked[s.RID]; r != nil {
+			d.tokens(s.Now, s.IID, r, s.Tokens)
+		} else { // a log that starts after the request's Track: the step by rid
+			d.core.OutputTokens(s.Now, s.IID, s.RID, s.Tokens)
+		}
 	case sched.StepFinished:
 		d.finish(s.Now, s.RID)
 	case sched.StepTick:

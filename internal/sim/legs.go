@@ -10,14 +10,14 @@ import (
 // arrive sizes a request and takes its prefill step (sched.Core.Place:
 // placement, the admission checks, dispatch), as the router does.
 func (rn *runner) arrive(r *request, a Arrival, idx int) {
-	*r = request{a: a, rid: fmt.Sprintf("r%07d", idx), arrived: rn.now}
+	*r = request{a: a, idx: idx, rid: fmt.Sprintf("r%07d", idx), arrived: rn.now}
 	r.prefillID, r.decodeID = r.rid+"/p", r.rid+"/d"
 	rn.open++
 	now := rn.nowS()
 	if rn.f.PrefixCaching {
 		r.blocks = blockKeys(a, idx, rn.f.Shape.BlockSize)
 	}
-	rn.d.arrive(now, r.rid, a.InputLen, a.OutputLen, rn.evidence(r))
+	r.core = rn.d.arrive(now, r.rid, a.InputLen, a.OutputLen, rn.evidence(r))
 	pl, ref := rn.d.place(now, r.rid)
 	rn.observe() // the Arrow policy grows a pool inside the placement step
 	if ref != nil {
@@ -60,11 +60,11 @@ func admissionCause(cause string) bool {
 
 // add queues a leg on e's model; a request no engine could ever hold fails.
 func (rn *runner) add(e *engine, q enginemodel.Request, l leg) {
+	q.Ref = legRef(l)
 	if err := e.m.Add(q); err != nil {
 		rn.end(l.r, &rn.res.Failed)
 		return
 	}
-	e.legs[q.ID] = l
 	rn.kick(e)
 }
 
@@ -72,8 +72,8 @@ func (rn *runner) add(e *engine, q enginemodel.Request, l leg) {
 func (rn *runner) stepDone(e *engine, st enginemodel.Step) error {
 	e.busy = false
 	for _, ev := range e.m.Complete(st) {
-		l, ok := e.legs[ev.ID]
-		if !ok || l.r.done {
+		l := rn.leg(ev.Ref)
+		if l.r.done {
 			continue
 		}
 		if err := rn.legEvent(e, l, ev); err != nil {
@@ -88,8 +88,7 @@ func (rn *runner) legEvent(e *engine, l leg, ev enginemodel.Event) error {
 	r := l.r
 	switch {
 	case ev.Kind == enginemodel.Finished && l.kind == legPrefill:
-		delete(e.legs, ev.ID) // the blocks stay held for the consumer
-		rn.stored(e, r)
+		rn.stored(e, r) // the blocks stay held for the consumer
 		rn.handoff(r, e)
 	case ev.Kind == enginemodel.Token && l.kind == legBoth && ev.Index == 0:
 		rn.stored(e, r)
@@ -97,7 +96,6 @@ func (rn *runner) legEvent(e *engine, l leg, ev enginemodel.Event) error {
 	case ev.Kind == enginemodel.Token && l.kind != legPrefill:
 		rn.token(r, e)
 	case ev.Kind == enginemodel.Finished:
-		delete(e.legs, ev.ID)
 		rn.finish(r)
 	}
 	return nil
@@ -159,7 +157,7 @@ func (rn *runner) prefillHere(r *request, e *engine) error {
 func (rn *runner) token(r *request, e *engine) {
 	r.tokens++
 	r.last = rn.now
-	rn.d.tokens(rn.nowS(), e.iid, r.rid, 1)
+	rn.d.tokens(rn.nowS(), e.iid, r.core, 1)
 }
 
 // finish scores a completed request: TTFT is arrival to prefill done,

@@ -9,8 +9,9 @@ import (
 	"github.com/narwhal-go/narwhal/internal/sched"
 )
 
-// engine is one simulated engine: its service model, its label as last
-// seen in the core, and the legs it is running.
+// engine is one simulated engine: its service model and its label as last
+// seen in the core. The legs it runs are named by their model requests'
+// Ref (legRef).
 type engine struct {
 	iid     string
 	inst    *sched.Instance
@@ -18,8 +19,7 @@ type engine struct {
 	pin     bool
 	flipped int
 	m       *enginemodel.Model
-	busy    bool // a step is in flight
-	legs    map[string]leg
+	busy    bool      // a step is in flight
 	cache   *simCache // nil without prefix caching
 }
 
@@ -36,10 +36,19 @@ type leg struct {
 	kind legKind
 }
 
+// legRef is the leg's handle on its engine model: the request's index and
+// the leg's kind, so that a step's events find their leg without a lookup.
+func legRef(l leg) int { return l.r.idx<<2 | int(l.kind) }
+
+// leg is the leg whose handle is ref.
+func (rn *runner) leg(ref int) leg { return leg{&rn.reqs[ref>>2], legKind(ref & 3)} }
+
 // request is one arrival's life in the simulation.
 type request struct {
 	a                   Arrival
+	idx                 int // in the trace and rn.reqs
 	rid                 string
+	core                *sched.Request // the core's handle (Track's answer)
 	arrived             int64
 	prefillDone, last   int64
 	tokens              int
@@ -107,11 +116,12 @@ func newRunner(f Fleet, arm Arm, tr Trace) (*runner, error) {
 	for _, e := range cfg.Engines {
 		row, _ := store.Get(e.IID)
 		m, err := enginemodel.New(enginemodel.Config{Timing: row, KVCapacityTokens: f.Shape.KVCapacityTokens,
-			BlockSize: f.Shape.BlockSize, MaxNumSeqs: f.Shape.MaxNumSeqs, MaxBatchedTokens: f.Shape.MaxBatchedTokens})
+			BlockSize: f.Shape.BlockSize, MaxNumSeqs: f.Shape.MaxNumSeqs, MaxBatchedTokens: f.Shape.MaxBatchedTokens,
+			ReuseBuffers: true})
 		if err != nil {
 			return nil, fmt.Errorf("sim: engine %s: %w", e.IID, err)
 		}
-		eng := &engine{iid: e.IID, inst: core.Instance(e.IID), role: e.Role, pin: e.Pin, m: m, legs: map[string]leg{}}
+		eng := &engine{iid: e.IID, inst: core.Instance(e.IID), role: e.Role, pin: e.Pin, m: m}
 		if f.PrefixCaching {
 			eng.cache = newSimCache(m.Stats().BlockSize)
 		}

@@ -1,0 +1,73 @@
+package sched
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/narwhal-go/narwhal/internal/profile"
+)
+
+// OutputTokensOf is OutputTokens without the lookup: the same state, the
+// same recorded steps, and nothing done for a request the core forgot.
+func TestOutputTokensOfMatchesOutputTokens(t *testing.T) {
+	run := func(byHandle bool) ([]Step, Loads, *Request) {
+		c := newCore(t, "p0:prefill", "d0:decode")
+		var log []Step
+		c.Record(func(s Step) { log = append(log, s) })
+		h := c.Track(0, Request{RID: "r1", InputLen: 64, WantedLen: 8})
+		pl, _ := c.Place(0.1, "r1", nil, First)
+		c.PrefillDone(0.2, pl.IID, "r1")
+		d, _ := c.PlaceDecode(0.2, "r1", nil)
+		for k := 0; k < 4; k++ {
+			now := 0.3 + 0.05*float64(k)
+			if byHandle {
+				c.OutputTokensOf(now, d.IID, h, 1)
+			} else {
+				c.OutputTokens(now, d.IID, "r1", 1)
+			}
+		}
+		loads := c.PoolLoads(0.5)
+		c.Finished(0.6, "r1")
+		if byHandle {
+			c.OutputTokensOf(0.7, d.IID, h, 1) // forgotten: recorded, changes nothing
+		} else {
+			c.OutputTokens(0.7, d.IID, "r1", 1)
+		}
+		return log, loads, h
+	}
+	byID, loadsID, hID := run(false)
+	byHandle, loadsHandle, hHandle := run(true)
+	if !reflect.DeepEqual(byID, byHandle) {
+		t.Fatalf("step logs differ:\nby id     %+v\nby handle %+v", byID, byHandle)
+	}
+	if loadsID != loadsHandle || hHandle.OutputLen != 4 || hID.OutputLen != hHandle.OutputLen {
+		t.Fatalf("loads %+v / %+v, output %d / %d, want equal and 4", loadsID, loadsHandle, hID.OutputLen, hHandle.OutputLen)
+	}
+}
+
+func TestAStaleHandleDoesNotActOnItsSuccessor(t *testing.T) {
+	c := newCore(t, "p0:prefill", "d0:decode")
+	old := c.Track(0, Request{RID: "r1", InputLen: 64, WantedLen: 8})
+	cur := c.Track(1, Request{RID: "r1", InputLen: 64, WantedLen: 8})
+	c.OutputTokensOf(1.5, "d0", old, 3)
+	if old.OutputLen != 0 || cur.OutputLen != 0 {
+		t.Fatalf("a replaced handle counted tokens: old %d, current %d", old.OutputLen, cur.OutputLen)
+	}
+}
+
+// Capacity reuses one DecodeRPS value only across engines whose rows are
+// equal but for the iid.
+func TestProfClassGroupsRowsEqualButForTheIID(t *testing.T) {
+	slower := row("c")
+	slower.TPOTIntercept *= 2
+	var before []*Instance
+	var got []int
+	for _, r := range []profile.Row{row("a"), row("b"), slower, row("d")} {
+		i := &Instance{IID: r.IID, prof: r, profClass: profClass(before, r)}
+		before = append(before, i)
+		got = append(got, i.profClass)
+	}
+	if want := []int{0, 0, 2, 0}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("classes %v, want %v", got, want)
+	}
+}
