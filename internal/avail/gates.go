@@ -24,11 +24,14 @@ func (s *Supervisor) gates(iid string, old *lifecycle.Identity, requireNewer boo
 	}
 	// The identity gates only read; all run, so every mismatch shows at
 	// once. Nothing runs on the engine and no KV moves until they pass.
-	attested := g.add("attestation", s.probes.Attestation(ctx, iid), "attested contract and process")
+	digest, aerr := s.probes.Attestation(ctx, iid)
+	attested := g.add("attestation", aerr, "attested contract and process")
 	modelOK := g.add("model", s.probes.Model(ctx, iid), s.cfg.Model)
 	id, err := s.identityGate(ctx, iid, old, requireNewer)
 	identified := g.add("process_identity", err, fmt.Sprintf("vLLM %s, process start %.3f", id.Version, id.ProcessStart))
-	profiled := identified && g.add("profile_generation", s.profileGenerationGate(ctx, iid, id), "the loaded profile was measured on this process")
+	// The profile gate binds the attestation just verified rather than
+	// fetching the sidecar a second time.
+	profiled := identified && g.add("profile_generation", s.profileGenerationGate(ctx, iid, id, digest), "the loaded profile was measured on this process")
 	if !attested || !modelOK || !profiled {
 		return g.checks, id
 	}

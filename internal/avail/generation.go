@@ -22,7 +22,7 @@ func (s *Supervisor) checkProfileGenerations(ctx context.Context, ids []*lifecyc
 		if _, ok := s.gens[iid]; !ok || ids[i] == nil {
 			continue
 		}
-		err := s.profileGenerationGate(ctx, iid, *ids[i])
+		err := s.profileGenerationGate(ctx, iid, *ids[i], "")
 		var unread unreadGeneration
 		switch {
 		case errors.As(err, &unread):
@@ -45,12 +45,14 @@ func (u unreadGeneration) Unwrap() error { return u.err }
 // profileGenerationGate is the readmission gate on the loaded profile
 // (runtime.md §3.5.3 step 3): a row bound to another generation keeps the
 // engine out until it is re-profiled; a row without a digest passes.
-func (s *Supervisor) profileGenerationGate(ctx context.Context, iid string, id lifecycle.Identity) error {
+// attested is an attestation digest the caller has just verified, or ""
+// to have the sidecar read here.
+func (s *Supervisor) profileGenerationGate(ctx context.Context, iid string, id lifecycle.Identity, attested string) error {
 	want, ok := s.gens[iid]
 	if !ok {
 		return nil
 	}
-	live, err := s.liveGeneration(ctx, iid, id)
+	live, err := s.liveGeneration(ctx, iid, id, attested)
 	if err != nil {
 		return unreadGeneration{err}
 	}
@@ -59,16 +61,18 @@ func (s *Supervisor) profileGenerationGate(ctx context.Context, iid string, id l
 
 // liveGeneration is iid's generation digest: version and process start,
 // with the verified attestation's digest on a contracted fleet.
-func (s *Supervisor) liveGeneration(ctx context.Context, iid string, id lifecycle.Identity) (string, error) {
+func (s *Supervisor) liveGeneration(ctx context.Context, iid string, id lifecycle.Identity, attested string) (string, error) {
 	if s.cfg.EngineContract == nil {
 		if id.ProcessStart <= 0 {
 			return "", errors.New("the engine exports no process_start_time_seconds")
 		}
 		return profile.Generation(id.Version, id.ProcessStart, "")
 	}
-	digest, err := s.probes.AttestationDigest(ctx, iid, id)
-	if err != nil {
-		return "", fmt.Errorf("attestation: %w", err)
+	if attested == "" {
+		var err error
+		if attested, err = s.probes.AttestationDigest(ctx, iid, id); err != nil {
+			return "", fmt.Errorf("attestation: %w", err)
+		}
 	}
-	return profile.Generation(id.Version, id.ProcessStart, digest)
+	return profile.Generation(id.Version, id.ProcessStart, attested)
 }

@@ -69,10 +69,14 @@ func (p FleetProbes) Model(ctx context.Context, iid string) error {
 }
 
 // Attestation verifies the engine's sidecar: the attested contract must
-// be the fleet's and its process identity the live one.
-func (p FleetProbes) Attestation(ctx context.Context, iid string) error {
-	_, err := p.Prober.Attestation(ctx, iid, p.Fleet.EngineContract)
-	return err
+// be the fleet's and its process identity the live one. It returns the
+// attestation digest.
+func (p FleetProbes) Attestation(ctx context.Context, iid string) (string, error) {
+	pl, err := p.Prober.Attestation(ctx, iid, p.Fleet.EngineContract)
+	if err != nil {
+		return "", err
+	}
+	return pl.AttestationDigest, nil
 }
 
 // Transfer moves KV from the candidate iid to the live peer: a prefill

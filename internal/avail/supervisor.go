@@ -60,8 +60,10 @@ type Probes interface {
 	Stream(ctx context.Context, iid string) *vllm.Error
 	// Identity reads the engine's version and process start.
 	Identity(ctx context.Context, iid string) (lifecycle.Identity, error)
-	// Attestation verifies the engine's sidecar against the contract.
-	Attestation(ctx context.Context, iid string) error
+	// Attestation verifies the engine's sidecar against the contract and
+	// returns the verified attestation digest (the profile generation
+	// binds it).
+	Attestation(ctx context.Context, iid string) (string, error)
 	// AttestationDigest verifies the engine's sidecar for the live
 	// identity id and returns the attestation digest (for the profile
 	// generation).

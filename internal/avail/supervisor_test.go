@@ -69,8 +69,8 @@ func (p fakeProbes) Stream(context.Context, string) *vllm.Error     { return p.h
 func (p fakeProbes) Identity(context.Context, string) (lifecycle.Identity, error) {
 	return lifecycle.Identity{Version: "0.9.0", ProcessStart: 1}, nil
 }
-func (p fakeProbes) Attestation(context.Context, string) error { return nil }
-func (p fakeProbes) Model(context.Context, string) error       { return nil }
+func (p fakeProbes) Attestation(context.Context, string) (string, error) { return "", nil }
+func (p fakeProbes) Model(context.Context, string) error                 { return nil }
 func (p fakeProbes) AttestationDigest(context.Context, string, lifecycle.Identity) (string, error) {
 	return "", nil
 }

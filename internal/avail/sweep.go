@@ -31,7 +31,7 @@ func (s *Supervisor) readmissionProbes(ctx context.Context) {
 				s.log.Warn("readmission validation failed", "iid", iid, "checks", checks)
 				return
 			}
-		} else if err := s.profileGenerationGate(ctx, iid, id); err != nil {
+		} else if err := s.profileGenerationGate(ctx, iid, id, ""); err != nil {
 			s.log.Warn("readmission blocked by the profile generation", "iid", iid, "err", err)
 			s.lifecycleEvent("profile_recovery_blocked", map[string]any{"iid": iid, "reason": err.Error()})
 			return

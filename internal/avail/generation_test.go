@@ -1,0 +1,57 @@
+package avail
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/lifecycle"
+	"github.com/narwhal-go/narwhal/internal/profile"
+)
+
+// digestProbes count the sidecar reads the generation gate makes itself.
+type digestProbes struct {
+	fakeProbes
+	digest string
+	reads  *atomic.Int32
+}
+
+func (p digestProbes) AttestationDigest(context.Context, string, lifecycle.Identity) (string, error) {
+	p.reads.Add(1)
+	return p.digest, nil
+}
+
+// On a contracted fleet the profile gate binds the attestation digest the
+// attestation gate just verified; only without one does it read the
+// sidecar itself. The verdict is the same either way.
+func TestProfileGenerationGateUsesTheVerifiedAttestation(t *testing.T) {
+	id := lifecycle.Identity{Version: "0.9.0", ProcessStart: 1}
+	att1, att0 := "1220"+strings.Repeat("a", 64), "1220"+strings.Repeat("b", 64) // multihash sha256 digests
+	live, err := profile.Generation(id.Version, id.ProcessStart, att1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale, _ := profile.Generation(id.Version, id.ProcessStart, att0)
+	for _, tc := range []struct {
+		name      string
+		row       string // the loaded row's generation
+		attested  string // what the attestation gate verified
+		wantReads int32
+		wantOK    bool
+	}{
+		{"verified digest, matching row", live, att1, 0, true},
+		{"verified digest, stale row", stale, att1, 0, false},
+		{"no verified digest: the gate reads the sidecar", live, "", 1, true},
+	} {
+		reads := &atomic.Int32{}
+		f := newFixture(t, 0, digestProbes{digest: att1, reads: reads})
+		f.s.cfg.EngineContract = &fleet.EngineContract{}
+		f.s.gens = map[string]string{"d0": tc.row}
+		err := f.s.profileGenerationGate(context.Background(), "d0", id, tc.attested)
+		if (err == nil) != tc.wantOK || reads.Load() != tc.wantReads {
+			t.Errorf("%s: err %v, sidecar reads %d; want ok %v, %d reads", tc.name, err, reads.Load(), tc.wantOK, tc.wantReads)
+		}
+	}
+}
