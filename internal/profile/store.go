@@ -319,3 +319,16 @@ func Save(path string, s *Store) error {
 	}
 	return nil
 }
+
+// Generations maps iid → the row's generation_digest, for the rows that
+// carry one: the process generation each row's curves were measured on
+// (operations.md §5.9).
+func (s *Store) Generations() map[string]string {
+	out := map[string]string{}
+	for _, row := range s.Profiles {
+		if row.GenerationDigest != nil {
+			out[row.IID] = *row.GenerationDigest
+		}
+	}
+	return out
+}

@@ -181,7 +181,7 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 	r.cache = residency.ForFleet(cfg)
 	r.probe = r.newProber()
 	r.av = avail.New(avail.Config{Fleet: cfg, Log: r.log, Clock: r.clock, Epoch: r.epoch, Journal: r.journal,
-		Metrics: r.metrics, Core: coreSide{r}, Probes: avail.FleetProbes{Prober: r.probe, Fleet: cfg, Cards: r.noteCards}, Status: status{r}, Generations: profileGenerations(profiles),
+		Metrics: r.metrics, Core: coreSide{r}, Probes: avail.FleetProbes{Prober: r.probe, Fleet: cfg, Cards: r.noteCards}, Status: status{r}, Generations: profiles.Generations(),
 		StateChanged: r.stateChanged, Reply: writeJSON, Context: r.bgCtx, Go: r.background})
 	r.life = r.av.View()
 	r.evidence = tierd.NewRunner(o.Evidence, tierd.Host{Fleet: cfg, JournalPath: o.Journal.Path(), Clock: r.clock, Log: r.log,
