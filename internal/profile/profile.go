@@ -95,7 +95,7 @@ func floatOr(p *float64, d float64) float64 {
 
 // splitStep is the extra cost a prompt pays when it ends in a partial
 // block, for engines whose TTFT curve is a staircase.
-func (r Row) splitStep(n int) float64 {
+func (r *Row) splitStep(n int) float64 {
 	if r.TTFTBlockTokens == nil || r.TTFTSplit == nil || *r.TTFTBlockTokens <= 0 {
 		return 0
 	}
@@ -144,7 +144,7 @@ func (r Row) TokenInterval(tokens, requests int) float64 {
 
 // MT is Arrow's MT(budget, requests): the largest resident-KV batch that
 // still meets the per-token budget (seconds). +Inf means unbounded.
-func (r Row) MT(budget float64, requests int) float64 {
+func (r *Row) MT(budget float64, requests int) float64 {
 	if r.DecodeMaxRequests != nil && requests > *r.DecodeMaxRequests {
 		return 0
 	}
@@ -164,7 +164,7 @@ func (r Row) MT(budget float64, requests int) float64 {
 
 // DecodeTokenLimit is min(kv_capacity_tokens, decode_max_kv_tokens) over
 // those set; ok is false when neither is.
-func (r Row) DecodeTokenLimit() (int, bool) {
+func (r *Row) DecodeTokenLimit() (int, bool) {
 	switch {
 	case r.KVCapacityTokens != nil && r.DecodeMaxKVTokens != nil:
 		return min(*r.KVCapacityTokens, *r.DecodeMaxKVTokens), true
@@ -177,7 +177,7 @@ func (r Row) DecodeTokenLimit() (int, bool) {
 }
 
 // DecodeRequestLimit is decode_request_limit(context).
-func (r Row) DecodeRequestLimit(context int) int {
+func (r *Row) DecodeRequestLimit(context int) int {
 	if context <= 0 || r.DecodeMaxRequests == nil {
 		return 0
 	}
@@ -190,24 +190,24 @@ func (r Row) DecodeRequestLimit(context int) int {
 
 // CoversDecode reports whether (requests, tokens) lies in the measured
 // decode domain; an unset bound passes.
-func (r Row) CoversDecode(requests, tokens int) bool {
+func (r *Row) CoversDecode(requests, tokens int) bool {
 	return (r.DecodeMaxRequests == nil || requests <= *r.DecodeMaxRequests) &&
 		(r.DecodeMaxKVTokens == nil || tokens <= *r.DecodeMaxKVTokens)
 }
 
 // CoversOutput reports whether out output tokens were measured.
-func (r Row) CoversOutput(out int) bool {
+func (r *Row) CoversOutput(out int) bool {
 	return r.DecodeMinOutputTokens == nil || out >= *r.DecodeMinOutputTokens
 }
 
 // CoversPrefill reports whether an n-token prompt was measured.
-func (r Row) CoversPrefill(n int) bool {
+func (r *Row) CoversPrefill(n int) bool {
 	return r.PrefillMaxTokens == nil || n <= *r.PrefillMaxTokens
 }
 
 // DecodeRPS is one decode engine's request throughput at this shape
 // (runtime.md §2.2, decode_rps).
-func (r Row) DecodeRPS(tpotSLO float64, context, output int, correction float64) float64 {
+func (r *Row) DecodeRPS(tpotSLO float64, context, output int, correction float64) float64 {
 	if context <= 0 || output <= 0 || correction <= 0 || !r.CoversOutput(output) {
 		return 0
 	}
