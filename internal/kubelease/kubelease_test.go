@@ -3,6 +3,7 @@ package kubelease
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,8 +29,9 @@ var leasesGVR = schema.GroupVersionResource{Group: "coordination.k8s.io", Versio
 
 // fakeAPI is client-go's fake coordination client over an object
 // tracker, with the API server's optimistic concurrency: an update whose
-// resourceVersion is not the stored one is a 409 Conflict. The tracker
-// alone would accept it.
+// resourceVersion is not the stored one is a 409 Conflict, and every
+// accepted update moves the version on. The tracker alone would accept
+// any update.
 func fakeAPI(t *testing.T) *fake.FakeCoordinationV1 {
 	scheme := runtime.NewScheme()
 	if err := coordv1.AddToScheme(scheme); err != nil {
@@ -47,9 +49,15 @@ func fakeAPI(t *testing.T) *fake.FakeCoordinationV1 {
 		if err != nil {
 			return true, nil, err
 		}
-		if sm, _ := meta.Accessor(stored); sm.GetResourceVersion() != m.GetResourceVersion() {
+		sm, _ := meta.Accessor(stored)
+		if sm.GetResourceVersion() != m.GetResourceVersion() {
 			return true, nil, apierrors.NewConflict(leasesGVR.GroupResource(), m.GetName(), errors.New("the object has been modified"))
 		}
+		// The tracker versions objects internally but never writes
+		// metadata.resourceVersion, so without this every update would
+		// carry "" and pass the check above.
+		n, _ := strconv.Atoi(sm.GetResourceVersion())
+		m.SetResourceVersion(strconv.Itoa(n + 1))
 		if err := tracker.Update(leasesGVR, obj, a.GetNamespace()); err != nil {
 			return true, nil, err
 		}
