@@ -1,7 +1,7 @@
 // Command router-overhead measures what the router adds: time to the first
-// streamed token (p50, p99), sustained requests per second and CPU per
-// request, at several concurrency levels, against baselines measured in the
-// same run on the same simulated engines:
+// streamed token (p50, p99), sustained requests per second, the router's
+// CPU per request and its peak RSS, at several concurrency levels, against
+// baselines measured in the same round on the same simulated engines:
 //
 //   - "two-leg": the client itself runs the prefill leg on one engine and
 //     the decode leg on the other, exactly the engine work the router
@@ -9,15 +9,28 @@
 //   - "direct": one aggregated request to the decode engine, for context:
 //     router − direct also contains the price of disaggregation itself
 //     (a second HTTP call, the KV pull, the decode engine's first step).
+//   - "router": narwhal-serve (-router-bin, default: built from this tree)
+//     as its own process, so its CPU (utime + stime from /proc/PID/stat)
+//     and peak RSS (VmHWM, reset each round through clear_refs) are its
+//     own, not the engines' or the clients'.
+//   - "baseline": a second narwhal-serve binary (-baseline-bin, e.g. the
+//     previous build), so a change is measured against its predecessor
+//     in the same run.
 //
-// Engines use a short fixed profile (1 ms prefill, 2 ms per decode step) so
-// the numbers are about serving, not GPU time.
+// Each round runs every path once at one level, in an order that rotates
+// from round to round; ratios are taken inside a round (router ÷ two-leg,
+// router ÷ baseline) and the report gives their median and range.
 //
-//	go run ./bench/router-overhead [-levels 1,50,200] [-duration 5s] [-tokens 16] [-engines 2]
+//	go run ./bench/router-overhead [-levels 1,50,200,1000] [-duration 5s] [-runs 3]
+//	    [-router-bin PATH] [-baseline-bin PATH] [-prefill-ms 0.1] [-decode-ms 1]
+//	    [-tokens 16] [-engines 2] [-format text|json]
 //
 // -engines N runs the router over N engines (half prefill, half decode);
 // the baselines still use one prefill and one decode engine, so the
 // difference is the router's cost at that fleet size (docs/scale.md).
+// -inprocess serves the router inside this process instead (CPU is then
+// the whole process's), which is what -cpuprofile and -memprofile need to
+// see the router's own code.
 package main
 
 import (
@@ -31,6 +44,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"sort"
@@ -40,22 +55,45 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/router"
 	"github.com/narwhal-go/narwhal/internal/simengine"
 )
 
+// options are the command line.
+type options struct {
+	levels              []int
+	duration            time.Duration
+	tokens, runs, nEng  int
+	routerBin, baseline string
+	inProcess           bool
+	prefill, decode     float64 // seconds
+	format, jsonOut     string
+}
+
 func main() {
-	levels := flag.String("levels", "1,50,200", "concurrent streams, comma-separated")
-	duration := flag.Duration("duration", 5*time.Second, "measurement time per level and path")
-	tokens := flag.Int("tokens", 16, "output tokens per request")
-	runs := flag.Int("runs", 3, "repetitions per level; the report shows medians")
-	jsonOut := flag.String("json", "", "also write the results as JSON to this file")
-	engines := flag.Int("engines", 2, "engines in the routed fleet (at least 2; half prefill)")
-	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
-	memProfile := flag.String("memprofile", "", "write an allocation profile of the whole run to this file")
+	var o options
+	levels := flag.String("levels", "1,50,200,1000", "concurrent streams, comma-separated")
+	flag.DurationVar(&o.duration, "duration", 5*time.Second, "measurement time per level, path and round")
+	flag.IntVar(&o.tokens, "tokens", 16, "output tokens per request")
+	flag.IntVar(&o.runs, "runs", 3, "rounds per level; the report shows medians and ranges")
+	flag.StringVar(&o.jsonOut, "json", "", "also write the results as JSON to this file")
+	flag.StringVar(&o.format, "format", "text", "report on stdout: text or json")
+	flag.IntVar(&o.nEng, "engines", 2, "engines in the routed fleet (at least 2; half prefill)")
+	flag.StringVar(&o.routerBin, "router-bin", "", "narwhal-serve binary to measure (default: go build ./cmd/narwhal-serve into a temporary directory)")
+	flag.StringVar(&o.baseline, "baseline-bin", "", "a second narwhal-serve binary measured in the same rounds, e.g. the previous build")
+	flag.BoolVar(&o.inProcess, "inprocess", false, "serve the router inside this process (for -cpuprofile/-memprofile; CPU is then the whole process's)")
+	prefillMS := flag.Float64("prefill-ms", 0.1, "simulated prefill time per request, ms")
+	decodeMS := flag.Float64("decode-ms", 1, "simulated decode step, ms")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process to this file")
+	memProfile := flag.String("memprofile", "", "write an allocation profile of this process to this file")
 	flag.Parse()
+	var err error
+	if o.levels, err = parseLevels(*levels); err != nil || (o.format != "text" && o.format != "json") {
+		fmt.Fprintf(os.Stderr, "router-overhead: bad -levels %q or -format %q (text or json)\n", *levels, o.format)
+		os.Exit(2)
+	}
+	o.prefill, o.decode, o.nEng = *prefillMS/1e3, *decodeMS/1e3, max(2, o.nEng)
 	if *memProfile != "" {
 		runtime.MemProfileRate = 64 << 10
 		defer writeHeapProfile(*memProfile)
@@ -66,11 +104,23 @@ func main() {
 			defer pprof.StopCPUProfile()
 		}
 	}
-	if err := run(*levels, *duration, *tokens, *runs, *jsonOut, max(2, *engines)); err != nil {
+	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "router-overhead:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
+}
+
+func parseLevels(list string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		c, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || c < 1 {
+			return nil, fmt.Errorf("bad level %q", f)
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // writeHeapProfile saves the allocations since the start (see
@@ -87,88 +137,132 @@ func writeHeapProfile(path string) {
 	}
 }
 
-// benchProfile is a short fixed profile: 1 ms prefill, 2 ms per decode
-// step, so a 16-token request takes about 35 ms on an idle engine.
-func benchProfile(iid string) profile.Row {
-	one, maxReq, minKV, maxKV := 1, 1024, 1, 1<<22
+// benchProfile is a short fixed profile: prefill seconds per request and
+// decode seconds per step.
+func benchProfile(iid string, prefill, decode float64) profile.Row {
+	one, maxReq, minKV, maxKV := 1, 4096, 1, 1<<22
 	fit, cv := 0.01, 0.01
-	return profile.Row{IID: iid, TTFTC: 0.001, TPOTIntercept: 0.002, DecodeMinRequests: &one, DecodeMaxRequests: &maxReq,
+	return profile.Row{IID: iid, TTFTC: prefill, TPOTIntercept: decode, DecodeMinRequests: &one, DecodeMaxRequests: &maxReq,
 		DecodeMinKVTokens: &minKV, DecodeMaxKVTokens: &maxKV, DecodeFitMAPE: &fit, DecodeCVMAPE: &cv}
 }
 
+// result is one path measured in one round (or, after median, over all).
 type result struct {
 	Level    int     `json:"concurrency"`
 	Path     string  `json:"path"`
 	Requests int     `json:"requests"`
 	Errors   int     `json:"errors"`
-	P50, P99 float64 `json:"-"`
 	P50ms    float64 `json:"ttfb_ms_p50"`
 	P99ms    float64 `json:"ttfb_ms_p99"`
 	RPS      float64 `json:"requests_per_s"`
-	CPUus    float64 `json:"cpu_us_per_request"`
+	// CPUus is the router process's CPU per request for router paths and
+	// this whole process's (clients and engines) for the others.
+	CPUus float64 `json:"cpu_us_per_request"`
+	RSSMB float64 `json:"peak_rss_mb,omitempty"`
 }
 
-func run(levelList string, d time.Duration, tokens, runs int, jsonOut string, engines int) error {
-	fl, err := simengine.StartFleet(engines, simengine.Config{Model: "bench", Profile: benchProfile("x"), MaxNumSeqs: 1024,
-		KVCapacityTokens: 1 << 22, MaxModelLen: 8192}, nil)
+// path is one way of serving a request.
+type path struct {
+	name string
+	one  func(*http.Client) (float64, error)
+	proc *routerProc // nil: no router process to account
+}
+
+func run(o options) error {
+	fl, err := simengine.StartFleet(o.nEng, simengine.Config{Model: "bench", Profile: benchProfile("x", o.prefill, o.decode),
+		MaxNumSeqs: 4096, KVCapacityTokens: 1 << 22, MaxModelLen: 8192}, nil)
 	if err != nil {
 		return err
 	}
 	defer fl.Close()
-	base, stop, err := startRouter(fl.URLs())
+	paths, stop, err := startPaths(o, fl.URLs())
 	if err != nil {
 		return err
 	}
 	defer stop()
-	var all []result
-	fmt.Printf("%-6s %-8s %9s %9s %9s %8s %12s\n", "conc", "path", "ttfb p50", "ttfb p99", "req/s", "errors", "cpu µs/req")
-	for _, f := range strings.Split(levelList, ",") {
-		c, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || c < 1 {
-			return fmt.Errorf("bad level %q", f)
+	rep := report{Setup: setup{PrefillMS: o.prefill * 1e3, DecodeMS: o.decode * 1e3, Tokens: o.tokens, Engines: o.nEng,
+		DurationS: o.duration.Seconds(), Rounds: max(1, o.runs), RouterBin: o.routerBin, BaselineBin: o.baseline}}
+	rep.Idle = idleCPU(paths, o.duration)
+	for _, c := range o.levels {
+		rounds := make([][]result, max(1, o.runs))
+		for i := range rounds {
+			rounds[i] = measureRound(paths, c, o.duration, i)
+			fmt.Fprintf(os.Stderr, "router-overhead: %d streams, round %d/%d done\n", c, i+1, len(rounds))
 		}
-		urls := fl.URLs()
-		var ds, ts, rs []result
-		for range max(1, runs) {
-			dec := urls[len(urls)/2]
-			ds = append(ds, measure("direct", c, d, func(hc *http.Client) (float64, error) { return stream(hc, dec, body(tokens, nil)) }))
-			ts = append(ts, measure("two-leg", c, d, func(hc *http.Client) (float64, error) { return twoLegs(hc, urls[0], dec, tokens) }))
-			rs = append(rs, measure("router", c, d, func(hc *http.Client) (float64, error) { return stream(hc, base, body(tokens, nil)) }))
-		}
-		direct, twoLeg, routed := median(ds), median(ts), median(rs)
-		for _, r := range []result{direct, twoLeg, routed} {
-			fmt.Printf("%-6d %-8s %7.2fms %7.2fms %9.1f %8d %12.0f\n", r.Level, r.Path, r.P50*1e3, r.P99*1e3, r.RPS, r.Errors, r.CPUus)
-		}
-		fmt.Printf("%-6d %-8s %+7.2fms %+7.2fms %8.2fx %8s %+11.0f   (router vs two-leg)\n\n", c, "added", (routed.P50-twoLeg.P50)*1e3,
-			(routed.P99-twoLeg.P99)*1e3, routed.RPS/twoLeg.RPS, "", routed.CPUus-twoLeg.CPUus)
-		all = append(all, direct, twoLeg, routed)
+		rep.Levels = append(rep.Levels, summarize(c, rounds))
 	}
-	if jsonOut != "" {
-		b, _ := json.MarshalIndent(all, "", "  ")
-		return os.WriteFile(jsonOut, append(b, '\n'), 0o644)
-	}
-	return nil
+	return rep.write(o)
 }
 
-func startRouter(urls []string) (string, func(), error) {
-	cfg := fleet.Defaults()
-	cfg.Model = "bench"
-	cfg.SLO = fleet.SLO{TTFT: 5, TPOT: 1}
-	cfg.Serving.MaxConnections = 2048
-	cfg.Engine.Tokenize = false // sizing by estimate: the bench measures the serving path
-	store := &profile.Store{Schema: profile.Schema, SchemaVersion: profile.SchemaVersion}
-	for i, u := range urls {
-		iid, role := fmt.Sprintf("p%d", i), fleet.Prefill
-		if i >= len(urls)/2 {
-			iid, role = fmt.Sprintf("d%d", i-len(urls)/2), fleet.Decode
-		}
-		cfg.Engines = append(cfg.Engines, fleet.Engine{IID: iid, URL: u, Role: role})
-		store.Profiles = append(store.Profiles, benchProfile(iid))
+// startPaths starts the router (and the baseline router) over urls and
+// returns every path to measure with a function that stops them.
+func startPaths(o options, urls []string) ([]path, func(), error) {
+	dec := urls[len(urls)/2]
+	paths := []path{
+		{name: "direct", one: func(hc *http.Client) (float64, error) { return stream(hc, dec, body(o.tokens, nil)) }},
+		{name: "two-leg", one: func(hc *http.Client) (float64, error) { return twoLegs(hc, urls[0], dec, o.tokens) }},
 	}
-	if err := cfg.Validate("bench"); err != nil {
+	if o.inProcess {
+		base, stop, err := startInProcess(urls, o.prefill, o.decode)
+		if err != nil {
+			return nil, nil, err
+		}
+		return append(paths, path{name: "router", one: streamTo(base, o.tokens)}), stop, nil
+	}
+	dir, err := os.MkdirTemp("", "router-overhead-")
+	if err != nil {
+		return nil, nil, err
+	}
+	var procs []*routerProc
+	stop := func() {
+		for _, p := range procs {
+			p.stop()
+		}
+		os.RemoveAll(dir)
+	}
+	bins := []struct{ name, bin string }{{"router", o.routerBin}, {"baseline", o.baseline}}
+	if bins[0].bin == "" {
+		if bins[0].bin, err = buildServe(dir); err != nil {
+			stop()
+			return nil, nil, err
+		}
+	}
+	for _, b := range bins {
+		if b.bin == "" {
+			continue
+		}
+		p, err := startServe(b.name, b.bin, dir, urls, o.prefill, o.decode)
+		if err != nil {
+			stop()
+			return nil, nil, err
+		}
+		procs = append(procs, p)
+		paths = append(paths, path{name: b.name, one: streamTo(p.base, o.tokens), proc: p})
+	}
+	return paths, stop, nil
+}
+
+// buildServe builds narwhal-serve from this tree.
+func buildServe(dir string) (string, error) {
+	bin := filepath.Join(dir, "narwhal-serve")
+	out, err := exec.Command("go", "build", "-o", bin, "./cmd/narwhal-serve").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build ./cmd/narwhal-serve (run from the repository root, or pass -router-bin): %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+func streamTo(base string, tokens int) func(*http.Client) (float64, error) {
+	b := body(tokens, nil)
+	return func(hc *http.Client) (float64, error) { return stream(hc, base, b) }
+}
+
+func startInProcess(urls []string, prefill, decode float64) (string, func(), error) {
+	cfg, store, err := benchFleet(urls, prefill, decode)
+	if err != nil {
 		return "", nil, err
 	}
-	r, err := router.New(&cfg, store, router.Options{})
+	r, err := router.New(cfg, store, router.Options{})
 	if err != nil {
 		return "", nil, err
 	}
@@ -182,16 +276,64 @@ func startRouter(urls []string) (string, func(), error) {
 	return "http://" + ln.Addr().String(), func() { cancel(); <-done }, nil
 }
 
+// measureRound measures every path once at c streams, starting at a
+// different path each round so no path always runs first or last.
+func measureRound(paths []path, c int, d time.Duration, round int) []result {
+	out := make([]result, len(paths))
+	for k := range paths {
+		i := (k + round) % len(paths)
+		p := paths[i]
+		if p.proc != nil {
+			p.proc.resetPeak()
+		}
+		cpu0 := p.cpu()
+		out[i] = measure(p.name, c, d, p.one)
+		if n := out[i].Requests; n > 0 {
+			out[i].CPUus = (p.cpu() - cpu0) / float64(n) * 1e6
+		}
+		if p.proc != nil {
+			out[i].RSSMB = p.proc.peakRSSMB()
+		}
+		time.Sleep(200 * time.Millisecond) // let the last connections close before the next path
+	}
+	return out
+}
+
+// idleCPU is each router process's CPU with no requests at all: its
+// background work (controller ticks, probes, saturation monitor), which
+// every request's CPU figure also carries.
+func idleCPU(paths []path, d time.Duration) map[string]float64 {
+	out := map[string]float64{}
+	var c0 []float64
+	for _, p := range paths {
+		c0 = append(c0, p.cpu())
+	}
+	time.Sleep(d)
+	for i, p := range paths {
+		if p.proc != nil {
+			out[p.name] = (p.cpu() - c0[i]) / d.Seconds() * 1e3
+		}
+	}
+	return out
+}
+
+// cpu is the CPU seconds that belong to the path: the router process's,
+// or this process's for the paths without one.
+func (p path) cpu() float64 {
+	if p.proc != nil {
+		return p.proc.cpuSeconds()
+	}
+	return selfCPUSeconds()
+}
+
 // measure runs c closed-loop clients of one for d and reports time to
-// first token and throughput. CPU is the whole process's (clients, router
-// and engines), per completed request.
+// first token and throughput; the caller accounts CPU and memory.
 func measure(path string, c int, d time.Duration, one func(*http.Client) (float64, error)) result {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2*c + 8}}
 	defer client.CloseIdleConnections()
 	var mu sync.Mutex
 	var ttfbs []float64
 	errs := 0
-	cpu0 := cpuSeconds()
 	start := time.Now()
 	end := start.Add(d)
 	var wg sync.WaitGroup
@@ -213,39 +355,12 @@ func measure(path string, c int, d time.Duration, one func(*http.Client) (float6
 	}
 	wg.Wait()
 	elapsed := time.Since(start).Seconds()
-	cpu := cpuSeconds() - cpu0
 	sort.Float64s(ttfbs)
 	r := result{Level: c, Path: path, Requests: len(ttfbs), Errors: errs, RPS: float64(len(ttfbs)) / elapsed}
 	if n := len(ttfbs); n > 0 {
-		r.P50, r.P99 = ttfbs[n/2], ttfbs[min(n-1, n*99/100)]
-		r.P50ms, r.P99ms = r.P50*1e3, r.P99*1e3
-		r.CPUus = cpu / float64(n) * 1e6
+		r.P50ms, r.P99ms = ttfbs[n/2]*1e3, ttfbs[min(n-1, n*99/100)]*1e3
 	}
 	return r
-}
-
-// median takes each metric's median over repeated runs.
-func median(rs []result) result {
-	pick := func(f func(result) float64) float64 {
-		v := make([]float64, len(rs))
-		for i, r := range rs {
-			v[i] = f(r)
-		}
-		sort.Float64s(v)
-		return v[len(v)/2]
-	}
-	m := rs[0]
-	m.P50 = pick(func(r result) float64 { return r.P50 })
-	m.P99 = pick(func(r result) float64 { return r.P99 })
-	m.RPS = pick(func(r result) float64 { return r.RPS })
-	m.CPUus = pick(func(r result) float64 { return r.CPUus })
-	m.P50ms, m.P99ms = m.P50*1e3, m.P99*1e3
-	m.Requests, m.Errors = 0, 0
-	for _, r := range rs {
-		m.Requests += r.Requests
-		m.Errors += r.Errors
-	}
-	return m
 }
 
 func body(tokens int, kv json.RawMessage) []byte {
@@ -317,7 +432,7 @@ func streamFrom(t0 time.Time, client *http.Client, base string, body []byte) (fl
 	return ttfb, nil
 }
 
-func cpuSeconds() float64 {
+func selfCPUSeconds() float64 {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
