@@ -21,6 +21,7 @@ type fakeWaiter struct {
 	at     time.Time
 	period time.Duration // 0 for one-shot
 	ch     chan time.Time
+	fn     func() // AfterFunc's: run in its own goroutine instead of a send on ch
 	seq    uint64
 	active bool
 }
@@ -56,10 +57,14 @@ func (f *Fake) Set(t time.Time) {
 			break
 		}
 		f.now = w.at
-		// A full buffered channel drops the tick, as time.Ticker does.
-		select {
-		case w.ch <- w.at:
-		default:
+		if w.fn != nil {
+			go w.fn()
+		} else {
+			// A full buffered channel drops the tick, as time.Ticker does.
+			select {
+			case w.ch <- w.at:
+			default:
+			}
 		}
 		if w.period > 0 {
 			w.at = w.at.Add(w.period)
@@ -117,6 +122,21 @@ func (f *Fake) After(d time.Duration) <-chan time.Time { return f.add(d, 0).ch }
 
 // NewTimer is a one-shot timer on the fake clock.
 func (f *Fake) NewTimer(d time.Duration) Timer { return &fakeTimer{f: f, w: f.add(d, 0)} }
+
+// AfterFunc calls fn in its own goroutine when the fake clock has moved d
+// past now (at once for d <= 0), unless stopped first.
+func (f *Fake) AfterFunc(d time.Duration, fn func()) Timer {
+	if d <= 0 {
+		go fn()
+		return &fakeTimer{f: f, w: &fakeWaiter{}}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.seq++
+	w := &fakeWaiter{at: f.now.Add(d), fn: fn, seq: f.seq, active: true}
+	f.waiters = append(f.waiters, w)
+	return &fakeTimer{f: f, w: w}
+}
 
 // NewTicker ticks every d on the fake clock; d must be positive.
 func (f *Fake) NewTicker(d time.Duration) Ticker {

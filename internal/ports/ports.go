@@ -18,6 +18,10 @@ type Clock interface {
 	NewTicker(d time.Duration) Ticker
 	// NewTimer fires once after d on this clock unless stopped.
 	NewTimer(d time.Duration) Timer
+	// AfterFunc calls f in its own goroutine once d has elapsed on this
+	// clock, unless stopped first. Unlike a Timer read by a waiting
+	// goroutine, nothing runs until it fires; its C is nil.
+	AfterFunc(d time.Duration, f func()) Timer
 }
 
 // Ticker is the part of time.Ticker that callers use.

@@ -62,3 +62,37 @@ func TestFakeClockFiresInDeadlineOrder(t *testing.T) {
 		t.Fatalf("Now = %v", got)
 	}
 }
+
+// AfterFunc runs its function once its time comes on each clock, and not
+// at all when stopped first.
+func TestAfterFunc(t *testing.T) {
+	fake := NewFake(time.Date(2026, 9, 10, 0, 0, 0, 0, time.UTC))
+	for _, tc := range []struct {
+		name    string
+		clock   Clock
+		advance func()
+	}{
+		{"fake", fake, func() { fake.Advance(time.Second) }},
+		{"system", SystemClock(), func() {}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fired := make(chan struct{}, 2)
+			stopped := tc.clock.AfterFunc(10*time.Millisecond, func() { fired <- struct{}{} })
+			if !stopped.Stop() {
+				t.Fatal("Stop of a pending AfterFunc reported false")
+			}
+			tc.clock.AfterFunc(10*time.Millisecond, func() { fired <- struct{}{} })
+			tc.advance()
+			select {
+			case <-fired:
+			case <-time.After(5 * time.Second):
+				t.Fatal("AfterFunc did not run within 5 s of its time")
+			}
+			select {
+			case <-fired:
+				t.Fatal("a stopped AfterFunc ran")
+			case <-time.After(50 * time.Millisecond):
+			}
+		})
+	}
+}

@@ -17,6 +17,9 @@ func (System) Now() time.Time                         { return time.Now() }
 func (System) After(d time.Duration) <-chan time.Time { return time.After(d) }
 func (System) NewTicker(d time.Duration) Ticker       { return systemTicker{time.NewTicker(d)} }
 func (System) NewTimer(d time.Duration) Timer         { return systemTimer{time.NewTimer(d)} }
+func (System) AfterFunc(d time.Duration, f func()) Timer {
+	return systemTimer{time.AfterFunc(d, f)}
+}
 
 type systemTicker struct{ t *time.Ticker }
 
