@@ -297,19 +297,14 @@ func (c *call) decodeLeg(ctx context.Context, n int, iid string, kvp []byte) *vl
 	defer func() { c.upstreamD += r.now() - start }()
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The first-token bound runs as a timer callback rather than a
+	// watching goroutine: a stream then holds no goroutine of its own.
 	var noFirst atomic.Bool
-	ft := r.clock.NewTimer(units.Seconds(r.cfg.Engine.FirstTokenTimeoutS))
+	ft := r.clock.AfterFunc(units.Seconds(r.cfg.Engine.FirstTokenTimeoutS), func() {
+		noFirst.Store(true)
+		cancel()
+	})
 	defer ft.Stop()
-	stopFT := make(chan struct{})
-	defer close(stopFT)
-	go func() {
-		select {
-		case <-ft.C():
-			noFirst.Store(true)
-			cancel()
-		case <-stopFT:
-		}
-	}()
 	s, e := r.engines[iid].client.OpenStream(lctx, c.endpoint, vllm.DecodeBody(c.body, r.cfg.Model, kvp), legID(c.rid, n, "decode"))
 	if e != nil {
 		return c.firstTokenError(e, &noFirst)
