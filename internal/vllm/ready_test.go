@@ -165,3 +165,23 @@ func TestClosedStreamGaveBackItsBuffer(t *testing.T) {
 		t.Errorf("read after Close = %v, want the closed-stream error", e)
 	}
 }
+
+// TestStreamLineLongerThanItsBuffer: an event several times the stream's
+// read buffer (a long tool call, a big logprobs object) arrives whole.
+func TestStreamLineLongerThanItsBuffer(t *testing.T) {
+	text := strings.Repeat("x", 3*streamBufSize+17)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte(`data: {"choices":[{"index":0,"text":"` + text + `","finish_reason":null,"token_ids":[7]}]}` + "\n\ndata: [DONE]\n\n"))
+	}))
+	defer srv.Close()
+	s := openTestStream(t, srv)
+	defer s.Close()
+	ev, e := s.Next()
+	if e != nil || !strings.Contains(string(ev.Data), text) || ev.Tokens != 1 {
+		t.Fatalf("long event: %v, %d bytes, %d tokens; want the whole %d-byte text as one token event", e, len(ev.Data), ev.Tokens, len(text))
+	}
+	if ev, e := s.Next(); e != nil || !ev.Done {
+		t.Fatalf("after the long event: %+v, %v; want [DONE]", ev, e)
+	}
+}

@@ -1,0 +1,279 @@
+package vllm
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// countConns counts the TCP connections a test server accepted.
+func countConns(srv *httptest.Server) *atomic.Int32 {
+	var n atomic.Int32
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			n.Add(1)
+		}
+	}
+	return &n
+}
+
+func okHandler(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	_, _ = w.Write([]byte(`{"ok":true}`))
+}
+
+// Sequential legs share one kept connection; one idle past reuseIdle is
+// closed instead of reused.
+func TestH1ReusesConnections(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(okHandler))
+	conns := countConns(srv)
+	srv.Start()
+	defer srv.Close()
+	c := NewClient(srv.URL, Options{})
+	defer c.Close()
+	for i := range 10 {
+		if _, e := c.call(context.Background(), "prefill", http.MethodPost, "/x", []byte(`{}`), fmt.Sprint(i), 1<<10); e != nil {
+			t.Fatal(e)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("10 sequential requests opened %d connections, want 1", n)
+	}
+	tr := c.hc.Transport.(*h1Transport)
+	tr.mu.Lock()
+	tr.idle[0].usedAt = time.Now().Add(-reuseIdle)
+	tr.mu.Unlock()
+	if _, e := c.call(context.Background(), "prefill", http.MethodPost, "/x", []byte(`{}`), "stale", 1<<10); e != nil {
+		t.Fatal(e)
+	}
+	if n := conns.Load(); n != 2 {
+		t.Fatalf("after a stale idle connection: %d connections, want a second one", n)
+	}
+}
+
+// rawEngine answers one request per connection and, on a connection's
+// second request, closes it without answering: the race where the engine
+// drops a kept connection just as it is reused.
+func rawEngine(t *testing.T) (string, *atomic.Int32) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var served atomic.Int32
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for i := 0; ; i++ {
+					req, err := http.ReadRequest(br)
+					if err != nil || i == 1 {
+						return
+					}
+					_, _ = io.Copy(io.Discard, req.Body)
+					served.Add(1)
+					_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n{\"ok\":true}")
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String(), &served
+}
+
+func TestH1ResendsWhenAReusedConnectionClosesBeforeAnswering(t *testing.T) {
+	url, served := rawEngine(t)
+	c := NewClient(url, Options{})
+	defer c.Close()
+	for i := range 3 {
+		b, e := c.call(context.Background(), "prefill", http.MethodPost, "/x", []byte(`{"n":1}`), fmt.Sprint(i), 1<<10)
+		if e != nil || string(b) != `{"ok":true}` {
+			t.Fatalf("request %d: %q, %v; want the answer from a fresh connection", i, b, e)
+		}
+	}
+	if n := served.Load(); n != 3 {
+		t.Fatalf("engine answered %d requests, want 3 (each once)", n)
+	}
+}
+
+// A fresh connection that closes before answering is an error, not a
+// retry: the engine may have started the work.
+func TestH1DoesNotResendOnAFreshConnection(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var accepted atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			_, _ = http.ReadRequest(bufio.NewReader(c))
+			c.Close()
+		}
+	}()
+	c := NewClient("http://"+ln.Addr().String(), Options{})
+	defer c.Close()
+	_, e := c.call(context.Background(), "prefill", http.MethodPost, "/x", []byte(`{}`), "r", 1<<10)
+	if e == nil || e.Reason != ReasonConnection {
+		t.Fatalf("error %v, want a connection error", e)
+	}
+	if n := accepted.Load(); n != 1 {
+		t.Fatalf("%d connections for one request on a fresh connection, want 1 (no resend)", n)
+	}
+}
+
+// Closing a stream before its end closes the connection, which is how
+// the engine learns the leg was abandoned; cancelling its context wakes a
+// blocked read with the context's error.
+func TestH1AbandonAndCancel(t *testing.T) {
+	gone := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte("data: {\"choices\":[{\"index\":0,\"text\":\"a\",\"token_ids\":[1]}]}\n\n"))
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+		close(gone)
+	}))
+	defer srv.Close()
+	c := NewClient(srv.URL, Options{})
+	defer c.Close()
+	s, e := c.OpenStream(context.Background(), "/v1/completions", []byte(`{}`), "x")
+	if e != nil {
+		t.Fatal(e)
+	}
+	if _, e := s.Next(); e != nil {
+		t.Fatal(e)
+	}
+	s.Close()
+	select {
+	case <-gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("engine did not see the abandoned stream's connection close within 5 s")
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1/completions", strings.NewReader(`{}`))
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(20*time.Millisecond, cancel)
+	start := time.Now()
+	_, err = io.Copy(io.Discard, br)
+	if !errors.Is(err, context.Canceled) || time.Since(start) > 3*time.Second {
+		t.Fatalf("read after cancel: %v after %v, want context.Canceled at once", err, time.Since(start))
+	}
+}
+
+// MaxConns bounds the requests in flight: one more waits, and gives up
+// with its context.
+func TestH1BoundsRequestsInFlight(t *testing.T) {
+	release := make(chan struct{})
+	var inFlight, peak atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		<-release
+		okHandler(w, r)
+	}))
+	defer srv.Close()
+	defer close(release)
+	c := NewClient(srv.URL, Options{MaxConns: 2})
+	defer c.Close()
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = c.call(context.Background(), "prefill", http.MethodPost, "/x", []byte(`{}`), fmt.Sprint(i), 1<<10)
+		}()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for inFlight.Load() < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, e := c.call(ctx, "prefill", http.MethodPost, "/x", []byte(`{}`), "third", 1<<10)
+	if e == nil || !e.Timeout || !strings.Contains(e.Msg, "free engine connection") {
+		t.Errorf("third request with two in flight: %v, want a timeout waiting for a connection", e)
+	}
+	release <- struct{}{}
+	release <- struct{}{}
+	wg.Wait()
+	if p := peak.Load(); p != 2 {
+		t.Errorf("peak in flight %d, want 2", p)
+	}
+}
+
+// stillOpen tells an idle connection from one the engine closed or wrote
+// to out of turn, without blocking.
+func TestH1StillOpen(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		peer func(net.Conn)
+		want bool
+	}{
+		{"idle", func(net.Conn) {}, true},
+		{"closed by the engine", func(c net.Conn) { c.Close() }, false},
+		{"unread bytes", func(c net.Conn) { _, _ = c.Write([]byte("x")) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			c, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			peer, err := ln.Accept()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer peer.Close()
+			tc.peer(peer)
+			got := stillOpen(c)
+			for i := 0; i < 100 && got != tc.want; i++ { // the FIN or byte may still be in flight
+				time.Sleep(10 * time.Millisecond)
+				got = stillOpen(c)
+			}
+			if got != tc.want {
+				t.Fatalf("stillOpen = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
