@@ -70,7 +70,7 @@ func fakeAPI(t *testing.T) *fake.FakeCoordinationV1 {
 func TestKubernetesStoreConformance(t *testing.T) {
 	leasetest.Run(t, func(t *testing.T) func() state.LeaseStore {
 		api := fakeAPI(t)
-		return func() state.LeaseStore { return New(api, "narwhal", "router") }
+		return func() state.LeaseStore { return New(api.Leases("narwhal"), "narwhal", "router") }
 	})
 }
 
@@ -89,7 +89,7 @@ func TestKubernetesConflictInjection(t *testing.T) {
 		return true, nil, apierrors.NewConflict(leasesGVR.GroupResource(), "router", errors.New("injected"))
 	})
 	clk := ports.NewFake(leasetest.T0)
-	a := leasetest.NewLease(t, New(api, "narwhal", "router"), "a", clk, 1)
+	a := leasetest.NewLease(t, New(api.Leases("narwhal"), "narwhal", "router"), "a", clk, 1)
 	if _, err := a.Claim(); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestKubernetesConflictInjection(t *testing.T) {
 func TestKubernetesLeaseSpec(t *testing.T) {
 	api := fakeAPI(t)
 	clk := ports.NewFake(leasetest.T0)
-	a, err := state.NewLeaseOn(New(api, "narwhal", "router"), "a", 2500*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond, clk, ports.SeededIDs(1))
+	a, err := state.NewLeaseOn(New(api.Leases("narwhal"), "narwhal", "router"), "a", 2500*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond, clk, ports.SeededIDs(1))
 	if err != nil {
 		t.Fatal(err)
 	}
