@@ -67,6 +67,7 @@ type options struct {
 	tokens, runs, nEng  int
 	routerBin, baseline string
 	inProcess           bool
+	routersOnly         bool
 	prefill, decode     float64 // seconds
 	format, jsonOut     string
 }
@@ -83,6 +84,7 @@ func main() {
 	flag.StringVar(&o.routerBin, "router-bin", "", "narwhal-serve binary to measure (default: go build ./cmd/narwhal-serve into a temporary directory)")
 	flag.StringVar(&o.baseline, "baseline-bin", "", "a second narwhal-serve binary measured in the same rounds, e.g. the previous build")
 	flag.BoolVar(&o.inProcess, "inprocess", false, "serve the router inside this process (for -cpuprofile/-memprofile; CPU is then the whole process's)")
+	flag.BoolVar(&o.routersOnly, "routers-only", false, "measure only router and baseline (an A/B of two builds in less time)")
 	prefillMS := flag.Float64("prefill-ms", 0.1, "simulated prefill time per request, ms")
 	decodeMS := flag.Float64("decode-ms", 1, "simulated decode step, ms")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process to this file")
@@ -159,6 +161,12 @@ type result struct {
 	// this whole process's (clients and engines) for the others.
 	CPUus float64 `json:"cpu_us_per_request"`
 	RSSMB float64 `json:"peak_rss_mb,omitempty"`
+	// Goroutines, HeapMB and StackMB are the router's go_goroutines,
+	// go_memstats_heap_inuse_bytes and go_memstats_stack_inuse_bytes
+	// halfway through the round, from its /metrics.
+	Goroutines float64 `json:"goroutines,omitempty"`
+	HeapMB     float64 `json:"heap_inuse_mb,omitempty"`
+	StackMB    float64 `json:"stack_inuse_mb,omitempty"`
 }
 
 // path is one way of serving a request.
@@ -201,6 +209,9 @@ func startPaths(o options, urls []string) ([]path, func(), error) {
 	paths := []path{
 		{name: "direct", one: func(hc *http.Client) (float64, error) { return stream(hc, dec, body(o.tokens, nil)) }},
 		{name: "two-leg", one: func(hc *http.Client) (float64, error) { return twoLegs(hc, urls[0], dec, o.tokens) }},
+	}
+	if o.routersOnly {
+		paths = nil
 	}
 	if o.inProcess {
 		base, stop, err := startInProcess(urls, o.prefill, o.decode)
@@ -287,7 +298,16 @@ func measureRound(paths []path, c int, d time.Duration, round int) []result {
 			p.proc.resetPeak()
 		}
 		cpu0 := p.cpu()
+		var mid chan runtimeStats
+		if p.proc != nil {
+			mid = make(chan runtimeStats, 1)
+			go func() { time.Sleep(d / 2); mid <- p.proc.scrape() }()
+		}
 		out[i] = measure(p.name, c, d, p.one)
+		if mid != nil {
+			st := <-mid
+			out[i].Goroutines, out[i].HeapMB, out[i].StackMB = st.goroutines, st.heapMB, st.stackMB
+		}
 		if n := out[i].Requests; n > 0 {
 			out[i].CPUus = (p.cpu() - cpu0) / float64(n) * 1e6
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,6 +123,37 @@ func (p *routerProc) peakRSSMB() float64 {
 		}
 	}
 	return 0
+}
+
+// runtimeStats is what scrape reads from the router's /metrics.
+type runtimeStats struct{ goroutines, heapMB, stackMB float64 }
+
+// scrape reads the Go runtime's gauges from the router's /metrics.
+func (p *routerProc) scrape() runtimeStats {
+	var st runtimeStats
+	resp, err := http.Get(p.base + "/metrics")
+	if err != nil {
+		return st
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		name, val, ok := strings.Cut(sc.Text(), " ")
+		v, err := strconv.ParseFloat(val, 64)
+		if !ok || err != nil {
+			continue
+		}
+		switch name {
+		case "go_goroutines":
+			st.goroutines = v
+		case "go_memstats_heap_inuse_bytes":
+			st.heapMB = v / (1 << 20)
+		case "go_memstats_stack_inuse_bytes":
+			st.stackMB = v / (1 << 20)
+		}
+	}
+	return st
 }
 
 // stop sends SIGTERM (the router drains, then exits) and waits, killing

@@ -66,7 +66,8 @@ func summarize(c int, rounds [][]result) levelReport {
 		idx[r.Path] = i
 	}
 	for _, of := range []string{"router", "baseline"} {
-		if _, ok := idx[of]; ok {
+		_, ok := idx[of]
+		if _, base := idx["two-leg"]; ok && base {
 			lr.Compare = append(lr.Compare, compare(rounds, idx[of], idx["two-leg"], false))
 		}
 	}
@@ -124,6 +125,9 @@ func medianOf(rounds [][]result, i int) result {
 	m.RPS = pick(func(r result) float64 { return r.RPS })
 	m.CPUus = pick(func(r result) float64 { return r.CPUus })
 	m.RSSMB = pick(func(r result) float64 { return r.RSSMB })
+	m.Goroutines = pick(func(r result) float64 { return r.Goroutines })
+	m.HeapMB = pick(func(r result) float64 { return r.HeapMB })
+	m.StackMB = pick(func(r result) float64 { return r.StackMB })
 	m.Requests, m.Errors = 0, 0
 	for _, r := range rounds {
 		m.Requests += r[i].Requests
@@ -161,14 +165,14 @@ func (rep report) text(w io.Writer) error {
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "streams\tpath\tttfb p50 ms\tttfb p99 ms\treq/s\terrors\tcpu µs/req\tpeak RSS MB\t")
+	fmt.Fprintln(tw, "streams\tpath\tttfb p50 ms\tttfb p99 ms\treq/s\terrors\tcpu µs/req\tpeak RSS MB\theap MB\tstacks MB\tgoroutines\t")
 	for _, l := range rep.Levels {
 		for _, r := range l.Paths {
-			rss := "-"
+			mem := "-\t-\t-\t-"
 			if r.RSSMB > 0 {
-				rss = fmt.Sprintf("%.0f", r.RSSMB)
+				mem = fmt.Sprintf("%.0f\t%.0f\t%.0f\t%.0f", r.RSSMB, r.HeapMB, r.StackMB, r.Goroutines)
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%.2f\t%.2f\t%.0f\t%d\t%.0f\t%s\t\n", l.Concurrency, r.Path, r.P50ms, r.P99ms, r.RPS, r.Errors, r.CPUus, rss)
+			fmt.Fprintf(tw, "%d\t%s\t%.2f\t%.2f\t%.0f\t%d\t%.0f\t%s\t\n", l.Concurrency, r.Path, r.P50ms, r.P99ms, r.RPS, r.Errors, r.CPUus, mem)
 		}
 	}
 	tw.Flush()
