@@ -28,7 +28,7 @@ import (
 // What the read loop also did, noticing that the engine closed an idle
 // connection, is done at reuse: a connection idle longer than reuseIdle
 // is closed instead of reused (uvicorn, vLLM's server, closes idle ones
-// after 5 s), one that is reused is peeked for a close first, and a
+// after 5 s), one idle longer than peekIdle is peeked for a close first, and a
 // request whose reused connection ends before any byte of a response is
 // sent once more on a fresh one.
 type h1Transport struct {
@@ -45,6 +45,12 @@ type h1Transport struct {
 // reuseIdle is how long a connection may sit idle and still be reused:
 // well inside uvicorn's 5 s keep-alive, so the engine has not closed it.
 const reuseIdle = 2 * time.Second
+
+// peekIdle is how long a connection may sit idle and be reused without
+// peeking: a close in so short a time is an engine failing, which the
+// resend of a reused connection's request covers; under load it saves a
+// syscall per leg.
+const peekIdle = 100 * time.Millisecond
 
 // aLongTimeAgo is a deadline in the past: it wakes a blocked read or
 // write at once.
@@ -169,7 +175,8 @@ func (t *h1Transport) takeIdle() *h1Conn {
 		t.idle[n-1] = nil
 		t.idle = t.idle[:n-1]
 		t.mu.Unlock()
-		if time.Since(hc.usedAt) < reuseIdle && stillOpen(hc.c) {
+		idle := time.Since(hc.usedAt)
+		if idle < reuseIdle && (idle < peekIdle || stillOpen(hc.c)) {
 			hc.reused = true
 			return hc
 		}
