@@ -111,7 +111,7 @@ bench: ## benchmarks: placement, simengine, and the router against direct engine
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/simengine/
 	$(GO) test -run '^$$' -bench ViewEvent -benchtime 1000000x ./internal/residency/
 	$(GO) test -run '^$$' -bench FleetMemory -benchtime 1x ./internal/residency/
-	$(GO) run ./bench/router-overhead
+	$(GO) run ./bench/router-overhead -duration 3s
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./internal/loadgen/ ./internal/report/
 	$(GO) test -run '^$$' -bench '^BenchmarkDashboardRefresh64$$' -benchtime 200x ./internal/router/
 

@@ -53,6 +53,15 @@ func isObject(b json.RawMessage) bool {
 // validateHandoff checks the fields the decode engine indexes directly and
 // keeps everything else opaque.
 func validateHandoff(params json.RawMessage) (*Handoff, *Error) {
+	if h, ok := fastHandoff(params); ok {
+		return &h, nil
+	}
+	return decodeHandoff(params)
+}
+
+// decodeHandoff is validateHandoff by encoding/json: the reference the
+// scanner is held to, and the answer for every shape it leaves.
+func decodeHandoff(params json.RawMessage) (*Handoff, *Error) {
 	var fields map[string]json.RawMessage
 	if !isObject(params) || json.Unmarshal(params, &fields) != nil || len(fields) == 0 {
 		return nil, invalid("prefill", "kv_handoff", "missing handoff parameters")
