@@ -69,9 +69,9 @@ func (rn *runner) add(e *engine, q enginemodel.Request, l leg) {
 }
 
 // stepDone applies e's completed step and starts the next.
-func (rn *runner) stepDone(e *engine, st enginemodel.Step) error {
+func (rn *runner) stepDone(e *engine) error {
 	e.busy = false
-	for _, ev := range e.m.Complete(st) {
+	for _, ev := range e.m.Complete(e.step) {
 		l := rn.leg(ev.Ref)
 		if l.r.done {
 			continue
@@ -121,7 +121,7 @@ func (rn *runner) handoff(r *request, p *engine) {
 	if d != p {
 		delay = nanos(rn.f.Link.TransferS(r.a.InputLen))
 	}
-	rn.q.push(event{at: rn.now + delay, kind: evKV, req: r})
+	rn.q.push(event{at: rn.now + delay, kind: evKV, idx: r.idx})
 }
 
 // kvArrived frees the producer's held blocks and queues the decode leg.

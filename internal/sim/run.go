@@ -13,14 +13,16 @@ import (
 // seen in the core. The legs it runs are named by their model requests'
 // Ref (legRef).
 type engine struct {
+	idx     int // in rn.engines
 	iid     string
 	inst    *sched.Instance
 	role    fleet.Role
 	pin     bool
 	flipped int
 	m       *enginemodel.Model
-	busy    bool      // a step is in flight
-	cache   *simCache // nil without prefix caching
+	busy    bool             // a step is in flight
+	step    enginemodel.Step // the step in flight, while busy
+	cache   *simCache        // nil without prefix caching
 }
 
 type legKind uint8
@@ -121,7 +123,7 @@ func newRunner(f Fleet, arm Arm, tr Trace) (*runner, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sim: engine %s: %w", e.IID, err)
 		}
-		eng := &engine{iid: e.IID, inst: core.Instance(e.IID), role: e.Role, pin: e.Pin, m: m}
+		eng := &engine{idx: len(rn.engines), iid: e.IID, inst: core.Instance(e.IID), role: e.Role, pin: e.Pin, m: m}
 		if f.PrefixCaching {
 			eng.cache = newSimCache(m.Stats().BlockSize)
 		}
@@ -180,9 +182,9 @@ func (rn *runner) handle(ev event) error {
 		rn.next = ev.idx + 1
 		rn.arrive(&rn.reqs[ev.idx], rn.tr.Arrivals[ev.idx], ev.idx)
 	case evStep:
-		return rn.stepDone(ev.eng, ev.step)
+		return rn.stepDone(rn.engines[ev.idx])
 	case evKV:
-		rn.kvArrived(ev.req)
+		rn.kvArrived(&rn.reqs[ev.idx])
 	case evTick:
 		rn.tick()
 	}
@@ -212,8 +214,8 @@ func (rn *runner) kick(e *engine) {
 	if !ok {
 		return
 	}
-	e.busy = true
-	rn.q.push(event{at: rn.now + int64(st.Duration), kind: evStep, eng: e, step: st})
+	e.busy, e.step = true, st
+	rn.q.push(event{at: rn.now + int64(st.Duration), kind: evStep, idx: e.idx})
 }
 
 // observe reads every engine's label from the core: counts flips, pinned
