@@ -15,7 +15,8 @@ type controller struct {
 	hist      history
 	outputs   outputs
 	residency []residencySample
-	capCache  map[[2]int]float64
+	capCache  map[int64]float64 // capacity by key, for the current monitor pass
+	capPass   uint64            // counts monitor passes: shapes' remembered capacities name theirs
 
 	started  bool
 	start    float64 // first time seen: process start counts as a P→D move
@@ -46,7 +47,7 @@ type controller struct {
 }
 
 func newController(c *Core) *controller {
-	return &controller{c: c, cfg: c.opt.Controller, capCache: map[[2]int]float64{},
+	return &controller{c: c, cfg: c.opt.Controller, capCache: map[int64]float64{},
 		lastFlip: map[string]float64{}, lastTo: map[string]fleet.Role{},
 		decisions: map[string]int{}, flipCount: map[string]int{}}
 }
@@ -92,6 +93,7 @@ func (c *Core) Tick(now float64) []Decision {
 	k.loads = c.PoolLoads(now)
 	c.Roll(now)
 	clear(k.capCache) // corrections moved
+	k.capPass++
 	k.hist.prune(now - c.opt.Controller.Reactive.WindowS)
 	var out []Decision
 	switch c.opt.Policy {
