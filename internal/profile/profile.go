@@ -208,25 +208,47 @@ func (r *Row) CoversPrefill(n int) bool {
 // DecodeRPS is one decode engine's request throughput at this shape
 // (runtime.md §2.2, decode_rps).
 func (r *Row) DecodeRPS(tpotSLO float64, context, output int, correction float64) float64 {
-	if context <= 0 || output <= 0 || correction <= 0 || !r.CoversOutput(output) {
-		return 0
+	return r.DecodeShape(context, output).RPS(tpotSLO, correction)
+}
+
+// DecodeShape is the part of decode_rps that depends on the shape and the
+// row alone, for a caller that prices one shape at several corrections.
+type DecodeShape struct {
+	r               *Row
+	context, output int
+	hi              int     // decode_request_limit(context); 0: no throughput
+	inc             float64 // token interval per request added at this context
+}
+
+// DecodeShape prepares decode_rps at (context, output) for RPS.
+func (r *Row) DecodeShape(context, output int) DecodeShape {
+	s := DecodeShape{r: r, context: context, output: output}
+	if context <= 0 || output <= 0 || !r.CoversOutput(output) {
+		return s
 	}
-	hi := r.DecodeRequestLimit(context)
-	if hi <= 0 {
+	s.hi = r.DecodeRequestLimit(context)
+	s.inc = floatOr(r.TPOTRequestSlope, 0) + r.TPOTSlope*float64(context)
+	return s
+}
+
+// RPS is decode_rps of the prepared shape at the TPOT target and the
+// engine's decode correction: the same arithmetic as DecodeRPS.
+func (s DecodeShape) RPS(tpotSLO, correction float64) float64 {
+	r := s.r
+	if s.hi <= 0 || correction <= 0 {
 		return 0
 	}
 	budget := tpotSLO / correction
-	inc := floatOr(r.TPOTRequestSlope, 0) + r.TPOTSlope*float64(context)
-	b := hi
-	if inc > 0 {
-		b = min(hi, int(math.Floor((budget-r.TPOTIntercept)/inc)))
+	b := s.hi
+	if s.inc > 0 {
+		b = min(s.hi, int(math.Floor((budget-r.TPOTIntercept)/s.inc)))
 	}
-	if b < 1 || !r.CoversDecode(b, b*context) {
+	if b < 1 || !r.CoversDecode(b, b*s.context) {
 		return 0
 	}
-	interval := r.TokenInterval(max(b*context, intOr(r.DecodeMinKVTokens, 0)), max(b, intOr(r.DecodeMinRequests, 1))) * correction
+	interval := r.TokenInterval(max(b*s.context, intOr(r.DecodeMinKVTokens, 0)), max(b, intOr(r.DecodeMinRequests, 1))) * correction
 	if interval <= 0 || interval > tpotSLO {
 		return 0
 	}
-	return float64(b) / (float64(output) * interval)
+	return float64(b) / (float64(s.output) * interval)
 }

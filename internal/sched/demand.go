@@ -1,6 +1,10 @@
 package sched
 
-import "math"
+import (
+	"math"
+
+	"github.com/narwhal-go/narwhal/internal/profile"
+)
 
 // The demand model prices recent arrivals in engines' worth of work: how
 // many prefill engines and how many decode engines the offered load needs
@@ -215,15 +219,22 @@ func (k *controller) capacity(id shapeID, out float64) float64 {
 }
 
 // meanDecodeRPS is decode_rps for an in-token prompt and out output
-// tokens averaged over the instances, in their order.
+// tokens averaged over the instances, in their order. Instances of one
+// profile class share the shape's preparation; of one class and
+// correction, the value.
 func (k *controller) meanDecodeRPS(in int, out float64) float64 {
 	c := k.c
+	context, output := in+int(out/2), int(math.Max(1, out))
 	sum, n := 0.0, 0
 	var prev *Instance
+	var shape profile.DecodeShape
 	rps := 0.0
 	for _, i := range c.instances {
+		if prev == nil || i.profClass != prev.profClass {
+			shape = i.prof.DecodeShape(context, output)
+		}
 		if prev == nil || i.profClass != prev.profClass || i.correction != prev.correction {
-			rps = i.prof.DecodeRPS(c.opt.TPOT, in+int(out/2), int(math.Max(1, out)), i.correction)
+			rps = shape.RPS(c.opt.TPOT, i.correction)
 		}
 		sum += rps // the same value in the same order as evaluating each instance
 		prev = i

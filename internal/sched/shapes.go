@@ -21,8 +21,8 @@ type shapeInfo struct {
 	s           shape
 	in, want    int // fromOctave8 of the classes
 	inKey       int // octave8(in): capacity's key for the prompt
-	lastOut     float64
-	lastOutKey  int // octave8(int(lastOut)), valid when outKnown
+	lastOut     int // int(out) of the last outKey ask
+	lastOutKey  int // octave8(lastOut), valid when outKnown
 	outKnown    bool
 	capAt       uint64 // capacity's pass when capVal was read for capKey
 	capKey      int64
@@ -62,12 +62,13 @@ func compareShapes(a, b shape) int {
 	return cmp.Or(cmp.Compare(a.in, b.in), cmp.Compare(a.want, b.want))
 }
 
-// outKey is octave8(int(out)) for shape id, remembered for the last out
-// asked (the expected output moves only as requests finish).
+// outKey is octave8(int(out)) for shape id, remembered for the last
+// int(out) asked (the expected output moves only as requests finish, and
+// its whole tokens less often).
 func (g *registry) outKey(id shapeID, out float64) int {
 	x := &g.info[id]
-	if !x.outKnown || x.lastOut != out {
-		x.lastOut, x.lastOutKey, x.outKnown = out, octave8(int(out)), true
+	if n := int(out); !x.outKnown || x.lastOut != n {
+		x.lastOut, x.lastOutKey, x.outKnown = n, octave8(n), true
 	}
 	return x.lastOutKey
 }
