@@ -91,7 +91,11 @@ func (c *Core) outputTokens(now float64, iid string, r *Request, n int) {
 	}
 	c.grow(r, n)
 	if r.sawToken {
-		i.win.addGap((now-r.lastToken)/float64(n), n)
+		gap := now - r.lastToken
+		if n != 1 { // ÷1 is exact
+			gap /= float64(n)
+		}
+		i.win.addGap(gap, n)
 	}
 	r.sawToken, r.lastToken = true, now
 	r.tokensHere += n

@@ -119,7 +119,7 @@ func newRunner(f Fleet, arm Arm, tr Trace) (*runner, error) {
 		row, _ := store.Get(e.IID)
 		m, err := enginemodel.New(enginemodel.Config{Timing: row, KVCapacityTokens: f.Shape.KVCapacityTokens,
 			BlockSize: f.Shape.BlockSize, MaxNumSeqs: f.Shape.MaxNumSeqs, MaxBatchedTokens: f.Shape.MaxBatchedTokens,
-			ReuseBuffers: true})
+			ReuseBuffers: true, RefsOnly: true})
 		if err != nil {
 			return nil, fmt.Errorf("sim: engine %s: %w", e.IID, err)
 		}
