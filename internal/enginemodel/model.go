@@ -32,8 +32,9 @@ type Config struct {
 	MaxBatchedTokens int // prompt tokens one prefill step may compute (--max-num-batched-tokens)
 	// ReuseBuffers lets the model reuse the slices it hands out: a Step's
 	// IDs and Preempted until the next Next, Complete's events until the
-	// next Complete. For a driver that is done with a step once it
-	// completes it (the fleet simulator), it saves an allocation per step.
+	// next Complete; and a dropped request's struct serves the next Add.
+	// For a driver that is done with a step once it completes it (the
+	// fleet simulator), it saves an allocation per step and per request.
 	ReuseBuffers bool
 	// RefsOnly names requests in steps and events by Ref alone: a Step's
 	// IDs and Preempted stay nil and an Event's ID is empty. For a driver
@@ -130,6 +131,7 @@ type Model struct {
 	// Scratch buffers reused across steps (see Config.ReuseBuffers for the
 	// ones handed out).
 	admitted, prefill []*req
+	free              []*req // dropped requests' structs, for Add (ReuseBuffers)
 	ids, victims      []string
 	events            []Event
 }
@@ -194,7 +196,13 @@ func (m *Model) Add(r Request) error {
 	if m.blocksFor(r.PromptTokens+r.MaxTokens) > m.totalBlocks {
 		return fmt.Errorf("enginemodel: request %s needs %d tokens of KV, more than the engine's %d", r.ID, r.PromptTokens+r.MaxTokens, m.cfg.KVCapacityTokens)
 	}
-	q := &req{Request: r, computed: min(max(r.CachedTokens, 0), r.PromptTokens)}
+	var q *req
+	if n := len(m.free); n > 0 {
+		q, m.free = m.free[n-1], m.free[:n-1]
+	} else {
+		q = new(req)
+	}
+	*q = req{Request: r, computed: min(max(r.CachedTokens, 0), r.PromptTokens)}
 	m.all[r.ID] = q
 	m.waiting = append(m.waiting, q)
 	return nil
@@ -401,7 +409,17 @@ func (m *Model) finish(r *req) {
 		return
 	}
 	m.freeBlocks(r)
+	m.drop(r)
+}
+
+// drop forgets r. With ReuseBuffers its struct waits for the next Add: a
+// dropped request is in no queue, and a step in flight that still lists
+// it skips it as not running, whatever Add put there since.
+func (m *Model) drop(r *req) {
 	delete(m.all, r.ID)
+	if m.cfg.ReuseBuffers {
+		m.free = append(m.free, r)
+	}
 }
 
 func (m *Model) removeRunning(r *req) {
@@ -436,7 +454,7 @@ func (m *Model) Stop(id string) bool {
 		return true
 	}
 	m.freeBlocks(r)
-	delete(m.all, id)
+	m.drop(r)
 	return true
 }
 
@@ -453,7 +471,7 @@ func (m *Model) Release(id string) {
 		return
 	}
 	m.freeBlocks(r)
-	delete(m.all, id)
+	m.drop(r)
 }
 
 // Reset drops everything, as a process restart loses all resident KV.

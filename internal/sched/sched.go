@@ -151,7 +151,8 @@ type Core struct {
 
 	unserved int
 	ctl      *controller
-	rec      func(Step) // Record's hook; nil when no one listens
+	cands    []*Instance // placement's candidates: scratch, as steps never nest
+	rec      func(Step)  // Record's hook; nil when no one listens
 }
 
 // New builds a core for the fleet's engines with one profile row each,
