@@ -78,6 +78,21 @@ func (c *Core) OutputTokensOf(now float64, iid string, r *Request, n int) {
 	}
 }
 
+// OneTokenEach is one output token of each of rs on engine iid at now, in
+// order: exactly OutputTokensOf(now, iid, r, 1) for each r, recorded
+// likewise, with the engine found once (the simulator's decode step).
+func (c *Core) OneTokenEach(now float64, iid string, rs []*Request) {
+	i := c.byIID[iid]
+	for _, r := range rs {
+		if r != nil && !r.forgotten && i != nil {
+			c.tokensOn(now, i, r, 1)
+		}
+		if c.rec != nil {
+			c.rec(Step{Kind: StepOutputTokens, Now: now, IID: iid, RID: r.RID, Tokens: 1})
+		}
+	}
+}
+
 func (c *Core) outputTokens(now float64, iid string, r *Request, n int) {
 	if r == nil || n <= 0 {
 		return
@@ -89,6 +104,11 @@ func (c *Core) outputTokens(now float64, iid string, r *Request, n int) {
 	if i == nil {
 		return
 	}
+	c.tokensOn(now, i, r, n)
+}
+
+// tokensOn is n > 0 output tokens of r reported by engine i.
+func (c *Core) tokensOn(now float64, i *Instance, r *Request, n int) {
 	c.grow(r, n)
 	if r.sawToken {
 		gap := now - r.lastToken

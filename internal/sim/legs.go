@@ -68,22 +68,44 @@ func (rn *runner) add(e *engine, q enginemodel.Request, l leg) {
 	rn.kick(e)
 }
 
-// stepDone applies e's completed step and starts the next.
+// stepDone applies e's completed step and starts the next. A run of
+// decode tokens goes to the core in one step (oneTokenEach), sent before
+// anything else the step's events do: the core takes the same steps in
+// the same order as with a call per token.
 func (rn *runner) stepDone(e *engine) error {
 	e.busy = false
+	tokens := rn.tokens[:0]
 	for _, ev := range e.m.Complete(e.step) {
 		l := rn.leg(ev.Ref)
 		if l.r.done {
 			continue
 		}
+		if ev.Kind == enginemodel.Token && (l.kind == legDecode || l.kind == legBoth && ev.Index > 0) {
+			l.r.counted(rn.now)
+			tokens = append(tokens, l.r.core)
+			continue
+		}
+		tokens = rn.sendTokens(e, tokens)
 		if err := rn.legEvent(e, l, ev); err != nil {
 			return err
 		}
 	}
+	rn.tokens = rn.sendTokens(e, tokens)
 	rn.kick(e)
 	return nil
 }
 
+// sendTokens reports the tokens collected on e to the core and returns
+// the emptied slice.
+func (rn *runner) sendTokens(e *engine, tokens []*sched.Request) []*sched.Request {
+	if len(tokens) > 0 {
+		rn.d.oneTokenEach(rn.nowS(), e.iid, tokens)
+	}
+	return tokens[:0]
+}
+
+// legEvent is one event of a leg; decode tokens after the first are
+// stepDone's own.
 func (rn *runner) legEvent(e *engine, l leg, ev enginemodel.Event) error {
 	r := l.r
 	switch {
@@ -93,8 +115,6 @@ func (rn *runner) legEvent(e *engine, l leg, ev enginemodel.Event) error {
 	case ev.Kind == enginemodel.Token && l.kind == legBoth && ev.Index == 0:
 		rn.stored(e, r)
 		return rn.prefillHere(r, e)
-	case ev.Kind == enginemodel.Token && l.kind != legPrefill:
-		rn.token(r, e)
 	case ev.Kind == enginemodel.Finished:
 		rn.finish(r)
 	}
@@ -155,9 +175,14 @@ func (rn *runner) prefillHere(r *request, e *engine) error {
 }
 
 func (rn *runner) token(r *request, e *engine) {
-	r.tokens++
-	r.last = rn.now
+	r.counted(rn.now)
 	rn.d.tokens(rn.nowS(), e.iid, r.core, 1)
+}
+
+// counted is the simulator's own record of an output token at now.
+func (r *request) counted(now int64) {
+	r.tokens++
+	r.last = now
 }
 
 // finish scores a completed request: TTFT is arrival to prefill done,

@@ -79,7 +79,8 @@ type runner struct {
 	endNS   int64 // offer window end
 	capNS   int64 // drain bound
 	res     *Result
-	pools   [2]int // prefill, decode as last observed
+	pools   [2]int           // prefill, decode as last observed
+	tokens  []*sched.Request // stepDone's run of decode tokens, reused
 }
 
 // Run simulates arm on tr and scores every request.
