@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/units"
@@ -369,6 +370,9 @@ func (m *Model) Complete(s Step) []Event {
 	if m.cfg.ReuseBuffers {
 		evs = m.events[:0]
 	}
+	// At most a token and a finish per request: grown once, so that each
+	// event is written in place.
+	evs = slices.Grow(evs, 2*len(m.batch))
 	for _, r := range m.batch {
 		// A request stopped, released or reset away while the step ran is
 		// no longer running (a new one under its id waits, not running).
@@ -387,10 +391,14 @@ func (m *Model) Complete(s Step) []Event {
 		} else {
 			r.computed = max(r.computed, r.PromptTokens+r.generated)
 		}
-		evs = append(evs, Event{Kind: Token, ID: id, Index: r.generated, Ref: r.Ref})
+		evs = evs[:len(evs)+1]
+		ev := &evs[len(evs)-1]
+		ev.Kind, ev.ID, ev.Index, ev.Ref = Token, id, r.generated, r.Ref
 		r.generated++
 		if r.generated >= r.MaxTokens {
-			evs = append(evs, Event{Kind: Finished, ID: id, Ref: r.Ref})
+			evs = evs[:len(evs)+1]
+			ev := &evs[len(evs)-1]
+			ev.Kind, ev.ID, ev.Index, ev.Ref = Finished, id, 0, r.Ref
 			m.finish(r)
 		}
 	}
