@@ -242,7 +242,8 @@ func (m *Model) Next() (Step, bool) {
 		for _, r := range prefill {
 			secs += m.prefillCost(r)
 		}
-		s.IDs = m.plan(prefill)
+		m.batch = append(m.batch[:0], prefill...)
+		s.IDs = m.plan()
 		s.Duration = units.Seconds(secs)
 		return s, true
 	}
@@ -250,27 +251,34 @@ func (m *Model) Next() (Step, bool) {
 		return Step{}, false
 	}
 	s := Step{Kind: Decode, seq: m.seq, Preempted: m.makeRoom()}
+	// One pass: every running request's block for its next token (room was
+	// made above), the operating point, and the batch.
+	m.batch = m.batch[:0]
 	for _, r := range m.running {
+		if need := m.blocksFor(r.computed + 1); need > r.blocks {
+			m.usedBlocks += need - r.blocks
+			r.blocks = need
+		}
 		s.ResidentTokens += r.computed
+		m.batch = append(m.batch, r)
 	}
-	s.IDs = m.plan(m.running)
+	s.IDs = m.plan()
 	s.Running = len(m.running)
 	s.Duration = units.Seconds(m.cfg.Timing.TokenInterval(s.ResidentTokens, s.Running))
 	return s, true
 }
 
-// plan puts the step computing batch in flight and returns its IDs.
-func (m *Model) plan(batch []*req) []string {
+// plan puts the step computing m.batch in flight and returns its IDs.
+func (m *Model) plan() []string {
 	m.inflight = true
-	m.batch = append(m.batch[:0], batch...)
 	if m.cfg.RefsOnly {
 		return nil
 	}
 	ids := m.ids[:0]
 	if !m.cfg.ReuseBuffers {
-		ids = make([]string, 0, len(batch))
+		ids = make([]string, 0, len(m.batch))
 	}
-	for _, r := range batch {
+	for _, r := range m.batch {
 		ids = append(ids, r.ID)
 	}
 	if m.cfg.ReuseBuffers {
@@ -317,7 +325,8 @@ func (m *Model) admit() []*req {
 
 // makeRoom preempts the most recently admitted requests until every running
 // request can grow by one token (vLLM's recompute preemption). The victims
-// lose their KV and go back to the front of the queue.
+// lose their KV and go back to the front of the queue. Next gives the
+// survivors their blocks.
 func (m *Model) makeRoom() []string {
 	var victims []string
 	if m.cfg.ReuseBuffers {
@@ -339,13 +348,6 @@ func (m *Model) makeRoom() []string {
 		m.preemptions++
 		if !m.cfg.RefsOnly {
 			victims = append(victims, v.ID)
-		}
-	}
-	for _, r := range m.running {
-		need := m.blocksFor(r.computed + 1)
-		if need > r.blocks {
-			m.usedBlocks += need - r.blocks
-			r.blocks = need
 		}
 	}
 	if m.cfg.ReuseBuffers {

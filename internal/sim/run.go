@@ -47,15 +47,18 @@ func (rn *runner) leg(ref int) leg { return leg{&rn.reqs[ref>>2], legKind(ref & 
 
 // request is one arrival's life in the simulation.
 type request struct {
+	// What a decode token reads and writes comes first, together.
+	done   bool
+	tokens int
+	last   int64
+	core   *sched.Request // the core's handle (Track's answer)
+
 	a                   Arrival
 	idx                 int // in the trace and rn.reqs
 	rid                 string
-	core                *sched.Request // the core's handle (Track's answer)
 	arrived             int64
-	prefillDone, last   int64
-	tokens              int
+	prefillDone         int64
 	prod, cons          *engine
-	done                bool
 	prefillID, decodeID string
 	blocks              []blockKey // the prompt's full blocks, with prefix caching
 }
