@@ -78,17 +78,20 @@ func (c *Core) OutputTokensOf(now float64, iid string, r *Request, n int) {
 	}
 }
 
-// OneTokenEach is one output token of each of rs on engine iid at now, in
-// order: exactly OutputTokensOf(now, iid, r, 1) for each r, recorded
-// likewise, with the engine found once (the simulator's decode step).
-func (c *Core) OneTokenEach(now float64, iid string, rs []*Request) {
-	i := c.byIID[iid]
+// OneTokenEach is one output token of each of rs on engine i at now, in
+// order: exactly OutputTokensOf(now, i.IID, r, 1) for each r, recorded
+// likewise (the simulator's decode step). i is this core's Instance(iid);
+// nil changes and records nothing.
+func (c *Core) OneTokenEach(now float64, i *Instance, rs []*Request) {
+	if i == nil {
+		return
+	}
 	for _, r := range rs {
-		if r != nil && !r.forgotten && i != nil {
+		if !r.forgotten {
 			c.tokensOn(now, i, r, 1)
 		}
 		if c.rec != nil {
-			c.rec(Step{Kind: StepOutputTokens, Now: now, IID: iid, RID: r.RID, Tokens: 1})
+			c.rec(Step{Kind: StepOutputTokens, Now: now, IID: i.IID, RID: r.RID, Tokens: 1})
 		}
 	}
 }

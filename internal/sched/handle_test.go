@@ -94,7 +94,7 @@ func TestOneTokenEachMatchesOutputTokensOf(t *testing.T) {
 				c.Finished(now, "b")
 			}
 			if batched {
-				c.OneTokenEach(now, "d0", hs)
+				c.OneTokenEach(now, c.Instance("d0"), hs)
 				continue
 			}
 			for _, h := range hs {

@@ -41,9 +41,9 @@ func (d driver) tokens(now float64, iid string, r *sched.Request, n int) {
 }
 
 // oneTokenEach is one output token of each of rs, the handles arrive
-// returned, on engine iid: a decode step's tokens, in the step's order.
-func (d driver) oneTokenEach(now float64, iid string, rs []*sched.Request) {
-	d.core.OneTokenEach(now, iid, rs)
+// returned, on engine i: a decode step's tokens, in the step's order.
+func (d driver) oneTokenEach(now float64, i *sched.Instance, rs []*sched.Request) {
+	d.core.OneTokenEach(now, i, rs)
 }
 
 func (d driver) finish(now float64, rid string) { d.core.Finished(now, rid) }

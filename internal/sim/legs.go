@@ -99,7 +99,7 @@ func (rn *runner) stepDone(e *engine) error {
 // the emptied slice.
 func (rn *runner) sendTokens(e *engine, tokens []*sched.Request) []*sched.Request {
 	if len(tokens) > 0 {
-		rn.d.oneTokenEach(rn.nowS(), e.iid, tokens)
+		rn.d.oneTokenEach(rn.nowS(), e.inst, tokens)
 	}
 	return tokens[:0]
 }
