@@ -31,7 +31,8 @@ func decodeRPSByFormula(r *Row, tpotSLO float64, context, output int, correction
 	return float64(b) / (float64(output) * interval)
 }
 
-// One shape prepared once prices every correction bit for bit as
+// One shape prepared once prices every correction (with or without the
+// budget divided out first) bit for bit as
 // DecodeRPS's formula does, across rows with and without the optional
 // decode fields and at the domain's edges.
 func TestDecodeShapeMatchesFormula(t *testing.T) {
@@ -53,6 +54,9 @@ func TestDecodeShapeMatchesFormula(t *testing.T) {
 					want := decodeRPSByFormula(&row, 0.05, context, output, corr)
 					if got := shape.RPS(0.05, corr); got != want {
 						t.Errorf("%s: DecodeShape(%d, %d).RPS(0.05, %g) = %v, want %v", name, context, output, corr, got, want)
+					}
+					if got := shape.RPSWithin(0.05, corr, 0.05/corr); got != want {
+						t.Errorf("%s: DecodeShape(%d, %d).RPSWithin(0.05, %g, budget) = %v, want %v", name, context, output, corr, got, want)
 					}
 					if got := row.DecodeRPS(0.05, context, output, corr); got != want {
 						t.Errorf("%s: DecodeRPS(0.05, %d, %d, %g) = %v, want %v", name, context, output, corr, got, want)

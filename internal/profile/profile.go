@@ -252,7 +252,16 @@ func (s *DecodeShape) RPS(tpotSLO, correction float64) float64 {
 	if s.hi <= 0 || correction <= 0 {
 		return 0
 	}
-	budget := tpotSLO / correction
+	return s.RPSWithin(tpotSLO, correction, tpotSLO/correction)
+}
+
+// RPSWithin is RPS for a caller that has divided the TPOT target by the
+// correction already (budget = tpotSLO / correction), once per engine
+// for many shapes.
+func (s *DecodeShape) RPSWithin(tpotSLO, correction, budget float64) float64 {
+	if s.hi <= 0 || correction <= 0 {
+		return 0
+	}
 	b := s.hi
 	if s.inc > 0 {
 		b = min(s.hi, int(math.Floor((budget-s.intercept)/s.inc)))

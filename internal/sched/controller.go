@@ -17,6 +17,7 @@ type controller struct {
 	residency []residencySample
 	capCache  map[int64]float64 // capacity by key, for the current monitor pass
 	capPass   uint64            // counts monitor passes: shapes' remembered capacities name theirs
+	budgets   []float64         // per instance, TPOT ÷ correction: estimate's scratch for capacity
 
 	started  bool
 	start    float64 // first time seen: process start counts as a P→D move

@@ -180,6 +180,10 @@ type demand struct {
 func (k *controller) estimate(from, span float64) demand {
 	arrivals, prefillS, shapes := k.hist.since(from)
 	d := demand{arrivals: arrivals, prefill: prefillS / span, complete: true}
+	k.budgets = k.budgets[:0]
+	for _, i := range k.c.instances { // the TPOT budget each engine's correction leaves, for capacity
+		k.budgets = append(k.budgets, k.c.opt.TPOT/i.correction)
+	}
 	for _, sc := range shapes {
 		x := &k.hist.shapes.info[sc.id]
 		out, ok := k.outputs.expected(x.want)
@@ -229,12 +233,12 @@ func (k *controller) meanDecodeRPS(in int, out float64) float64 {
 	var prev *Instance
 	var shape profile.DecodeShape
 	rps := 0.0
-	for _, i := range c.instances {
+	for j, i := range c.instances {
 		if prev == nil || i.profClass != prev.profClass {
 			shape = i.prof.DecodeShape(context, output)
 		}
 		if prev == nil || i.profClass != prev.profClass || i.correction != prev.correction {
-			rps = shape.RPS(c.opt.TPOT, i.correction)
+			rps = shape.RPSWithin(c.opt.TPOT, i.correction, k.budgets[j])
 		}
 		sum += rps // the same value in the same order as evaluating each instance
 		prev = i

@@ -75,7 +75,9 @@ func (rn *runner) add(e *engine, q enginemodel.Request, l leg) {
 func (rn *runner) stepDone(e *engine) error {
 	e.busy = false
 	tokens := rn.tokens[:0]
-	for _, ev := range e.m.Complete(e.step) {
+	evs := e.m.Complete(e.step)
+	for k := range evs {
+		ev := &evs[k]
 		l := rn.leg(ev.Ref)
 		if l.r.done {
 			continue
@@ -86,7 +88,7 @@ func (rn *runner) stepDone(e *engine) error {
 			continue
 		}
 		tokens = rn.sendTokens(e, tokens)
-		if err := rn.legEvent(e, l, ev); err != nil {
+		if err := rn.legEvent(e, l, *ev); err != nil {
 			return err
 		}
 	}
