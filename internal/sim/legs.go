@@ -15,7 +15,7 @@ func (rn *runner) arrive(r *request, a Arrival, idx int) {
 	rn.open++
 	now := rn.nowS()
 	if rn.f.PrefixCaching {
-		r.blocks = blockKeys(a, idx, rn.f.Shape.BlockSize)
+		r.blocks = appendBlockKeys(rn.spareBlockKeys(), a, idx, rn.f.Shape.BlockSize)
 	}
 	r.core = rn.d.arrive(now, r.rid, a.InputLen, a.OutputLen, rn.evidence(r))
 	pl, ref := rn.d.place(now, r.rid)
@@ -219,6 +219,7 @@ func (rn *runner) end(r *request, bucket *int) {
 		return
 	}
 	r.done = true
+	rn.dropBlocks(r)
 	rn.open--
 	*bucket++
 	rn.d.finish(rn.nowS(), r.rid)

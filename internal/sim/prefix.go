@@ -1,6 +1,10 @@
 package sim
 
-import "github.com/narwhal-go/narwhal/internal/profile"
+import (
+	"slices"
+
+	"github.com/narwhal-go/narwhal/internal/profile"
+)
 
 // The simulated engines' prefix caches. A prompt's blocks are named by
 // what they hold, not by hashing token ids: block j of a prompt belongs to
@@ -15,9 +19,12 @@ type blockKey struct {
 }
 
 // blockKeys names the full blocks of request idx's prompt.
-func blockKeys(a Arrival, idx, bs int) []blockKey {
-	n := a.InputLen / bs
-	out := make([]blockKey, n)
+func blockKeys(a Arrival, idx, bs int) []blockKey { return appendBlockKeys(nil, a, idx, bs) }
+
+// appendBlockKeys is blockKeys into dst's storage.
+func appendBlockKeys(dst []blockKey, a Arrival, idx, bs int) []blockKey {
+	n := max(a.InputLen/bs, 0)
+	out := slices.Grow(dst[:0], n)[:n]
 	for j := range out {
 		switch {
 		case a.System > 0 && (j+1)*bs <= a.SystemLen:
@@ -43,6 +50,7 @@ type simCache struct {
 	free   []int32
 	size   int         // resident blocks
 	last   *blockSpace // the namespace found last, nil when none or evicted
+	spare  []*blockSpace
 }
 
 // blockSpace is one namespace's resident blocks.
@@ -70,7 +78,12 @@ func (c *simCache) space(ns uint64, create bool) *blockSpace {
 	}
 	sp := c.spaces[ns]
 	if sp == nil && create {
-		sp = &blockSpace{ns: ns}
+		if n := len(c.spare); n > 0 {
+			sp, c.spare = c.spare[n-1], c.spare[:n-1]
+			*sp = blockSpace{ns: ns, at: sp.at[:0]}
+		} else {
+			sp = &blockSpace{ns: ns}
+		}
 		c.spaces[ns] = sp
 	}
 	if sp != nil {
@@ -125,8 +138,8 @@ func (c *simCache) store(keys []blockKey, room int) {
 // add makes k resident as the most recently used block.
 func (c *simCache) add(k blockKey) {
 	sp := c.space(k.ns, true)
-	for len(sp.at) <= k.j {
-		sp.at = append(sp.at, 0)
+	if len(sp.at) <= k.j {
+		sp.at = slices.Grow(sp.at, k.j+1-len(sp.at))[:k.j+1] // a spare's storage is zeros
 	}
 	var x int32
 	if n := len(c.free); n > 0 {
@@ -152,6 +165,7 @@ func (c *simCache) evict(x int32) {
 		if c.last == sp {
 			c.last = nil
 		}
+		c.spare = append(c.spare, sp) // at is all zeros again
 	}
 	c.nodes[x] = cacheNode{}
 	c.free = append(c.free, x)
@@ -191,13 +205,34 @@ func (rn *runner) hit(e *engine, r *request) int {
 	return e.cache.resident(r.blocks, r.a.InputLen, true)
 }
 
-// stored caches r's prompt on e once its prefill completed.
+// stored caches r's prompt on e once its prefill completed; r's block
+// names are not needed after.
 func (rn *runner) stored(e *engine, r *request) {
 	if e.cache == nil {
 		return
 	}
 	st := e.m.Stats()
 	e.cache.store(r.blocks, st.TotalBlocks-st.UsedBlocks+len(r.blocks))
+	rn.dropBlocks(r)
+}
+
+// dropBlocks keeps r's block names' storage for a later arrival.
+func (rn *runner) dropBlocks(r *request) {
+	if r.blocks != nil {
+		rn.spareBlocks = append(rn.spareBlocks, r.blocks[:0])
+		r.blocks = nil
+	}
+}
+
+// spareBlockKeys is storage for an arrival's block names.
+func (rn *runner) spareBlockKeys() []blockKey {
+	n := len(rn.spareBlocks)
+	if n == 0 {
+		return nil
+	}
+	b := rn.spareBlocks[n-1]
+	rn.spareBlocks = rn.spareBlocks[:n-1]
+	return b
 }
 
 // DemoWarmProfile is DemoProfile with a warm-prefill fit: a cached prefix

@@ -84,6 +84,8 @@ type runner struct {
 	res     *Result
 	pools   [2]int           // prefill, decode as last observed
 	tokens  []*sched.Request // stepDone's run of decode tokens, reused
+	// Block-name storage of requests past their prefill, for arrivals.
+	spareBlocks [][]blockKey
 }
 
 // Run simulates arm on tr and scores every request.
