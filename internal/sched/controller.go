@@ -73,10 +73,17 @@ func (k *controller) finished(r *Request) {
 }
 
 // meanPrefill is the fleet-mean cold prefill time of an n-token prompt.
+// Instances of one profile class price it alike: the row is read once per
+// run of them, and the sum takes every instance's value in order.
 func (k *controller) meanPrefill(n int) float64 {
-	s := 0.0
+	s, v := 0.0, 0.0
+	var prev *Instance
 	for _, i := range k.c.instances {
-		s += i.prof.PrefillTime(n)
+		if prev == nil || i.profClass != prev.profClass {
+			v = i.prof.PrefillTime(n)
+		}
+		s += v
+		prev = i
 	}
 	return s / float64(max(1, len(k.c.instances)))
 }

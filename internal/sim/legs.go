@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/narwhal-go/narwhal/internal/enginemodel"
 	"github.com/narwhal-go/narwhal/internal/sched"
@@ -10,8 +11,8 @@ import (
 // arrive sizes a request and takes its prefill step (sched.Core.Place:
 // placement, the admission checks, dispatch), as the router does.
 func (rn *runner) arrive(r *request, a Arrival, idx int) {
-	*r = request{a: a, idx: idx, rid: fmt.Sprintf("r%07d", idx), arrived: rn.now}
-	r.prefillID, r.decodeID = r.rid+"/p", r.rid+"/d"
+	*r = request{a: a, idx: idx, arrived: rn.now}
+	r.rid, r.prefillID, r.decodeID = requestIDs(idx)
 	rn.open++
 	now := rn.nowS()
 	if rn.f.PrefixCaching {
@@ -34,6 +35,24 @@ func (rn *runner) arrive(r *request, a Arrival, idx int) {
 	// The producer leg: the prompt and one token, KV held until pulled.
 	rn.add(e, enginemodel.Request{ID: r.prefillID, PromptTokens: a.InputLen, MaxTokens: 1, Hold: true,
 		CachedTokens: rn.hit(e, r)}, leg{r, legPrefill})
+}
+
+// requestIDs names request idx ("r%07d") and its two legs (rid+"/p",
+// rid+"/d"), all three in one string's storage.
+func requestIDs(idx int) (rid, prefill, decode string) {
+	var digits [20]byte
+	d := strconv.AppendInt(digits[:0], int64(idx), 10)
+	b := make([]byte, 0, 2*(max(7, len(d))+3))
+	for pass := 0; pass < 2; pass++ {
+		b = append(b, 'r')
+		for range 7 - len(d) {
+			b = append(b, '0')
+		}
+		b = append(append(b, d...), '/', "pd"[pass])
+	}
+	all := string(b)
+	n := len(all) / 2
+	return all[:n-2], all[:n], all[n:]
 }
 
 // refused ends a request the core would not place: an admission check's
