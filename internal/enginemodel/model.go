@@ -10,6 +10,8 @@ package enginemodel
 import (
 	"errors"
 	"fmt"
+	"math/bits"
+	"slices"
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/units"
@@ -31,9 +33,15 @@ type Config struct {
 	MaxBatchedTokens int // prompt tokens one prefill step may compute (--max-num-batched-tokens)
 	// ReuseBuffers lets the model reuse the slices it hands out: a Step's
 	// IDs and Preempted until the next Next, Complete's events until the
-	// next Complete. For a driver that is done with a step once it
-	// completes it (the fleet simulator), it saves an allocation per step.
+	// next Complete; and a dropped request's struct serves the next Add.
+	// For a driver that is done with a step once it completes it (the
+	// fleet simulator), it saves an allocation per step and per request.
 	ReuseBuffers bool
+	// RefsOnly names requests in steps and events by Ref alone: a Step's
+	// IDs and Preempted stay nil and an Event's ID is empty. For a driver
+	// that finds its requests by Ref (the fleet simulator), it saves
+	// copying an id per request per step.
+	RefsOnly bool
 }
 
 // Request is one engine request.
@@ -119,10 +127,12 @@ type Model struct {
 	seq         uint64 // the latest step's; Complete ignores any other
 	batch       []*req // the in-flight step's requests, in its IDs order
 	preemptions int
+	blockShift  int // log2(BlockSize) when it is a power of two, else -1
 
 	// Scratch buffers reused across steps (see Config.ReuseBuffers for the
 	// ones handed out).
 	admitted, prefill []*req
+	free              []*req // dropped requests' structs, for Add (ReuseBuffers)
 	ids, victims      []string
 	events            []Event
 }
@@ -144,7 +154,11 @@ func New(cfg Config) (*Model, error) {
 	if cfg.MaxBatchedTokens <= 0 {
 		cfg.MaxBatchedTokens = 8192
 	}
-	return &Model{cfg: cfg, totalBlocks: cfg.KVCapacityTokens / cfg.BlockSize, all: map[string]*req{}}, nil
+	m := &Model{cfg: cfg, totalBlocks: cfg.KVCapacityTokens / cfg.BlockSize, all: map[string]*req{}, blockShift: -1}
+	if b := cfg.BlockSize; b&(b-1) == 0 {
+		m.blockShift = bits.TrailingZeros(uint(b))
+	}
+	return m, nil
 }
 
 // Stats is the scheduler's gauges.
@@ -183,7 +197,13 @@ func (m *Model) Add(r Request) error {
 	if m.blocksFor(r.PromptTokens+r.MaxTokens) > m.totalBlocks {
 		return fmt.Errorf("enginemodel: request %s needs %d tokens of KV, more than the engine's %d", r.ID, r.PromptTokens+r.MaxTokens, m.cfg.KVCapacityTokens)
 	}
-	q := &req{Request: r, computed: min(max(r.CachedTokens, 0), r.PromptTokens)}
+	var q *req
+	if n := len(m.free); n > 0 {
+		q, m.free = m.free[n-1], m.free[:n-1]
+	} else {
+		q = new(req)
+	}
+	*q = req{Request: r, computed: min(max(r.CachedTokens, 0), r.PromptTokens)}
 	m.all[r.ID] = q
 	m.waiting = append(m.waiting, q)
 	return nil
@@ -192,7 +212,12 @@ func (m *Model) Add(r Request) error {
 // Idle reports whether there is nothing to compute.
 func (m *Model) Idle() bool { return len(m.running) == 0 && len(m.waiting) == 0 }
 
+// blocksFor is how many blocks hold tokens: a shift instead of a
+// division when the block size allows, for the same answer.
 func (m *Model) blocksFor(tokens int) int {
+	if n := tokens + m.cfg.BlockSize - 1; m.blockShift >= 0 && n >= 0 {
+		return n >> m.blockShift
+	}
 	return (tokens + m.cfg.BlockSize - 1) / m.cfg.BlockSize
 }
 
@@ -217,7 +242,8 @@ func (m *Model) Next() (Step, bool) {
 		for _, r := range prefill {
 			secs += m.prefillCost(r)
 		}
-		s.IDs = m.plan(prefill)
+		m.batch = append(m.batch[:0], prefill...)
+		s.IDs = m.plan()
 		s.Duration = units.Seconds(secs)
 		return s, true
 	}
@@ -225,24 +251,34 @@ func (m *Model) Next() (Step, bool) {
 		return Step{}, false
 	}
 	s := Step{Kind: Decode, seq: m.seq, Preempted: m.makeRoom()}
+	// One pass: every running request's block for its next token (room was
+	// made above), the operating point, and the batch.
+	m.batch = m.batch[:0]
 	for _, r := range m.running {
+		if need := m.blocksFor(r.computed + 1); need > r.blocks {
+			m.usedBlocks += need - r.blocks
+			r.blocks = need
+		}
 		s.ResidentTokens += r.computed
+		m.batch = append(m.batch, r)
 	}
-	s.IDs = m.plan(m.running)
+	s.IDs = m.plan()
 	s.Running = len(m.running)
 	s.Duration = units.Seconds(m.cfg.Timing.TokenInterval(s.ResidentTokens, s.Running))
 	return s, true
 }
 
-// plan puts the step computing batch in flight and returns its IDs.
-func (m *Model) plan(batch []*req) []string {
+// plan puts the step computing m.batch in flight and returns its IDs.
+func (m *Model) plan() []string {
 	m.inflight = true
-	m.batch = append(m.batch[:0], batch...)
+	if m.cfg.RefsOnly {
+		return nil
+	}
 	ids := m.ids[:0]
 	if !m.cfg.ReuseBuffers {
-		ids = make([]string, 0, len(batch))
+		ids = make([]string, 0, len(m.batch))
 	}
-	for _, r := range batch {
+	for _, r := range m.batch {
 		ids = append(ids, r.ID)
 	}
 	if m.cfg.ReuseBuffers {
@@ -289,7 +325,8 @@ func (m *Model) admit() []*req {
 
 // makeRoom preempts the most recently admitted requests until every running
 // request can grow by one token (vLLM's recompute preemption). The victims
-// lose their KV and go back to the front of the queue.
+// lose their KV and go back to the front of the queue. Next gives the
+// survivors their blocks.
 func (m *Model) makeRoom() []string {
 	var victims []string
 	if m.cfg.ReuseBuffers {
@@ -309,13 +346,8 @@ func (m *Model) makeRoom() []string {
 		v.running, v.computed = false, 0
 		m.waiting = append([]*req{v}, m.waiting...)
 		m.preemptions++
-		victims = append(victims, v.ID)
-	}
-	for _, r := range m.running {
-		need := m.blocksFor(r.computed + 1)
-		if need > r.blocks {
-			m.usedBlocks += need - r.blocks
-			r.blocks = need
+		if !m.cfg.RefsOnly {
+			victims = append(victims, v.ID)
 		}
 	}
 	if m.cfg.ReuseBuffers {
@@ -340,6 +372,9 @@ func (m *Model) Complete(s Step) []Event {
 	if m.cfg.ReuseBuffers {
 		evs = m.events[:0]
 	}
+	// At most a token and a finish per request: grown once, so that each
+	// event is written in place.
+	evs = slices.Grow(evs, 2*len(m.batch))
 	for _, r := range m.batch {
 		// A request stopped, released or reset away while the step ran is
 		// no longer running (a new one under its id waits, not running).
@@ -347,6 +382,9 @@ func (m *Model) Complete(s Step) []Event {
 			continue
 		}
 		id := r.ID
+		if m.cfg.RefsOnly {
+			id = ""
+		}
 		if s.Kind == Prefill {
 			r.computed = r.PromptTokens + r.generated
 			if r.generated > 0 {
@@ -355,10 +393,14 @@ func (m *Model) Complete(s Step) []Event {
 		} else {
 			r.computed = max(r.computed, r.PromptTokens+r.generated)
 		}
-		evs = append(evs, Event{Kind: Token, ID: id, Index: r.generated, Ref: r.Ref})
+		evs = evs[:len(evs)+1]
+		ev := &evs[len(evs)-1]
+		ev.Kind, ev.ID, ev.Index, ev.Ref = Token, id, r.generated, r.Ref
 		r.generated++
 		if r.generated >= r.MaxTokens {
-			evs = append(evs, Event{Kind: Finished, ID: id, Ref: r.Ref})
+			evs = evs[:len(evs)+1]
+			ev := &evs[len(evs)-1]
+			ev.Kind, ev.ID, ev.Index, ev.Ref = Finished, id, 0, r.Ref
 			m.finish(r)
 		}
 	}
@@ -377,7 +419,17 @@ func (m *Model) finish(r *req) {
 		return
 	}
 	m.freeBlocks(r)
+	m.drop(r)
+}
+
+// drop forgets r. With ReuseBuffers its struct waits for the next Add: a
+// dropped request is in no queue, and a step in flight that still lists
+// it skips it as not running, whatever Add put there since.
+func (m *Model) drop(r *req) {
 	delete(m.all, r.ID)
+	if m.cfg.ReuseBuffers {
+		m.free = append(m.free, r)
+	}
 }
 
 func (m *Model) removeRunning(r *req) {
@@ -412,7 +464,7 @@ func (m *Model) Stop(id string) bool {
 		return true
 	}
 	m.freeBlocks(r)
-	delete(m.all, id)
+	m.drop(r)
 	return true
 }
 
@@ -429,7 +481,7 @@ func (m *Model) Release(id string) {
 		return
 	}
 	m.freeBlocks(r)
-	delete(m.all, id)
+	m.drop(r)
 }
 
 // Reset drops everything, as a process restart loses all resident KV.

@@ -255,3 +255,73 @@ func TestEventsCarryTheirRequestsRef(t *testing.T) {
 		t.Fatalf("saw %d events, want 8", seen)
 	}
 }
+
+// A RefsOnly model takes the same steps and emits the same events as one
+// that names requests, with every id left out: the driver finds its
+// requests by Ref. Block sizes that are and are not powers of two.
+func TestRefsOnlyChangesNoStepOrEvent(t *testing.T) {
+	for _, bs := range []int{16, 12} {
+		named, err := New(Config{Timing: linear{}, KVCapacityTokens: 96, BlockSize: bs, MaxNumSeqs: 3, ReuseBuffers: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs, _ := New(Config{Timing: linear{}, KVCapacityTokens: 96, BlockSize: bs, MaxNumSeqs: 3, ReuseBuffers: true, RefsOnly: true})
+		events, preempted := 0, 0
+		for k := 0; k < 400; k++ {
+			if k < 6 {
+				r := Request{ID: fmt.Sprintf("r%d", k), PromptTokens: 20 + k, MaxTokens: 20 + 5*k, Ref: 100 + k}
+				if named.Add(r) != nil || refs.Add(r) != nil {
+					t.Fatal("add failed")
+				}
+			}
+			a, okA := named.Next()
+			b, okB := refs.Next()
+			if okA != okB {
+				t.Fatalf("block size %d step %d: named model has a step %v, refs-only %v", bs, k, okA, okB)
+			}
+			if !okA {
+				break
+			}
+			if a.Kind != b.Kind || a.Duration != b.Duration || a.ResidentTokens != b.ResidentTokens || a.Running != b.Running ||
+				len(b.IDs) != 0 || len(b.Preempted) != 0 {
+				t.Fatalf("block size %d step %d: named %+v, refs-only %+v", bs, k, a, b)
+			}
+			preempted += len(a.Preempted)
+			if k == 4 {
+				named.Stop(a.IDs[0])
+				refs.Stop(a.IDs[0])
+			}
+			ea, eb := append([]Event(nil), named.Complete(a)...), refs.Complete(b)
+			if len(ea) != len(eb) {
+				t.Fatalf("block size %d step %d: %d events named, %d refs-only", bs, k, len(ea), len(eb))
+			}
+			for i := range ea {
+				want := ea[i]
+				want.ID = ""
+				if eb[i] != want {
+					t.Fatalf("block size %d step %d event %d: refs-only %+v, want %+v", bs, k, i, eb[i], want)
+				}
+				events++
+			}
+		}
+		if events < 20 || preempted == 0 || named.Stats() != refs.Stats() {
+			t.Fatalf("block size %d: %d events, %d preemptions, stats %+v vs %+v: the run exercises too little or diverged",
+				bs, events, preempted, named.Stats(), refs.Stats())
+		}
+	}
+}
+
+// blocksFor's shift answers as the division does, at every block size.
+func TestBlocksForMatchesDivision(t *testing.T) {
+	for _, bs := range []int{1, 2, 12, 16, 17, 64} {
+		m, err := New(Config{Timing: linear{}, KVCapacityTokens: 4096, BlockSize: bs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for tokens := 0; tokens < 1000; tokens++ {
+			if got, want := m.blocksFor(tokens), (tokens+bs-1)/bs; got != want {
+				t.Fatalf("block size %d: blocksFor(%d) = %d, want %d", bs, tokens, got, want)
+			}
+		}
+	}
+}

@@ -139,7 +139,13 @@ func (r Row) CachedPrefillTime(p, s int) (float64, bool) {
 // TokenInterval is token_interval(tokens, requests) in seconds: the decode
 // step time with that many resident KV tokens and running requests.
 func (r Row) TokenInterval(tokens, requests int) float64 {
-	return math.Max(0, r.TPOTSlope*float64(tokens)+floatOr(r.TPOTRequestSlope, 0)*float64(requests)+r.TPOTIntercept)
+	return tokenInterval(r.TPOTSlope, floatOr(r.TPOTRequestSlope, 0), r.TPOTIntercept, tokens, requests)
+}
+
+// tokenInterval is token_interval from the fit's three coefficients: one
+// expression, so that every caller rounds alike.
+func tokenInterval(slope, requestSlope, intercept float64, tokens, requests int) float64 {
+	return math.Max(0, slope*float64(tokens)+requestSlope*float64(requests)+intercept)
 }
 
 // MT is Arrow's MT(budget, requests): the largest resident-KV batch that
@@ -208,25 +214,65 @@ func (r *Row) CoversPrefill(n int) bool {
 // DecodeRPS is one decode engine's request throughput at this shape
 // (runtime.md §2.2, decode_rps).
 func (r *Row) DecodeRPS(tpotSLO float64, context, output int, correction float64) float64 {
-	if context <= 0 || output <= 0 || correction <= 0 || !r.CoversOutput(output) {
+	s := r.DecodeShape(context, output)
+	return s.RPS(tpotSLO, correction)
+}
+
+// DecodeShape is the part of decode_rps that depends on the shape and the
+// row alone, for a caller that prices one shape at several corrections:
+// the row's decode fields are read once, here.
+type DecodeShape struct {
+	context, output int
+	hi              int     // decode_request_limit(context); 0: no throughput
+	inc             float64 // token interval per request added at this context
+	// The row's decode fit and domain, optional fields resolved.
+	slope, requestSlope, intercept float64
+	maxRequests, maxKV             *int // nil: unbounded
+	minKV, minRequests             int
+}
+
+// DecodeShape prepares decode_rps at (context, output) for RPS.
+func (r *Row) DecodeShape(context, output int) DecodeShape {
+	s := DecodeShape{context: context, output: output}
+	if context <= 0 || output <= 0 || !r.CoversOutput(output) {
+		return s
+	}
+	s.hi = r.DecodeRequestLimit(context)
+	s.requestSlope = floatOr(r.TPOTRequestSlope, 0)
+	s.inc = s.requestSlope + r.TPOTSlope*float64(context)
+	s.slope, s.intercept = r.TPOTSlope, r.TPOTIntercept
+	s.maxRequests, s.maxKV = r.DecodeMaxRequests, r.DecodeMaxKVTokens
+	s.minKV, s.minRequests = intOr(r.DecodeMinKVTokens, 0), intOr(r.DecodeMinRequests, 1)
+	return s
+}
+
+// RPS is decode_rps of the prepared shape at the TPOT target and the
+// engine's decode correction: the same arithmetic as DecodeRPS.
+func (s *DecodeShape) RPS(tpotSLO, correction float64) float64 {
+	if s.hi <= 0 || correction <= 0 {
 		return 0
 	}
-	hi := r.DecodeRequestLimit(context)
-	if hi <= 0 {
+	return s.RPSWithin(tpotSLO, correction, tpotSLO/correction)
+}
+
+// RPSWithin is RPS for a caller that has divided the TPOT target by the
+// correction already (budget = tpotSLO / correction), once per engine
+// for many shapes.
+func (s *DecodeShape) RPSWithin(tpotSLO, correction, budget float64) float64 {
+	if s.hi <= 0 || correction <= 0 {
 		return 0
 	}
-	budget := tpotSLO / correction
-	inc := floatOr(r.TPOTRequestSlope, 0) + r.TPOTSlope*float64(context)
-	b := hi
-	if inc > 0 {
-		b = min(hi, int(math.Floor((budget-r.TPOTIntercept)/inc)))
+	b := s.hi
+	if s.inc > 0 {
+		b = min(s.hi, int(math.Floor((budget-s.intercept)/s.inc)))
 	}
-	if b < 1 || !r.CoversDecode(b, b*context) {
+	// CoversDecode(b, b*context) on the row's bounds.
+	if b < 1 || (s.maxRequests != nil && b > *s.maxRequests) || (s.maxKV != nil && b*s.context > *s.maxKV) {
 		return 0
 	}
-	interval := r.TokenInterval(max(b*context, intOr(r.DecodeMinKVTokens, 0)), max(b, intOr(r.DecodeMinRequests, 1))) * correction
+	interval := tokenInterval(s.slope, s.requestSlope, s.intercept, max(b*s.context, s.minKV), max(b, s.minRequests)) * correction
 	if interval <= 0 || interval > tpotSLO {
 		return 0
 	}
-	return float64(b) / (float64(output) * interval)
+	return float64(b) / (float64(s.output) * interval)
 }

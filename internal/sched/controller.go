@@ -15,7 +15,9 @@ type controller struct {
 	hist      history
 	outputs   outputs
 	residency []residencySample
-	capCache  map[[2]int]float64
+	capCache  map[int64]float64 // capacity by key, for the current monitor pass
+	capPass   uint64            // counts monitor passes: shapes' remembered capacities name theirs
+	budgets   []float64         // per instance, TPOT ÷ correction: estimate's scratch for capacity
 
 	started  bool
 	start    float64 // first time seen: process start counts as a P→D move
@@ -46,7 +48,7 @@ type controller struct {
 }
 
 func newController(c *Core) *controller {
-	return &controller{c: c, cfg: c.opt.Controller, capCache: map[[2]int]float64{},
+	return &controller{c: c, cfg: c.opt.Controller, capCache: map[int64]float64{},
 		lastFlip: map[string]float64{}, lastTo: map[string]fleet.Role{},
 		decisions: map[string]int{}, flipCount: map[string]int{}}
 }
@@ -71,10 +73,17 @@ func (k *controller) finished(r *Request) {
 }
 
 // meanPrefill is the fleet-mean cold prefill time of an n-token prompt.
+// Instances of one profile class price it alike: the row is read once per
+// run of them, and the sum takes every instance's value in order.
 func (k *controller) meanPrefill(n int) float64 {
-	s := 0.0
+	s, v := 0.0, 0.0
+	var prev *Instance
 	for _, i := range k.c.instances {
-		s += i.prof.PrefillTime(n)
+		if prev == nil || i.profClass != prev.profClass {
+			v = i.prof.PrefillTime(n)
+		}
+		s += v
+		prev = i
 	}
 	return s / float64(max(1, len(k.c.instances)))
 }
@@ -92,6 +101,7 @@ func (c *Core) Tick(now float64) []Decision {
 	k.loads = c.PoolLoads(now)
 	c.Roll(now)
 	clear(k.capCache) // corrections moved
+	k.capPass++
 	k.hist.prune(now - c.opt.Controller.Reactive.WindowS)
 	var out []Decision
 	switch c.opt.Policy {

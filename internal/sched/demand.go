@@ -1,9 +1,9 @@
 package sched
 
 import (
-	"cmp"
 	"math"
-	"slices"
+
+	"github.com/narwhal-go/narwhal/internal/profile"
 )
 
 // The demand model prices recent arrivals in engines' worth of work: how
@@ -33,16 +33,19 @@ func fromOctave8(k int) int {
 
 type demandBucket struct {
 	start    float64
+	serial   uint64 // the history's count of buckets opened when this one was
 	arrivals int
 	prefillS float64 // Σ fleet-mean prefill_time of the arrivals
-	shapes   map[shape]int
+	counts   []shapeCount
 }
 
 // history is the ring of arrival buckets within the demand window.
 type history struct {
 	buckets []*demandBucket // oldest first
-	merged  map[shape]int   // since's answer, reused by the next call
-	order   []shape         // estimate's sorted shapes, reused likewise
+	spare   []*demandBucket // pruned buckets, for reuse
+	opened  uint64
+	shapes  registry
+	merged  []shapeCount // since's answer, reused by the next call
 }
 
 func (h *history) add(at float64, price float64, s shape) {
@@ -56,42 +59,68 @@ func (h *history) add(at float64, price float64, s shape) {
 		// the newest bucket rather than reorder the ring.
 		b = h.buckets[n-1]
 	} else {
-		b = &demandBucket{start: start, shapes: map[shape]int{}}
-		h.buckets = append(h.buckets, b)
+		b = h.open(start)
 	}
 	b.arrivals++
 	b.prefillS += price
-	b.shapes[s]++
+	id := h.shapes.id(s)
+	x := &h.shapes.info[id]
+	if x.slotOf != b.serial {
+		x.slot, x.slotOf = len(b.counts), b.serial
+		b.counts = append(b.counts, shapeCount{id: id})
+	}
+	b.counts[x.slot].n++
+}
+
+// open appends a fresh bucket starting at start, reusing a pruned one.
+func (h *history) open(start float64) *demandBucket {
+	h.opened++
+	var b *demandBucket
+	if n := len(h.spare); n > 0 {
+		b, h.spare = h.spare[n-1], h.spare[:n-1]
+		*b = demandBucket{counts: b.counts[:0]}
+	} else {
+		b = &demandBucket{}
+	}
+	b.start, b.serial = start, h.opened
+	h.buckets = append(h.buckets, b)
+	return b
 }
 
 // prune drops buckets that ended before keepFrom.
 func (h *history) prune(keepFrom float64) {
 	k := 0
 	for k < len(h.buckets) && h.buckets[k].start+bucketWidth <= keepFrom {
+		h.spare = append(h.spare, h.buckets[k])
 		h.buckets[k] = nil
 		k++
 	}
 	h.buckets = h.buckets[k:]
 }
 
-// since sums the buckets that start at or after from. The shapes map is
-// valid until the next call.
-func (h *history) since(from float64) (arrivals int, prefillS float64, shapes map[shape]int) {
-	if h.merged == nil {
-		h.merged = map[shape]int{}
-	}
-	clear(h.merged)
-	shapes = h.merged
+// since sums the buckets that start at or after from. The shapes come in
+// (in, want) order, each once with its count; the slice is valid until
+// the next call.
+func (h *history) since(from float64) (arrivals int, prefillS float64, shapes []shapeCount) {
+	info := h.shapes.info
 	for _, b := range h.buckets {
 		if b.start+bucketWidth <= from {
 			continue
 		}
 		arrivals += b.arrivals
 		prefillS += b.prefillS
-		for s, n := range b.shapes {
-			shapes[s] += n
+		for _, c := range b.counts {
+			info[c.id].accumulated += c.n
 		}
 	}
+	shapes = h.merged[:0]
+	for _, id := range h.shapes.sorted {
+		if n := info[id].accumulated; n > 0 {
+			shapes = append(shapes, shapeCount{id: id, n: n})
+			info[id].accumulated = 0
+		}
+	}
+	h.merged = shapes
 	return arrivals, prefillS, shapes
 }
 
@@ -151,56 +180,71 @@ type demand struct {
 func (k *controller) estimate(from, span float64) demand {
 	arrivals, prefillS, shapes := k.hist.since(from)
 	d := demand{arrivals: arrivals, prefill: prefillS / span, complete: true}
-	k.hist.order = sortedShapes(k.hist.order[:0], shapes)
-	for _, s := range k.hist.order {
-		n := shapes[s]
-		out, ok := k.outputs.expected(fromOctave8(s.want))
+	k.budgets = k.budgets[:0]
+	for _, i := range k.c.instances { // the TPOT budget each engine's correction leaves, for capacity
+		k.budgets = append(k.budgets, k.c.opt.TPOT/i.correction)
+	}
+	for _, sc := range shapes {
+		x := &k.hist.shapes.info[sc.id]
+		out, ok := k.outputs.expected(x.want)
 		capacity := 0.0
 		if ok {
-			capacity = k.capacity(fromOctave8(s.in), out)
+			capacity = k.capacity(sc.id, out)
 		}
 		if capacity <= 0 {
 			d.complete = false
 			continue
 		}
-		d.decode += float64(n) / (span * capacity)
+		d.decode += float64(sc.n) / (span * capacity)
 	}
 	d.decode = math.Max(d.decode, k.residentDemand())
 	return d
 }
 
-// sortedShapes appends the shapes of m to out in (in, want) order: summing floats in
-// map order would make the same history price differently run to run.
-func sortedShapes(out []shape, m map[shape]int) []shape {
-	for s := range m {
-		out = append(out, s)
+// capacity is the fleet-mean decode request rate one engine sustains at
+// the TPOT target for shape id's prompt and out expected output tokens
+// (decode_rps at context in + out/2). Within one monitor pass the first
+// value priced for a key (the prompt's and the output's octave classes)
+// answers every later ask for it; the shape remembers its last answer so
+// that only a new key goes to the pass's table.
+func (k *controller) capacity(id shapeID, out float64) float64 {
+	x := &k.hist.shapes.info[id]
+	key := int64(x.inKey)<<32 | int64(uint32(k.hist.shapes.outKey(id, out)))
+	if x.capAt != 0 && x.capAt == k.capPass && x.capKey == key {
+		return x.capVal
 	}
-	slices.SortFunc(out, func(a, b shape) int { return cmp.Or(cmp.Compare(a.in, b.in), cmp.Compare(a.want, b.want)) })
-	return out
+	v, ok := k.capCache[key]
+	if !ok {
+		v = k.meanDecodeRPS(x.in, out)
+		k.capCache[key] = v
+	}
+	x.capAt, x.capKey, x.capVal = k.capPass, key, v
+	return v
 }
 
-// capacity is the fleet-mean decode request rate one engine sustains at
-// the TPOT target for this shape (decode_rps at context in + out/2).
-func (k *controller) capacity(in int, out float64) float64 {
-	key := [2]int{octave8(in), octave8(int(out))}
-	if v, ok := k.capCache[key]; ok {
-		return v
-	}
+// meanDecodeRPS is decode_rps for an in-token prompt and out output
+// tokens averaged over the instances, in their order. Instances of one
+// profile class share the shape's preparation; of one class and
+// correction, the value.
+func (k *controller) meanDecodeRPS(in int, out float64) float64 {
 	c := k.c
+	context, output := in+int(out/2), int(math.Max(1, out))
 	sum, n := 0.0, 0
 	var prev *Instance
+	var shape profile.DecodeShape
 	rps := 0.0
-	for _, i := range c.instances {
+	for j, i := range c.instances {
+		if prev == nil || i.profClass != prev.profClass {
+			shape = i.prof.DecodeShape(context, output)
+		}
 		if prev == nil || i.profClass != prev.profClass || i.correction != prev.correction {
-			rps = i.prof.DecodeRPS(c.opt.TPOT, in+int(out/2), int(math.Max(1, out)), i.correction)
+			rps = shape.RPSWithin(c.opt.TPOT, i.correction, k.budgets[j])
 		}
 		sum += rps // the same value in the same order as evaluating each instance
 		prev = i
 		n++
 	}
-	v := sum / float64(max(1, n))
-	k.capCache[key] = v
-	return v
+	return sum / float64(max(1, n))
 }
 
 // residentDemand is the window mean of decode engines' worth held by

@@ -78,6 +78,24 @@ func (c *Core) OutputTokensOf(now float64, iid string, r *Request, n int) {
 	}
 }
 
+// OneTokenEach is one output token of each of rs on engine i at now, in
+// order: exactly OutputTokensOf(now, i.IID, r, 1) for each r, recorded
+// likewise (the simulator's decode step). i is this core's Instance(iid);
+// nil changes and records nothing.
+func (c *Core) OneTokenEach(now float64, i *Instance, rs []*Request) {
+	if i == nil {
+		return
+	}
+	for _, r := range rs {
+		if !r.forgotten {
+			c.tokensOn(now, i, r, 1)
+		}
+		if c.rec != nil {
+			c.rec(Step{Kind: StepOutputTokens, Now: now, IID: i.IID, RID: r.RID, Tokens: 1})
+		}
+	}
+}
+
 func (c *Core) outputTokens(now float64, iid string, r *Request, n int) {
 	if r == nil || n <= 0 {
 		return
@@ -89,9 +107,18 @@ func (c *Core) outputTokens(now float64, iid string, r *Request, n int) {
 	if i == nil {
 		return
 	}
+	c.tokensOn(now, i, r, n)
+}
+
+// tokensOn is n > 0 output tokens of r reported by engine i.
+func (c *Core) tokensOn(now float64, i *Instance, r *Request, n int) {
 	c.grow(r, n)
 	if r.sawToken {
-		i.win.addGap((now-r.lastToken)/float64(n), n)
+		gap := now - r.lastToken
+		if n != 1 { // ÷1 is exact
+			gap /= float64(n)
+		}
+		i.win.addGap(gap, n)
 	}
 	r.sawToken, r.lastToken = true, now
 	r.tokensHere += n

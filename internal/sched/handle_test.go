@@ -71,3 +71,48 @@ func TestProfClassGroupsRowsEqualButForTheIID(t *testing.T) {
 		t.Fatalf("classes %v, want %v", got, want)
 	}
 }
+
+// OneTokenEach is OutputTokensOf(…, 1) for each request in turn: the same
+// state, the same recorded steps, a forgotten request recorded and left
+// alone, and the gaps credited to the reporting engine.
+func TestOneTokenEachMatchesOutputTokensOf(t *testing.T) {
+	run := func(batched bool) ([]Step, Loads, []int) {
+		c := newCore(t, "p0:prefill", "d0:decode", "d1:decode")
+		var log []Step
+		c.Record(func(s Step) { log = append(log, s) })
+		var hs []*Request
+		for _, rid := range []string{"a", "b", "c"} {
+			h := c.Track(0, Request{RID: rid, InputLen: 64, WantedLen: 8})
+			pl, _ := c.Place(0.1, rid, nil, First)
+			c.PrefillDone(0.2, pl.IID, rid)
+			c.PlaceDecode(0.2, rid, nil)
+			hs = append(hs, h)
+		}
+		for k := 0; k < 5; k++ {
+			now := 0.3 + 0.04*float64(k)
+			if k == 3 {
+				c.Finished(now, "b")
+			}
+			if batched {
+				c.OneTokenEach(now, c.Instance("d0"), hs)
+				continue
+			}
+			for _, h := range hs {
+				c.OutputTokensOf(now, "d0", h, 1)
+			}
+		}
+		loads := c.PoolLoads(0.5)
+		return log, loads, []int{hs[0].OutputLen, hs[1].OutputLen, hs[2].OutputLen}
+	}
+	oneByOne, loadsOne, outOne := run(false)
+	batched, loadsBatch, outBatch := run(true)
+	if !reflect.DeepEqual(oneByOne, batched) {
+		t.Fatalf("step logs differ:\none by one %+v\nbatched    %+v", oneByOne, batched)
+	}
+	if loadsOne != loadsBatch || !reflect.DeepEqual(outOne, outBatch) || !reflect.DeepEqual(outBatch, []int{5, 3, 5}) {
+		t.Fatalf("loads %+v / %+v, outputs %v / %v, want equal and [5 3 5]", loadsOne, loadsBatch, outOne, outBatch)
+	}
+	if loadsBatch.Decode == 0 {
+		t.Fatal("decode load 0: the gaps never reached a window")
+	}
+}

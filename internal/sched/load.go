@@ -16,10 +16,16 @@ type window struct {
 }
 
 func (w *window) addGap(perToken float64, n int) {
-	if perToken < 0 || !finite(perToken) {
+	// One comparison pair rejects what perToken < 0 || !finite(perToken)
+	// does: negatives, ±Inf and NaN (every comparison with NaN is false).
+	if !(perToken >= 0 && perToken <= math.MaxFloat64) {
 		return
 	}
-	w.gapSum += perToken * float64(n)
+	if n == 1 { // ×1 is exact: the same sum without the multiply
+		w.gapSum += perToken
+	} else {
+		w.gapSum += perToken * float64(n)
+	}
 	w.gapTokens += n
 }
 

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"math"
+	"slices"
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
 )
@@ -84,7 +85,10 @@ func Causes() []string {
 
 // candidates returns the live engines of role outside exclude, or under
 // aggregate fallback every live unpinned engine outside exclude.
+// The slice is the core's scratch, valid until the next placement step.
 func (c *Core) candidates(role fleet.Role, exclude map[string]bool) (out []*Instance, fallback bool) {
+	out = c.cands[:0]
+	defer func() { c.cands = out[:0] }()
 	for _, i := range c.instances {
 		if c.opt.Aggregated && i.Live && !exclude[i.IID] {
 			out = append(out, i)
@@ -105,9 +109,10 @@ func (c *Core) candidates(role fleet.Role, exclude map[string]bool) (out []*Inst
 	return out, true
 }
 
-// seated keeps the candidates with a free seat for phase. none reports
-// that candidates existed but every one was full.
+// seated keeps the candidates with a free seat for phase, in place. none
+// reports that candidates existed but every one was full.
 func (c *Core) seated(cands []*Instance, phase Phase) (out []*Instance, none bool) {
+	out = cands[:0]
 	for _, i := range cands {
 		if c.seatFree(i, phase) {
 			out = append(out, i)
@@ -223,15 +228,8 @@ func (c *Core) chooseDecode(r *Request, exclude map[string]bool) (Placement, *Re
 	}
 	cands, fallback := c.candidates(fleet.Decode, exclude)
 	if len(cands) > 1 && r.producer != "" {
-		others := make([]*Instance, 0, len(cands))
-		for _, i := range cands {
-			if i.IID != r.producer {
-				others = append(others, i)
-			}
-		}
-		if len(others) > 0 {
-			cands = others
-		}
+		// Iids are unique: dropping the producer leaves at least one other.
+		cands = slices.DeleteFunc(cands, func(i *Instance) bool { return i.IID == r.producer })
 	}
 	if len(cands) == 0 {
 		return Placement{}, &Refusal{Cause: CauseNoEngine, RetryAfter: 1, Message: "no engine can take the decode leg"}

@@ -96,15 +96,17 @@ type Request struct {
 	// tokens each engine with known residency holds. nil prices cold.
 	CachedTokens map[string]int
 
-	arrived    float64 // Track's time: the TTFT check counts elapsed seconds from it
-	phase      Phase
-	producer   string    // iid of the prefill leg's engine, once dispatched
+	// What a decode token reads and writes comes first, together.
 	at         *Instance // the engine where it is resident now, nil when not resident
-	price      float64
-	lastToken  float64 // time of the last decode token, for gaps
-	sawToken   bool
+	lastToken  float64   // time of the last decode token, for gaps
 	tokensHere int
+	phase      Phase
+	sawToken   bool
 	forgotten  bool // no longer the core's request for RID (OutputTokensOf)
+
+	arrived  float64 // Track's time: the TTFT check counts elapsed seconds from it
+	producer string  // iid of the prefill leg's engine, once dispatched
+	price    float64
 }
 
 // where is the iid of the engine r is resident on, "" when none.
@@ -151,7 +153,8 @@ type Core struct {
 
 	unserved int
 	ctl      *controller
-	rec      func(Step) // Record's hook; nil when no one listens
+	cands    []*Instance // placement's candidates: scratch, as steps never nest
+	rec      func(Step)  // Record's hook; nil when no one listens
 }
 
 // New builds a core for the fleet's engines with one profile row each,

@@ -40,6 +40,12 @@ func (d driver) tokens(now float64, iid string, r *sched.Request, n int) {
 	d.core.OutputTokensOf(now, iid, r, n)
 }
 
+// oneTokenEach is one output token of each of rs, the handles arrive
+// returned, on engine i: a decode step's tokens, in the step's order.
+func (d driver) oneTokenEach(now float64, i *sched.Instance, rs []*sched.Request) {
+	d.core.OneTokenEach(now, i, rs)
+}
+
 func (d driver) finish(now float64, rid string) { d.core.Finished(now, rid) }
 
 func (d driver) tick(now float64) []sched.Decision { return d.core.Tick(now) }

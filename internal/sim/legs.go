@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/narwhal-go/narwhal/internal/enginemodel"
 	"github.com/narwhal-go/narwhal/internal/sched"
@@ -10,12 +11,12 @@ import (
 // arrive sizes a request and takes its prefill step (sched.Core.Place:
 // placement, the admission checks, dispatch), as the router does.
 func (rn *runner) arrive(r *request, a Arrival, idx int) {
-	*r = request{a: a, idx: idx, rid: fmt.Sprintf("r%07d", idx), arrived: rn.now}
-	r.prefillID, r.decodeID = r.rid+"/p", r.rid+"/d"
+	*r = request{a: a, idx: idx, arrived: rn.now}
+	r.rid, r.prefillID, r.decodeID = requestIDs(idx)
 	rn.open++
 	now := rn.nowS()
 	if rn.f.PrefixCaching {
-		r.blocks = blockKeys(a, idx, rn.f.Shape.BlockSize)
+		r.blocks = appendBlockKeys(rn.spareBlockKeys(), a, idx, rn.f.Shape.BlockSize)
 	}
 	r.core = rn.d.arrive(now, r.rid, a.InputLen, a.OutputLen, rn.evidence(r))
 	pl, ref := rn.d.place(now, r.rid)
@@ -34,6 +35,24 @@ func (rn *runner) arrive(r *request, a Arrival, idx int) {
 	// The producer leg: the prompt and one token, KV held until pulled.
 	rn.add(e, enginemodel.Request{ID: r.prefillID, PromptTokens: a.InputLen, MaxTokens: 1, Hold: true,
 		CachedTokens: rn.hit(e, r)}, leg{r, legPrefill})
+}
+
+// requestIDs names request idx ("r%07d") and its two legs (rid+"/p",
+// rid+"/d"), all three in one string's storage.
+func requestIDs(idx int) (rid, prefill, decode string) {
+	var digits [20]byte
+	d := strconv.AppendInt(digits[:0], int64(idx), 10)
+	b := make([]byte, 0, 2*(max(7, len(d))+3))
+	for pass := 0; pass < 2; pass++ {
+		b = append(b, 'r')
+		for range 7 - len(d) {
+			b = append(b, '0')
+		}
+		b = append(append(b, d...), '/', "pd"[pass])
+	}
+	all := string(b)
+	n := len(all) / 2
+	return all[:n-2], all[:n], all[n:]
 }
 
 // refused ends a request the core would not place: an admission check's
@@ -68,22 +87,46 @@ func (rn *runner) add(e *engine, q enginemodel.Request, l leg) {
 	rn.kick(e)
 }
 
-// stepDone applies e's completed step and starts the next.
-func (rn *runner) stepDone(e *engine, st enginemodel.Step) error {
+// stepDone applies e's completed step and starts the next. A run of
+// decode tokens goes to the core in one step (oneTokenEach), sent before
+// anything else the step's events do: the core takes the same steps in
+// the same order as with a call per token.
+func (rn *runner) stepDone(e *engine) error {
 	e.busy = false
-	for _, ev := range e.m.Complete(st) {
+	tokens := rn.tokens[:0]
+	evs := e.m.Complete(e.step)
+	for k := range evs {
+		ev := &evs[k]
 		l := rn.leg(ev.Ref)
 		if l.r.done {
 			continue
 		}
-		if err := rn.legEvent(e, l, ev); err != nil {
+		if ev.Kind == enginemodel.Token && (l.kind == legDecode || l.kind == legBoth && ev.Index > 0) {
+			l.r.counted(rn.now)
+			tokens = append(tokens, l.r.core)
+			continue
+		}
+		tokens = rn.sendTokens(e, tokens)
+		if err := rn.legEvent(e, l, *ev); err != nil {
 			return err
 		}
 	}
+	rn.tokens = rn.sendTokens(e, tokens)
 	rn.kick(e)
 	return nil
 }
 
+// sendTokens reports the tokens collected on e to the core and returns
+// the emptied slice.
+func (rn *runner) sendTokens(e *engine, tokens []*sched.Request) []*sched.Request {
+	if len(tokens) > 0 {
+		rn.d.oneTokenEach(rn.nowS(), e.inst, tokens)
+	}
+	return tokens[:0]
+}
+
+// legEvent is one event of a leg; decode tokens after the first are
+// stepDone's own.
 func (rn *runner) legEvent(e *engine, l leg, ev enginemodel.Event) error {
 	r := l.r
 	switch {
@@ -93,8 +136,6 @@ func (rn *runner) legEvent(e *engine, l leg, ev enginemodel.Event) error {
 	case ev.Kind == enginemodel.Token && l.kind == legBoth && ev.Index == 0:
 		rn.stored(e, r)
 		return rn.prefillHere(r, e)
-	case ev.Kind == enginemodel.Token && l.kind != legPrefill:
-		rn.token(r, e)
 	case ev.Kind == enginemodel.Finished:
 		rn.finish(r)
 	}
@@ -121,7 +162,7 @@ func (rn *runner) handoff(r *request, p *engine) {
 	if d != p {
 		delay = nanos(rn.f.Link.TransferS(r.a.InputLen))
 	}
-	rn.q.push(event{at: rn.now + delay, kind: evKV, req: r})
+	rn.q.push(event{at: rn.now + delay, kind: evKV, idx: r.idx})
 }
 
 // kvArrived frees the producer's held blocks and queues the decode leg.
@@ -155,9 +196,14 @@ func (rn *runner) prefillHere(r *request, e *engine) error {
 }
 
 func (rn *runner) token(r *request, e *engine) {
-	r.tokens++
-	r.last = rn.now
+	r.counted(rn.now)
 	rn.d.tokens(rn.nowS(), e.iid, r.core, 1)
+}
+
+// counted is the simulator's own record of an output token at now.
+func (r *request) counted(now int64) {
+	r.tokens++
+	r.last = now
 }
 
 // finish scores a completed request: TTFT is arrival to prefill done,
@@ -192,6 +238,7 @@ func (rn *runner) end(r *request, bucket *int) {
 		return
 	}
 	r.done = true
+	rn.dropBlocks(r)
 	rn.open--
 	*bucket++
 	rn.d.finish(rn.nowS(), r.rid)

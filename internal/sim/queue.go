@@ -1,27 +1,25 @@
 package sim
 
-import "github.com/narwhal-go/narwhal/internal/enginemodel"
-
 type evKind uint8
 
 const (
 	evArrival evKind = iota + 1 // arrivals[idx] arrives
-	evStep                      // eng's step completes
-	evKV                        // req's KV reached its decode engine
+	evStep                      // engines[idx]'s step in flight completes
+	evKV                        // reqs[idx]'s KV reached its decode engine
 	evTick                      // monitor interval
 )
 
 // event is one thing that happens at a virtual instant. Events at the same
 // instant run in the order they were scheduled (seq), so a run never
-// depends on heap internals.
+// depends on heap internals. An event holds no pointers (what it is about
+// is an index, a step in flight is its engine's): the heap moves events
+// on every push and pop, and moving pointers costs write barriers while
+// the collector marks.
 type event struct {
 	at   int64 // virtual nanoseconds
 	seq  uint64
-	kind evKind
 	idx  int
-	eng  *engine
-	req  *request
-	step enginemodel.Step
+	kind evKind
 }
 
 // queue is a binary min-heap on (at, seq).

@@ -13,14 +13,16 @@ import (
 // seen in the core. The legs it runs are named by their model requests'
 // Ref (legRef).
 type engine struct {
+	idx     int // in rn.engines
 	iid     string
 	inst    *sched.Instance
 	role    fleet.Role
 	pin     bool
 	flipped int
 	m       *enginemodel.Model
-	busy    bool      // a step is in flight
-	cache   *simCache // nil without prefix caching
+	busy    bool             // a step is in flight
+	step    enginemodel.Step // the step in flight, while busy
+	cache   *simCache        // nil without prefix caching
 }
 
 type legKind uint8
@@ -45,15 +47,18 @@ func (rn *runner) leg(ref int) leg { return leg{&rn.reqs[ref>>2], legKind(ref & 
 
 // request is one arrival's life in the simulation.
 type request struct {
+	// What a decode token reads and writes comes first, together.
+	done   bool
+	tokens int
+	last   int64
+	core   *sched.Request // the core's handle (Track's answer)
+
 	a                   Arrival
 	idx                 int // in the trace and rn.reqs
 	rid                 string
-	core                *sched.Request // the core's handle (Track's answer)
 	arrived             int64
-	prefillDone, last   int64
-	tokens              int
+	prefillDone         int64
 	prod, cons          *engine
-	done                bool
 	prefillID, decodeID string
 	blocks              []blockKey // the prompt's full blocks, with prefix caching
 }
@@ -77,7 +82,10 @@ type runner struct {
 	endNS   int64 // offer window end
 	capNS   int64 // drain bound
 	res     *Result
-	pools   [2]int // prefill, decode as last observed
+	pools   [2]int           // prefill, decode as last observed
+	tokens  []*sched.Request // stepDone's run of decode tokens, reused
+	// Block-name storage of requests past their prefill, for arrivals.
+	spareBlocks [][]blockKey
 }
 
 // Run simulates arm on tr and scores every request.
@@ -117,11 +125,11 @@ func newRunner(f Fleet, arm Arm, tr Trace) (*runner, error) {
 		row, _ := store.Get(e.IID)
 		m, err := enginemodel.New(enginemodel.Config{Timing: row, KVCapacityTokens: f.Shape.KVCapacityTokens,
 			BlockSize: f.Shape.BlockSize, MaxNumSeqs: f.Shape.MaxNumSeqs, MaxBatchedTokens: f.Shape.MaxBatchedTokens,
-			ReuseBuffers: true})
+			ReuseBuffers: true, RefsOnly: true})
 		if err != nil {
 			return nil, fmt.Errorf("sim: engine %s: %w", e.IID, err)
 		}
-		eng := &engine{iid: e.IID, inst: core.Instance(e.IID), role: e.Role, pin: e.Pin, m: m}
+		eng := &engine{idx: len(rn.engines), iid: e.IID, inst: core.Instance(e.IID), role: e.Role, pin: e.Pin, m: m}
 		if f.PrefixCaching {
 			eng.cache = newSimCache(m.Stats().BlockSize)
 		}
@@ -180,9 +188,9 @@ func (rn *runner) handle(ev event) error {
 		rn.next = ev.idx + 1
 		rn.arrive(&rn.reqs[ev.idx], rn.tr.Arrivals[ev.idx], ev.idx)
 	case evStep:
-		return rn.stepDone(ev.eng, ev.step)
+		return rn.stepDone(rn.engines[ev.idx])
 	case evKV:
-		rn.kvArrived(ev.req)
+		rn.kvArrived(&rn.reqs[ev.idx])
 	case evTick:
 		rn.tick()
 	}
@@ -212,8 +220,8 @@ func (rn *runner) kick(e *engine) {
 	if !ok {
 		return
 	}
-	e.busy = true
-	rn.q.push(event{at: rn.now + int64(st.Duration), kind: evStep, eng: e, step: st})
+	e.busy, e.step = true, st
+	rn.q.push(event{at: rn.now + int64(st.Duration), kind: evStep, idx: e.idx})
 }
 
 // observe reads every engine's label from the core: counts flips, pinned

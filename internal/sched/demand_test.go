@@ -1,0 +1,64 @@
+package sched
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// since answers every shape of the buckets it sums once, in (in, want)
+// order, with its count: the same as merging the window's arrivals by
+// hand, through pruning, reused buckets and late reports.
+func TestHistorySinceSortedCounts(t *testing.T) {
+	type arrival struct {
+		at float64
+		s  shape
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var h history
+	var seen []arrival
+	now := 0.0
+	for step := range 400 {
+		now += rng.Float64() * 0.4
+		at := now
+		if step%17 == 0 {
+			at -= 1.5 // a late report: credited to the newest bucket
+		}
+		s := shape{rng.IntN(6) * 3, rng.IntN(4)}
+		h.add(at, 1, s)
+		seen = append(seen, arrival{at: max(at, h.buckets[len(h.buckets)-1].start), s: s})
+		if step%50 == 49 {
+			h.prune(now - 10)
+		}
+		from := now - 4
+		_, _, got := h.since(from)
+		want := map[shape]int{}
+		for _, b := range h.buckets {
+			if b.start+bucketWidth <= from {
+				continue
+			}
+			for _, a := range seen {
+				if a.at >= b.start && a.at < b.start+bucketWidth {
+					want[a.s]++
+				}
+			}
+		}
+		var order []shape
+		for i, c := range got {
+			s := h.shapes.info[c.id].s
+			order = append(order, s)
+			if c.n != want[s] {
+				t.Fatalf("step %d: since counts %v %d times, want %d", step, s, c.n, want[s])
+			}
+			if i > 0 && compareShapes(order[i-1], s) >= 0 {
+				t.Fatalf("step %d: since's shapes out of order: %v", step, order)
+			}
+		}
+		if len(got) != len(want) {
+			t.Fatalf("step %d: since answered %d shapes, want %d", step, len(got), len(want))
+		}
+	}
+	if !slices.IsSortedFunc(h.shapes.sorted, func(a, b shapeID) int { return compareShapes(h.shapes.info[a].s, h.shapes.info[b].s) }) {
+		t.Error("the registry's sorted ids are out of order")
+	}
+}
