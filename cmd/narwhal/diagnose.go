@@ -149,25 +149,13 @@ func (in *diagnoseInputs) readPlan(f diagnoseFlags) error {
 }
 
 func (in *diagnoseInputs) readGPU(f diagnoseFlags) error {
-	var hw memory.HardwareSpec
-	if f.gpu != "" {
-		g, err := memory.LookupGPU(f.gpu)
-		if err != nil {
-			return err
-		}
-		hw = memory.HardwareFor(g, 1)
-	}
-	if f.gpuGiB > 0 {
-		hw.TotalMemoryBytes, hw.MemoryBasis = int64(f.gpuGiB*(1<<30)), memory.BasisUser
-		if hw.Name == "" {
-			hw.Name = "user"
-		}
-	}
-	if hw.TotalMemoryBytes == 0 {
-		return nil
-	}
+	count := 1
 	if in.plan != nil && in.plan.TensorParallelSize > 0 {
-		hw.Count = in.plan.TensorParallelSize
+		count = in.plan.TensorParallelSize
+	}
+	hw, err := memory.ResolveHardware(f.gpu, f.gpuGiB, count)
+	if err != nil || hw.TotalMemoryBytes == 0 {
+		return err
 	}
 	total := hw.TotalMemoryBytes
 	in.hw, in.gpuTotal = &hw, &total

@@ -12,7 +12,6 @@ package planner
 import (
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/narwhal-go/narwhal/internal/evidence/artifact"
 	"github.com/narwhal-go/narwhal/internal/evidence/execfp"
@@ -193,32 +192,12 @@ func identify(req Request, h artifact.Headers, cfg []byte, clock ports.Clock) (a
 // hardware resolves the GPU: the table's card, or --gpu-memory-gib for
 // one it lacks (then the capability is unknown, never guessed).
 func hardware(req Request) (memory.HardwareSpec, error) {
-	count := max(1, req.Launch.TP) * max(1, req.Launch.PP)
-	if req.GPUMemoryGiB < 0 || math.IsNaN(req.GPUMemoryGiB) || math.IsInf(req.GPUMemoryGiB, 0) {
-		return memory.HardwareSpec{}, bad("--gpu-memory-gib %v must be a positive number of GiB", req.GPUMemoryGiB)
-	}
 	if req.GPU == "" && req.GPUMemoryGiB == 0 {
 		return memory.HardwareSpec{}, bad("--gpu is required (a card name such as h100-sxm), or --gpu-memory-gib for a card the table lacks")
 	}
-	var hw memory.HardwareSpec
-	if req.GPU != "" {
-		g, err := memory.LookupGPU(req.GPU)
-		if err != nil && req.GPUMemoryGiB == 0 {
-			return memory.HardwareSpec{}, &InputError{Err: err}
-		}
-		if err == nil {
-			hw = memory.HardwareFor(g, count)
-		} else {
-			hw = memory.HardwareSpec{Name: req.GPU, Count: count}
-		}
-	}
-	if req.GPUMemoryGiB > 0 {
-		if hw.Name == "" {
-			hw.Name = "custom"
-		}
-		hw.TotalMemoryBytes = int64(req.GPUMemoryGiB * (1 << 30))
-		hw.MemoryBasis = memory.BasisUser
-		hw.Count = count
+	hw, err := memory.ResolveHardware(req.GPU, req.GPUMemoryGiB, max(1, req.Launch.TP)*max(1, req.Launch.PP))
+	if err != nil {
+		return memory.HardwareSpec{}, &InputError{Err: err}
 	}
 	return hw, nil
 }

@@ -3,6 +3,7 @@ package memory
 import (
 	_ "embed"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -97,6 +98,37 @@ func LookupGPU(name string) (GPU, error) {
 // HardwareFor turns a table row into the plan's hardware spec.
 func HardwareFor(g GPU, count int) HardwareSpec {
 	return HardwareSpec{Name: g.Name, DeviceName: g.DeviceName, TotalMemoryBytes: g.TotalMemoryBytes, MemoryBasis: g.Basis, ComputeCapability: g.ComputeCapability, Count: count}
+}
+
+// ResolveHardware is the device a command's --gpu NAME and
+// --gpu-memory-gib GIB describe, count of them, by one rule for every
+// command: a card from the table by name; GIB, when given, replaces its
+// memory (basis user); a name the table lacks is accepted only with GIB
+// and kept as the operator wrote it; GIB alone is a card named "custom".
+// Neither is the zero spec (no device known).
+func ResolveHardware(name string, gib float64, count int) (HardwareSpec, error) {
+	if gib < 0 || math.IsNaN(gib) || math.IsInf(gib, 0) {
+		return HardwareSpec{}, fmt.Errorf("--gpu-memory-gib %v must be a positive number of GiB", gib)
+	}
+	var hw HardwareSpec
+	if name != "" {
+		g, err := LookupGPU(name)
+		switch {
+		case err == nil:
+			hw = HardwareFor(g, count)
+		case gib == 0:
+			return HardwareSpec{}, err
+		default:
+			hw = HardwareSpec{Name: name, Count: count}
+		}
+	}
+	if gib > 0 {
+		if hw.Name == "" {
+			hw.Name = "custom"
+		}
+		hw.TotalMemoryBytes, hw.MemoryBasis, hw.Count = int64(gib*(1<<30)), BasisUser, count
+	}
+	return hw, nil
 }
 
 func normGPU(s string) string {
