@@ -20,6 +20,27 @@ type Handoff struct {
 // parseHandoff finds and validates the descriptor in a producer's
 // response: choices[0].kv_transfer_params, else the top-level field.
 func parseHandoff(body []byte) (*Handoff, *Error) {
+	f, ok := fastProducer(body)
+	if !ok {
+		var e *Error
+		if f, e = decodeProducer(body); e != nil {
+			return nil, e
+		}
+	}
+	params := f.top
+	if isObject(f.choice) {
+		params = f.choice
+	}
+	h, e := validateHandoff(params)
+	if h != nil && f.details {
+		h.CachedTokens = f.cached
+	}
+	return h, e
+}
+
+// decodeProducer is fastProducer by encoding/json: the reference, and the
+// answer for every shape the scanner leaves.
+func decodeProducer(body []byte) (producerFields, *Error) {
 	var resp struct {
 		KV      json.RawMessage `json:"kv_transfer_params"`
 		Choices []struct {
@@ -32,17 +53,16 @@ func parseHandoff(body []byte) (*Handoff, *Error) {
 		} `json:"usage"`
 	}
 	if err := json.Unmarshal(body, &resp); err != nil {
-		return nil, invalid("prefill", "kv_handoff", "producer response is not JSON: %v", err)
+		return producerFields{}, invalid("prefill", "kv_handoff", "producer response is not JSON: %v", err)
 	}
-	params := resp.KV
-	if len(resp.Choices) > 0 && isObject(resp.Choices[0].KV) {
-		params = resp.Choices[0].KV
+	f := producerFields{top: resp.KV}
+	if len(resp.Choices) > 0 {
+		f.choice = resp.Choices[0].KV
 	}
-	h, e := validateHandoff(params)
-	if h != nil && resp.Usage.Details != nil {
-		h.CachedTokens = resp.Usage.Details.Cached
+	if d := resp.Usage.Details; d != nil {
+		f.details, f.cached = true, d.Cached
 	}
-	return h, e
+	return f, nil
 }
 
 func isObject(b json.RawMessage) bool {

@@ -68,3 +68,98 @@ func (s *scanner) blockIDs() bool {
 	}
 	return s.elements(s.plainID)
 }
+
+// producerFields are what parseHandoff reads from a producer's response:
+// the top-level and the first choice's kv_transfer_params (raw, nil when
+// absent) and usage.prompt_tokens_details.cached_tokens.
+type producerFields struct {
+	top, choice []byte
+	details     bool // prompt_tokens_details was an object
+	cached      *int
+}
+
+// fastProducer reads those fields from a plain response without decoding
+// it; ok is false when it gave up (a repeated or case-folded key, a
+// non-object choice, a cached count that is not plain digits, anything
+// malformed) and encoding/json answers. FuzzFastProducer holds the two to
+// the same result.
+func fastProducer(body []byte) (f producerFields, ok bool) {
+	s := scanner{b: body}
+	var seen uint8
+	s.ws()
+	if !s.eat('{') {
+		return f, false
+	}
+	ok = s.members(func(key []byte) bool {
+		switch string(key) {
+		case "kv_transfer_params":
+			return once(&seen, 1) && s.raw(&f.top)
+		case "choices":
+			return once(&seen, 2) && s.nullOr(func() bool { return s.producerChoices(&f) })
+		case "usage":
+			return once(&seen, 4) && s.nullOr(func() bool { return s.object(func(k []byte) bool { return s.usage(k, &f) }) })
+		}
+		return !foldsTo(key, "kv_transfer_params", "choices", "usage") && s.skip(0)
+	})
+	s.ws()
+	return f, ok && s.i == len(body)
+}
+
+// raw consumes one value and points dst at its bytes.
+func (s *scanner) raw(dst *[]byte) bool {
+	start := s.i
+	if !s.skip(0) {
+		return false
+	}
+	*dst = s.b[start:s.i]
+	return true
+}
+
+// object walks an object from its '{'.
+func (s *scanner) object(f func(key []byte) bool) bool {
+	return s.eat('{') && s.members(f)
+}
+
+// producerChoices reads the first choice's kv_transfer_params; every
+// choice must be an object, as decoding into a struct requires.
+func (s *scanner) producerChoices(f *producerFields) bool {
+	first := true
+	return s.elements(func() bool {
+		if !first {
+			return s.i < len(s.b) && s.b[s.i] == '{' && s.skip(0)
+		}
+		first = false
+		var seen uint8
+		return s.object(func(key []byte) bool {
+			if string(key) == "kv_transfer_params" {
+				return once(&seen, 1) && s.raw(&f.choice)
+			}
+			return !foldsTo(key, "kv_transfer_params") && s.skip(0)
+		})
+	})
+}
+
+// usage reads one member of usage: prompt_tokens_details.cached_tokens.
+func (s *scanner) usage(key []byte, f *producerFields) bool {
+	if string(key) != "prompt_tokens_details" {
+		return !foldsTo(key, "prompt_tokens_details") && s.skip(0)
+	}
+	if f.details || s.lit("null") {
+		return !f.details // a repeated key is left to encoding/json
+	}
+	f.details = true
+	var seen uint8
+	return s.object(func(k []byte) bool {
+		if string(k) != "cached_tokens" {
+			return !foldsTo(k, "cached_tokens") && s.skip(0)
+		}
+		start := s.i
+		if !once(&seen, 1) || !(s.lit("null") || s.plainID()) {
+			return false
+		}
+		if n, err := strconv.Atoi(string(s.b[start:s.i])); err == nil {
+			f.cached = &n
+		}
+		return true
+	})
+}

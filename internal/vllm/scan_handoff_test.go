@@ -58,3 +58,33 @@ func BenchmarkParseHandoff(b *testing.B) {
 		}
 	}
 }
+
+func TestFastProducerTakesEngineShapes(t *testing.T) {
+	f, ok := fastProducer([]byte(prefillResponse))
+	if !ok || string(f.choice) != nixlParams || string(f.top) != "null" || !f.details || f.cached == nil || *f.cached != 32 {
+		t.Fatalf("vLLM's prefill response: fast %v, %+v; want the choice's params, top null, 32 cached", ok, f)
+	}
+}
+
+// Whenever the scanner answers, decoding reads the same fields.
+func FuzzFastProducer(f *testing.F) {
+	for _, in := range []string{prefillResponse, `{"kv_transfer_params":{"remote_engine_id":"e","remote_block_ids":[1]}}`,
+		`{"choices":[{"kv_transfer_params":{"a":1}},{"text":"x"}],"usage":{"prompt_tokens_details":null}}`,
+		`{"choices":[null]}`, `{"choices":null,"usage":null}`, `{"Choices":[]}`, `{"usage":{"prompt_tokens_details":{"cached_tokens":-1}}}`,
+		`{"usage":{"prompt_tokens_details":null,"prompt_tokens_details":{"cached_tokens":3}}}`, `{"choices":[{"kv_transfer_params":1,"kv_transfer_params":2}]}`,
+		`{"usage":{"prompt_tokens_details":{"cached_tokens":null}}}`, `{"choices":{}}`} {
+		f.Add([]byte(in))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, ok := fastProducer(body)
+		if !ok {
+			return
+		}
+		want, e := decodeProducer(append([]byte(nil), body...))
+		same := e == nil && bytes.Equal(got.top, want.top) && bytes.Equal(got.choice, want.choice) && got.details == want.details &&
+			(got.cached == nil) == (want.cached == nil) && (got.cached == nil || *got.cached == *want.cached)
+		if !same {
+			t.Fatalf("%q\nscanner %+v\ndecoder %+v (%v)", body, got, want, e)
+		}
+	})
+}
