@@ -277,3 +277,31 @@ func TestH1StillOpen(t *testing.T) {
 		})
 	}
 }
+
+// An engine that answers "Connection: close" gets a
+// new connection for the next request.
+func TestH1HonoursConnectionClose(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		okHandler(w, r)
+	}))
+	conns := countConns(srv)
+	srv.Start()
+	defer srv.Close()
+	c := NewClient(srv.URL, Options{})
+	defer c.Close()
+	for i := range 3 {
+		if _, e := c.call(context.Background(), "prefill", http.MethodPost, "/x", []byte(`{}`), fmt.Sprint(i), 1<<10); e != nil {
+			t.Fatal(e)
+		}
+	}
+	if n := conns.Load(); n != 3 {
+		t.Fatalf("3 requests answered with Connection: close used %d connections, want 3", n)
+	}
+	tr := c.hc.Transport.(*h1Transport)
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if len(tr.idle) != 0 {
+		t.Fatalf("%d connections kept after Connection: close, want none", len(tr.idle))
+	}
+}
