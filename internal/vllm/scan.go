@@ -161,11 +161,8 @@ func (s *scanner) delta(out *bool) bool {
 func (s *scanner) ids(n *int) bool {
 	count := 0
 	ok := s.elements(func() bool {
-		start := s.i
-		d := s.digits()
 		count++
-		// At most 18 digits fits int64; a leading zero is not JSON.
-		return d > 0 && d <= 18 && (d == 1 || s.b[start] != '0')
+		return s.plainID()
 	})
 	*n = count
 	return ok
