@@ -57,13 +57,6 @@ func off(name string, got, want, tol float64) string {
 	return ""
 }
 
-func within(t *testing.T, name string, got, want, tol float64) {
-	t.Helper()
-	if msg := off(name, got, want, tol); msg != "" {
-		t.Error(msg)
-	}
-}
-
 // recovery lists where a fitted row's curves miss the sim's by more than
 // 5%, at every point the sweep measured: prefill_time at each prompt
 // length, token_interval at each (resident tokens, requests) cohort. The
@@ -172,32 +165,32 @@ func TestRunRefuses(t *testing.T) {
 	}
 }
 
+// TestRunWarm holds the warm fit to the sim's warm prefill surface. Like
+// the cold sweep above, a disturbed sweep on a busy machine gets one rerun;
+// two failing sweeps fail the test.
 func TestRunWarm(t *testing.T) {
 	_, tgt := startSim(t, func(c *simengine.Config) { c.Prefix = simengine.PrefixCache{Enabled: true, PromptTokensDetails: true} })
 	cfg := smallSweep()
 	cfg.PrefillLengths, cfg.Concurrency = []int{256, 512, 1024}, []int{1, 2}
 	cfg.Warm, cfg.WarmPrefixes, cfg.WarmSuffixes = true, []int{512, 1024, 1536}, []int{128, 256, 512}
 	cfg.PrefillRepeats = 3
-	res := Run(context.Background(), tgt, cfg, nil)
-	if res.Err != nil {
-		t.Fatalf("warm sweep failed: %v", res.Err)
-	}
-	r, want := res.Row, truth()
-	if !r.HasCachedFit() {
-		t.Fatal("no cached fit in the row")
-	}
-	// The four warm terms trade off against each other over a 3×3 grid,
-	// so the test holds the surface, not each coefficient: the fitted
-	// warm prefill time must price every measured case like the sim does.
-	for _, c := range res.Samples.WarmCases {
-		got, ok := r.CachedPrefillTime(c.Prefix, c.Suffix)
-		tv, _ := want.CachedPrefillTime(c.Prefix, c.Suffix)
-		if !ok {
-			t.Fatalf("case %d+%d outside the fitted domain", c.Prefix, c.Suffix)
+	var res Result
+	var misses []string
+	for attempt := 0; attempt < 2; attempt++ {
+		res = Run(context.Background(), tgt, cfg, nil)
+		if res.Err != nil {
+			t.Fatalf("warm sweep failed: %v", res.Err)
 		}
-		// 10%: a few ms of loopback HTTP per request is a larger share of
-		// these short prefills than of the cold sweep's.
-		within(t, fmt.Sprintf("cached_prefill_time(%d, %d)", c.Prefix, c.Suffix), got, tv, 0.10)
+		if !res.Row.HasCachedFit() {
+			t.Fatal("no cached fit in the row")
+		}
+		if misses = warmRecovery(t, res); len(misses) == 0 {
+			break
+		}
+		t.Logf("attempt %d: %v", attempt, misses)
+	}
+	if len(misses) > 0 {
+		t.Fatalf("warm surface not recovered: %v", misses)
 	}
 	var warm, cold []float64
 	for _, w := range res.Samples.Warm {
@@ -206,6 +199,28 @@ func TestRunWarm(t *testing.T) {
 	if fit.Median(warm) >= fit.Median(cold) {
 		t.Errorf("warm prefills (median %.4fs) are not faster than their cold controls (%.4fs)", fit.Median(warm), fit.Median(cold))
 	}
+}
+
+// warmRecovery lists the measured warm cases the fitted row prices more
+// than 10% away from the sim. The four warm terms trade off against each
+// other over a 3×3 grid, so the surface is held, not each coefficient;
+// 10% because a few ms of loopback HTTP per request is a larger share of
+// these short prefills than of the cold sweep's.
+func warmRecovery(t *testing.T, res Result) []string {
+	t.Helper()
+	want := truth()
+	var out []string
+	for _, c := range res.Samples.WarmCases {
+		got, ok := res.Row.CachedPrefillTime(c.Prefix, c.Suffix)
+		tv, _ := want.CachedPrefillTime(c.Prefix, c.Suffix)
+		if !ok {
+			t.Fatalf("case %d+%d outside the fitted domain", c.Prefix, c.Suffix)
+		}
+		if msg := off(fmt.Sprintf("cached_prefill_time(%d, %d)", c.Prefix, c.Suffix), got, tv, 0.10); msg != "" {
+			out = append(out, msg)
+		}
+	}
+	return out
 }
 
 func TestPlan(t *testing.T) {
