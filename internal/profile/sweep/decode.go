@@ -60,7 +60,7 @@ func (m *meter) cohort(ctx context.Context, input, q, tokens, attempt int) ([]ar
 	prompts := make([]string, q)
 	for i := range prompts {
 		var err error
-		lead := fmt.Sprintf("narwhal-profile decode n=%d q=%d i=%d a=%d.", input, q, i, attempt)
+		lead := m.lead("decode n=%d q=%d i=%d a=%d.", input, q, i, attempt)
 		if prompts[i], err = m.prompts.build(ctx, lead, input); err != nil {
 			return nil, err
 		}

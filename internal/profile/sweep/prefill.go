@@ -17,7 +17,7 @@ func (m *meter) coldPrefill(ctx context.Context) (fit.Prefill, error) {
 	for _, n := range m.plan.prefill {
 		var times []float64
 		for rep := 0; rep < m.cfg.PrefillRepeats; rep++ {
-			sec, cached, err := m.timedPrompt(ctx, fmt.Sprintf("narwhal-profile cold n=%d r=%d.", n, rep), n)
+			sec, cached, err := m.timedPrompt(ctx, m.lead("cold n=%d r=%d.", n, rep), n)
 			if err != nil {
 				return fit.Prefill{}, fmt.Errorf("cold prefill of %d tokens: %w", n, err)
 			}

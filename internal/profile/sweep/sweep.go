@@ -8,6 +8,8 @@ package sweep
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"time"
@@ -34,6 +36,9 @@ type Config struct {
 	Limits     profile.Limits
 	// Timeout bounds one observation (a completion or a cohort).
 	Timeout time.Duration
+	// runTag, when set, replaces the run's random tag: tests that need
+	// two runs to send the same prompts set it.
+	runTag string
 }
 
 // Target is one engine to measure.
@@ -71,7 +76,10 @@ func Run(ctx context.Context, t Target, cfg Config, progress Progress) Result {
 		progress = func(string, string, int, int) {}
 	}
 	s := &Samples{IID: t.IID, Config: cfg.record()}
-	m := &meter{t: t, cfg: cfg, s: s, progress: progress}
+	m := &meter{t: t, cfg: cfg, s: s, progress: progress, tag: cfg.runTag}
+	if m.tag == "" {
+		m.tag = runTag()
+	}
 	start := time.Now()
 	row, err := m.run(ctx)
 	s.Elapsed = secondsSince(start)
@@ -91,6 +99,24 @@ type meter struct {
 	progress Progress
 	prompts  *prompter
 	plan     plan
+	// tag is this run's word in every prompt's first block, so a second
+	// run against the same engine (a --merge re-run, make run's resweep)
+	// sends prompts no earlier run sent and a prefix cache cannot serve
+	// them from the first run's.
+	tag string
+}
+
+// lead is the start of one measurement's prompt: the run's tag, then what
+// the measurement names.
+func (m *meter) lead(format string, args ...any) string {
+	return "narwhal-profile " + m.tag + " " + fmt.Sprintf(format, args...)
+}
+
+// runTag is a short random word naming one run.
+func runTag() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return "run" + hex.EncodeToString(b[:])
 }
 
 func (m *meter) run(ctx context.Context) (*profile.Row, error) {

@@ -150,6 +150,9 @@ func TestRunRefuses(t *testing.T) {
 				}
 			}
 			if tc.twice {
+				// The same prompts twice: a run's random tag would keep
+				// the second cold (TestSecondRunIsColdOnAWarmCache).
+				cfg.runTag = "same"
 				if res := Run(context.Background(), tgt, cfg, nil); res.Err != nil {
 					t.Fatalf("first (cold) run failed: %v", res.Err)
 				}
@@ -258,5 +261,29 @@ func TestRunInterrupted(t *testing.T) {
 	}
 	if len(res.Samples.Prefill) < 2 || res.Samples.Error == "" {
 		t.Fatalf("the completed measurements were not kept: %+v", res.Samples.Prefill)
+	}
+}
+
+// A second sweep of the same engine, its prefix cache on and warm from the
+// first (a --merge re-run, make run's resweep of a disturbed engine),
+// sends prompts the first did not, so the cold sweep is not refused.
+func TestSecondRunIsColdOnAWarmCache(t *testing.T) {
+	_, tgt := startSim(t, func(c *simengine.Config) { c.Prefix = simengine.PrefixCache{Enabled: true, PromptTokensDetails: true} })
+	cfg := smallSweep()
+	cfg.PrefillLengths, cfg.PrefillRepeats = []int{256, 512, 1024}, 1
+	cfg.Concurrency = []int{1, 2}
+	for run := 1; run <= 2; run++ {
+		res := Run(context.Background(), tgt, cfg, nil)
+		if res.Err != nil && strings.Contains(res.Err.Error(), "prefix cache") {
+			t.Fatalf("run %d: %v", run, res.Err)
+		}
+		if len(res.Samples.Prefill) != len(cfg.PrefillLengths) {
+			t.Fatalf("run %d measured %d cold prefills, want %d (%v)", run, len(res.Samples.Prefill), len(cfg.PrefillLengths), res.Err)
+		}
+		for _, p := range res.Samples.Prefill {
+			if p.CachedTokens != 0 {
+				t.Fatalf("run %d: a cold prompt of %d tokens had %d served from the cache", run, p.Tokens, p.CachedTokens)
+			}
+		}
 	}
 }

@@ -40,7 +40,7 @@ func (m *meter) warm(ctx context.Context, cold fit.Prefill) (*fit.Warm, error) {
 }
 
 func (m *meter) warmCase(ctx context.Context, p, s, rep int) (WarmSample, error) {
-	lead := fmt.Sprintf("narwhal-profile warm p=%d s=%d r=%d.", p, s, rep)
+	lead := m.lead("warm p=%d s=%d r=%d.", p, s, rep)
 	prefix, err := m.prompts.build(ctx, lead, p)
 	if err != nil {
 		return WarmSample{}, err
@@ -59,7 +59,7 @@ func (m *meter) warmCase(ctx context.Context, p, s, rep int) (WarmSample, error)
 	if cached == 0 {
 		return WarmSample{}, fmt.Errorf("the engine reported no cached tokens for a prefix it had just computed; --warm needs prefix caching on and reported (vllm serve --enable-prefix-caching --enable-prompt-tokens-details)")
 	}
-	coldSec, _, err := m.timedPrompt(ctx, fmt.Sprintf("narwhal-profile warm-control p=%d s=%d r=%d.", p, s, rep), p+s)
+	coldSec, _, err := m.timedPrompt(ctx, m.lead("warm-control p=%d s=%d r=%d.", p, s, rep), p+s)
 	if err != nil {
 		return WarmSample{}, fmt.Errorf("cold control: %w", err)
 	}
