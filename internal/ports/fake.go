@@ -103,13 +103,22 @@ func (f *Fake) prune() {
 	f.waiters = kept
 }
 
-func (f *Fake) add(d, period time.Duration) *fakeWaiter {
+// add registers a waiter d from now: a send on its channel, or fn run in
+// its own goroutine when fn is set (AfterFunc).
+func (f *Fake) add(d, period time.Duration, fn func()) *fakeWaiter {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.seq++
-	w := &fakeWaiter{at: f.now.Add(d), period: period, ch: make(chan time.Time, 1), seq: f.seq, active: true}
+	w := &fakeWaiter{at: f.now.Add(d), period: period, fn: fn, seq: f.seq, active: true}
+	if fn == nil {
+		w.ch = make(chan time.Time, 1)
+	}
 	if d <= 0 && period == 0 {
-		w.ch <- f.now
+		if fn != nil {
+			go fn()
+		} else {
+			w.ch <- f.now
+		}
 		w.active = false
 		return w
 	}
@@ -118,24 +127,15 @@ func (f *Fake) add(d, period time.Duration) *fakeWaiter {
 }
 
 // After fires once when the fake clock has moved d past now.
-func (f *Fake) After(d time.Duration) <-chan time.Time { return f.add(d, 0).ch }
+func (f *Fake) After(d time.Duration) <-chan time.Time { return f.add(d, 0, nil).ch }
 
 // NewTimer is a one-shot timer on the fake clock.
-func (f *Fake) NewTimer(d time.Duration) Timer { return &fakeTimer{f: f, w: f.add(d, 0)} }
+func (f *Fake) NewTimer(d time.Duration) Timer { return &fakeTimer{f: f, w: f.add(d, 0, nil)} }
 
 // AfterFunc calls fn in its own goroutine when the fake clock has moved d
 // past now (at once for d <= 0), unless stopped first.
 func (f *Fake) AfterFunc(d time.Duration, fn func()) Timer {
-	if d <= 0 {
-		go fn()
-		return &fakeTimer{f: f, w: &fakeWaiter{}}
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.seq++
-	w := &fakeWaiter{at: f.now.Add(d), fn: fn, seq: f.seq, active: true}
-	f.waiters = append(f.waiters, w)
-	return &fakeTimer{f: f, w: w}
+	return &fakeTimer{f: f, w: f.add(d, 0, fn)}
 }
 
 // NewTicker ticks every d on the fake clock; d must be positive.
@@ -143,7 +143,7 @@ func (f *Fake) NewTicker(d time.Duration) Ticker {
 	if d <= 0 {
 		panic("ports: non-positive ticker period")
 	}
-	return fakeTicker{&fakeTimer{f: f, w: f.add(d, d)}}
+	return fakeTicker{&fakeTimer{f: f, w: f.add(d, d, nil)}}
 }
 
 type fakeTicker struct{ t *fakeTimer }

@@ -33,11 +33,11 @@ func fastEvent(data []byte) (Event, bool) {
 		case "choices":
 			return once(&seen, 1) && s.choices(&ev)
 		case "usage":
-			start := s.i
-			if !once(&seen, 2) || !s.skip(0) {
+			var raw []byte
+			if !once(&seen, 2) || !s.raw(&raw) {
 				return false
 			}
-			if raw := data[start:s.i]; string(raw) != "null" {
+			if string(raw) != "null" {
 				ev.Usage = raw
 			}
 			return true
