@@ -18,6 +18,15 @@ type Body map[string]json.RawMessage
 
 // ParseBody parses a JSON object body.
 func ParseBody(b []byte) (Body, error) {
+	if m, ok := splitBody(b); ok {
+		return m, nil
+	}
+	return decodeBody(b)
+}
+
+// decodeBody is ParseBody through encoding/json: the reference, and the
+// answer (errors included) for whatever splitBody leaves alone.
+func decodeBody(b []byte) (Body, error) {
 	var m Body
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&m); err != nil {
@@ -71,7 +80,7 @@ func PrefillBody(b Body, model string) []byte {
 	p["max_tokens"] = jsonOne
 	p["stream"] = jsonFalse
 	p["kv_transfer_params"] = producerParams
-	return mustMarshal(p)
+	return marshalBody(p)
 }
 
 // DecodeBody is the consumer leg's body: the client's request, always
@@ -90,7 +99,7 @@ func DecodeBody(b Body, model string, kvp json.RawMessage) []byte {
 	} else {
 		d["kv_transfer_params"] = kvp
 	}
-	return mustMarshal(d)
+	return marshalBody(d)
 }
 
 // The fields of a completion body vLLM's /tokenize reads: the prompt's,
@@ -114,7 +123,19 @@ func TokenizeBody(b Body, model string, chat bool) []byte {
 			out[k] = v
 		}
 	}
-	return mustMarshal(out)
+	return marshalBody(out)
+}
+
+// marshalBody is json.Marshal(b), by appendBody where it can.
+func marshalBody(b Body) []byte {
+	n := 2
+	for k, v := range b {
+		n += len(k) + len(v) + 4
+	}
+	if out, ok := appendBody(make([]byte, 0, n+n/8), b); ok {
+		return out
+	}
+	return mustMarshal(b)
 }
 
 func mustMarshal(v any) []byte {
