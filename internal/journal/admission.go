@@ -29,8 +29,8 @@ type admissionRow struct {
 	Admission
 }
 
-// queued is one admission record waiting for the group commit: the
-// caller that writes it sets err, then closes done.
+// queued is one row (an admission record or a request row) waiting for
+// the group commit: the caller that writes it sets err, then closes done.
 type queued struct {
 	line []byte
 	next *queued // the record queued before this one
@@ -52,7 +52,13 @@ func (w *Writer) Admitted(a Admission) error {
 	if err != nil {
 		return fmt.Errorf("journal %s: admission %s: %w", w.name, a.RID, err)
 	}
-	mine := &queued{line: append(w.envelope(body), '\n'), done: make(chan struct{})}
+	return w.commit(append(w.envelope(body), '\n'))
+}
+
+// commit writes line (whole rows, each ending in '\n') through the group
+// commit and returns once it is in the file.
+func (w *Writer) commit(line []byte) error {
+	mine := &queued{line: line, done: make(chan struct{})}
 	for {
 		mine.next = w.queue.Load()
 		if w.queue.CompareAndSwap(mine.next, mine) {

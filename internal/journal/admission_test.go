@@ -45,52 +45,76 @@ func (w *Writer) queuedLines() int {
 	return n
 }
 
-// While one batch is being written, every other admission joins the next
-// batch: 64 records cost two Writes, and every record lands whole.
-func TestAdmittedGroupCommits(t *testing.T) {
-	g := &gateWriter{entered: make(chan struct{}), release: make(chan struct{})}
-	w, err := New(g, testOpts(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.mu.Lock()
-	g.armed, g.writes = true, 0
-	g.mu.Unlock()
+// While one batch is being written, every other row joins the next
+// batch: 64 rows cost two Writes, and every row lands whole. Admission
+// records and terminal rows share the commit.
+func TestRowsGroupCommit(t *testing.T) {
 	const n = 64
-	errs := make(chan error, n)
-	admit := func(i int) {
-		errs <- w.Admitted(Admission{RID: fmt.Sprintf("r%02d", i), Arrived: float64(i), Endpoint: "/v1/completions"})
-	}
-	go admit(0)
-	<-g.entered // the first batch is mid-Write
-	for i := 1; i < n; i++ {
-		go admit(i)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for w.queuedLines() < n-1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d admissions queued behind the first write", w.queuedLines(), n-1)
-		}
-		time.Sleep(time.Millisecond)
-	}
-	close(g.release)
-	for range n {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
-	if g.writes != 2 {
-		t.Errorf("%d Write calls for %d admissions, want 2 (one per batch)", g.writes, n)
-	}
-	j, err := ReadAll(strings.NewReader(g.buf.String()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(j.Admissions) != n || len(j.Events) != 0 {
-		t.Fatalf("%d admission records and %d events read back, want %d and 0", len(j.Admissions), len(j.Events), n)
-	}
-	if a := j.Admissions[0].Admission; a.RID != "r00" || a.Endpoint != "/v1/completions" || j.Admissions[0].Run != w.Run() {
-		t.Errorf("first record %+v run %s", a, j.Admissions[0].Run)
+	for _, c := range []struct {
+		name  string
+		write func(w *Writer, i int) error
+		check func(j *Journal) error
+	}{
+		{"admission records", func(w *Writer, i int) error {
+			return w.Admitted(Admission{RID: fmt.Sprintf("r%02d", i), Arrived: float64(i), Endpoint: "/v1/completions"})
+		}, func(j *Journal) error {
+			if len(j.Admissions) != n || len(j.Events) != 0 {
+				return fmt.Errorf("%d admission records and %d events read back, want %d and 0", len(j.Admissions), len(j.Events), n)
+			}
+			if a := j.Admissions[0].Admission; a.RID != "r00" || a.Endpoint != "/v1/completions" {
+				return fmt.Errorf("first record %+v", a)
+			}
+			return nil
+		}},
+		{"terminal rows", func(w *Writer, i int) error {
+			return w.Request(completed(fmt.Sprintf("r%02d", i)))
+		}, func(j *Journal) error {
+			if len(j.Requests) != n || j.Requests[0].Request.RID != "r00" {
+				return fmt.Errorf("%d request rows read back, want %d starting with r00", len(j.Requests), n)
+			}
+			return nil
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := &gateWriter{entered: make(chan struct{}), release: make(chan struct{})}
+			w, err := New(g, testOpts(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			g.mu.Lock()
+			g.armed, g.writes = true, 0
+			g.mu.Unlock()
+			errs := make(chan error, n)
+			write := func(i int) { errs <- c.write(w, i) }
+			go write(0)
+			<-g.entered // the first batch is mid-Write
+			for i := 1; i < n; i++ {
+				go write(i)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for w.queuedLines() < n-1 {
+				if time.Now().After(deadline) {
+					t.Fatalf("only %d of %d rows queued behind the first write", w.queuedLines(), n-1)
+				}
+				time.Sleep(time.Millisecond)
+			}
+			close(g.release)
+			for range n {
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+			}
+			if g.writes != 2 {
+				t.Errorf("%d Write calls for %d rows, want 2 (one per batch)", g.writes, n)
+			}
+			j, err := ReadAll(strings.NewReader(g.buf.String()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.check(j); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 

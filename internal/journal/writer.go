@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,6 +48,7 @@ var ErrClosed = errors.New("journal is closed")
 // under it, so rows land whole and in call order.
 type Writer struct {
 	run      string
+	head     []byte // every row's envelope up to its own fields (envelope)
 	tokens   string
 	name     string
 	started  time.Time
@@ -64,9 +64,9 @@ type Writer struct {
 	fileBytes int64
 	meta      Meta
 
-	// The admission group commit's queue is lock-free (admission.go):
+	// The group commit's queue is lock-free (admission.go):
 	// mu above is the writer's one lock.
-	queue    atomic.Pointer[queued] // admission records waiting for the next Write, newest first
+	queue    atomic.Pointer[queued] // rows waiting for the next Write, newest first
 	flushing atomic.Bool            // a caller is writing batches
 
 	recent recent // the latest rows that did not complete, for the dashboard
@@ -156,7 +156,8 @@ func newWriter(w io.Writer, name string, opts Options) (*Writer, error) {
 		opts.Source = src
 	}
 	started := opts.Clock.Now()
-	return &Writer{run: runID(opts), tokens: opts.TokenAccounting, name: name, w: w, started: started,
+	run := runID(opts)
+	return &Writer{run: run, head: envelopeHead(run), tokens: opts.TokenAccounting, name: name, w: w, started: started,
 		maxBytes: opts.MaxBytes, meta: metaOf(opts, started)}, nil
 }
 
@@ -241,7 +242,7 @@ func (w *Writer) Request(row *RequestRow) error {
 	if err != nil {
 		return fmt.Errorf("journal %s: row %s: %w", w.name, row.RID, err)
 	}
-	if err := w.writeLine(w.envelope(body)); err != nil {
+	if err := w.commit(append(w.envelope(body), '\n')); err != nil {
 		return err
 	}
 	w.recent.add(c)
@@ -275,14 +276,17 @@ func (w *Writer) Event(ev Event) error {
 // envelope prefixes a marshalled object with schema, schema_version and
 // run, so every row starts with them (§4).
 func (w *Writer) envelope(obj []byte) []byte {
-	var b bytes.Buffer
-	b.Grow(len(obj) + 80)
-	fmt.Fprintf(&b, `{"schema":%q,"schema_version":%d,"run":%q`, Schema, SchemaVersion, w.run)
+	b := make([]byte, 0, len(w.head)+len(obj)+2)
+	b = append(b, w.head...)
 	if len(obj) > 2 {
-		b.WriteByte(',')
+		b = append(b, ',')
 	}
-	b.Write(obj[1:])
-	return b.Bytes()
+	return append(b, obj[1:]...)
+}
+
+// envelopeHead is the start every row of run shares.
+func envelopeHead(run string) []byte {
+	return fmt.Appendf(nil, `{"schema":%q,"schema_version":%d,"run":%q`, Schema, SchemaVersion, run)
 }
 
 // writeLine writes line plus '\n' in one Write call. A short write leaves
