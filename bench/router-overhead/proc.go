@@ -126,7 +126,7 @@ func (p *routerProc) peakRSSMB() float64 {
 }
 
 // runtimeStats is what scrape reads from the router's /metrics.
-type runtimeStats struct{ goroutines, heapMB, stackMB float64 }
+type runtimeStats struct{ goroutines, heapMB, stackMB, mallocs float64 }
 
 // scrape reads the Go runtime's gauges from the router's /metrics.
 func (p *routerProc) scrape() runtimeStats {
@@ -151,6 +151,8 @@ func (p *routerProc) scrape() runtimeStats {
 			st.heapMB = v / (1 << 20)
 		case "go_memstats_stack_inuse_bytes":
 			st.stackMB = v / (1 << 20)
+		case "go_memstats_mallocs_total":
+			st.mallocs = v
 		}
 	}
 	return st

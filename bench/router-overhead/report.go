@@ -128,6 +128,7 @@ func medianOf(rounds [][]result, i int) result {
 	m.Goroutines = pick(func(r result) float64 { return r.Goroutines })
 	m.HeapMB = pick(func(r result) float64 { return r.HeapMB })
 	m.StackMB = pick(func(r result) float64 { return r.StackMB })
+	m.Allocs = pick(func(r result) float64 { return r.Allocs })
 	m.Requests, m.Errors = 0, 0
 	for _, r := range rounds {
 		m.Requests += r[i].Requests
@@ -165,12 +166,12 @@ func (rep report) text(w io.Writer) error {
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "streams\tpath\tttfb p50 ms\tttfb p99 ms\treq/s\terrors\tcpu µs/req\tpeak RSS MB\theap MB\tstacks MB\tgoroutines\t")
+	fmt.Fprintln(tw, "streams\tpath\tttfb p50 ms\tttfb p99 ms\treq/s\terrors\tcpu µs/req\tallocs/req\tpeak RSS MB\theap MB\tstacks MB\tgoroutines\t")
 	for _, l := range rep.Levels {
 		for _, r := range l.Paths {
-			mem := "-\t-\t-\t-"
+			mem := "-\t-\t-\t-\t-"
 			if r.RSSMB > 0 {
-				mem = fmt.Sprintf("%.0f\t%.0f\t%.0f\t%.0f", r.RSSMB, r.HeapMB, r.StackMB, r.Goroutines)
+				mem = fmt.Sprintf("%.0f\t%.0f\t%.0f\t%.0f\t%.0f", r.Allocs, r.RSSMB, r.HeapMB, r.StackMB, r.Goroutines)
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%.2f\t%.2f\t%.0f\t%d\t%.0f\t%s\t\n", l.Concurrency, r.Path, r.P50ms, r.P99ms, r.RPS, r.Errors, r.CPUus, mem)
 		}

@@ -28,8 +28,12 @@ type Options struct {
 type Client struct {
 	base string
 	key  string
-	hc   *http.Client
-	max  int64
+	// rt sends every request itself, not through an http.Client, whose
+	// only work here was copying each request's headers for redirects
+	// (an engine's answer is never a redirect to follow: a 3xx is an
+	// error like any status but 200).
+	rt  http.RoundTripper
+	max int64
 }
 
 // NewClient returns a client for the engine at base (no trailing '/').
@@ -55,14 +59,18 @@ func NewClient(base string, o Options) *Client {
 			ForceAttemptHTTP2:  false,
 		}
 	}
-	return &Client{base: base, key: o.APIKey, hc: &http.Client{Transport: tr}, max: o.MaxResponse}
+	return &Client{base: base, key: o.APIKey, rt: tr, max: o.MaxResponse}
 }
 
 // URL is the engine's base URL.
 func (c *Client) URL() string { return c.base }
 
 // Close releases idle connections.
-func (c *Client) Close() { c.hc.CloseIdleConnections() }
+func (c *Client) Close() {
+	if t, ok := c.rt.(interface{ CloseIdleConnections() }); ok {
+		t.CloseIdleConnections()
+	}
+}
 
 func (c *Client) newRequest(ctx context.Context, method, path string, body []byte, reqID string) (*http.Request, error) {
 	var rd io.Reader
@@ -104,7 +112,7 @@ func readLimited(phase string, r io.Reader, limit int64) ([]byte, *Error) {
 // do sends a request and returns the response with a 200, or a classified
 // error with the body's detail.
 func (c *Client) do(phase string, req *http.Request) (*http.Response, *Error) {
-	resp, err := c.hc.Do(req)
+	resp, err := c.rt.RoundTrip(req)
 	if err != nil {
 		return nil, transportError(phase, err, req.Method+" "+req.URL.Path)
 	}

@@ -2,6 +2,7 @@ package vllm
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -49,7 +50,7 @@ func TestH1ReusesConnections(t *testing.T) {
 	if n := conns.Load(); n != 1 {
 		t.Fatalf("10 sequential requests opened %d connections, want 1", n)
 	}
-	tr := c.hc.Transport.(*h1Transport)
+	tr := c.rt.(*h1Transport)
 	tr.mu.Lock()
 	tr.idle[0].usedAt = time.Now().Add(-reuseIdle)
 	tr.mu.Unlock()
@@ -177,7 +178,7 @@ func TestH1AbandonAndCancel(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1/completions", strings.NewReader(`{}`))
-	resp, err := c.hc.Do(req)
+	resp, err := c.rt.RoundTrip(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,10 +299,63 @@ func TestH1HonoursConnectionClose(t *testing.T) {
 	if n := conns.Load(); n != 3 {
 		t.Fatalf("3 requests answered with Connection: close used %d connections, want 3", n)
 	}
-	tr := c.hc.Transport.(*h1Transport)
+	tr := c.rt.(*h1Transport)
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	if len(tr.idle) != 0 {
 		t.Fatalf("%d connections kept after Connection: close, want none", len(tr.idle))
+	}
+}
+
+// TestWriteRequestIsReqWrite: the hand-written head and body are the
+// bytes req.Write sends, for the requests Client builds and for the
+// unusual ones it hands back to req.Write.
+func TestWriteRequestIsReqWrite(t *testing.T) {
+	c := NewClient("http://127.0.0.1:8001", Options{APIKey: "k"})
+	ctx := WithTraceparent(context.Background(), "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+	build := func(method, path string, body []byte, mod func(*http.Request)) *http.Request {
+		req, err := c.newRequest(ctx, method, path, body, "rid-1-prefill")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mod != nil {
+			mod(req)
+		}
+		return req
+	}
+	for _, tc := range []struct {
+		name        string
+		method      string
+		body        []byte
+		mod         func(*http.Request)
+		handWritten bool
+	}{
+		{"prefill", http.MethodPost, []byte(`{"prompt":"hi"}`), nil, true},
+		{"get", http.MethodGet, nil, nil, true},
+		{"empty post", http.MethodPost, nil, nil, true},
+		{"line break in a value", http.MethodPost, []byte(`{}`), func(r *http.Request) { r.Header.Set("X-Request-Id", "a\r\nb") }, false},
+		{"padded value", http.MethodPost, []byte(`{}`), func(r *http.Request) { r.Header["X-Request-Id"] = []string{" a "} }, false},
+		{"two values", http.MethodPost, []byte(`{}`), func(r *http.Request) { r.Header.Add("X-Request-Id", "b") }, false},
+		{"own user agent", http.MethodGet, nil, func(r *http.Request) { r.Header.Set("User-Agent", "x") }, false},
+		{"close", http.MethodGet, nil, func(r *http.Request) { r.Close = true }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var want, got bytes.Buffer
+			if err := build(tc.method, "/v1/completions?x=1", tc.body, tc.mod).Write(&want); err != nil {
+				t.Fatal(err)
+			}
+			req := build(tc.method, "/v1/completions?x=1", tc.body, tc.mod)
+			if _, ok := plainHead(req, make([]string, 0, 8)); ok != tc.handWritten {
+				t.Fatalf("written by hand: %v, want %v", ok, tc.handWritten)
+			}
+			bw := bufio.NewWriter(&got)
+			if err := writeRequest(bw, req); err != nil {
+				t.Fatal(err)
+			}
+			bw.Flush()
+			if got.String() != want.String() {
+				t.Fatalf("writeRequest wrote\n%q\nreq.Write writes\n%q", got.String(), want.String())
+			}
+		})
 	}
 }
