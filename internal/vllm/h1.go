@@ -139,7 +139,7 @@ func (t *h1Transport) send(ctx context.Context, hc *h1Conn, req *http.Request) (
 	writerPool.Put(bw)
 	var resp *http.Response
 	if err == nil {
-		resp, err = http.ReadResponse(hc.br, req)
+		resp, err = readResponse(hc.br, req)
 	}
 	if err != nil {
 		stop()
