@@ -10,7 +10,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X github.com/narwhal-go/narwhal/internal/version.Version=$(VERSION)
 FUZZTIME    ?= 60s
 
-.PHONY: all build run observe demo bench test lint fmt-check vet staticcheck gotest claims node-deps node-checks sigstore-check fuzz tools promtool etcd chromium image clean help
+.PHONY: all build run observe demo bench test lint fmt-check vet staticcheck gotest claims node-deps node-checks sigstore-check fuzz tools promtool etcd chromium uvicorn image clean help
 
 all: build
 
@@ -66,12 +66,19 @@ etcd:
 		scripts/apt-install.sh etcd-server; fi
 
 
+# The engine transport's test runs against uvicorn, the server vLLM runs,
+# with both of its HTTP implementations (Debian's python3-uvicorn and
+# python3-httptools; the test starts and stops its own).
+uvicorn:
+	@if /usr/bin/python3 -c 'import uvicorn, httptools' 2>/dev/null; then :; else \
+		scripts/apt-install.sh python3-uvicorn python3-httptools; fi
+
 # The dashboard's browser test drives Debian's chromium headless.
 chromium:
 	@if command -v chromium >/dev/null; then :; else \
 		scripts/apt-install.sh chromium; fi
 
-tools: $(STATICCHECK) promtool etcd chromium
+tools: $(STATICCHECK) promtool etcd chromium uvicorn
 
 staticcheck: $(STATICCHECK)
 	$(STATICCHECK) ./...
