@@ -28,6 +28,7 @@ type Options struct {
 type Client struct {
 	base string
 	key  string
+	auth string // the Authorization value: "Bearer " and key, or ""
 	// rt sends every request itself, not through an http.Client, whose
 	// only work here was copying each request's headers for redirects
 	// (an engine's answer is never a redirect to follow: a 3xx is an
@@ -59,7 +60,11 @@ func NewClient(base string, o Options) *Client {
 			ForceAttemptHTTP2:  false,
 		}
 	}
-	return &Client{base: base, key: o.APIKey, rt: tr, max: o.MaxResponse}
+	c := &Client{base: base, key: o.APIKey, rt: tr, max: o.MaxResponse}
+	if o.APIKey != "" {
+		c.auth = "Bearer " + o.APIKey
+	}
+	return c
 }
 
 // URL is the engine's base URL.
@@ -72,6 +77,11 @@ func (c *Client) Close() {
 	}
 }
 
+// contentTypeJSON is every body's Content-Type value, shared: a header
+// value slice is only read once built (and one of length and capacity 1
+// cannot be appended to in place).
+var contentTypeJSON = []string{"application/json"}
+
 func (c *Client) newRequest(ctx context.Context, method, path string, body []byte, reqID string) (*http.Request, error) {
 	var rd io.Reader
 	if body != nil {
@@ -81,18 +91,20 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body []byt
 	if err != nil {
 		return nil, err
 	}
+	// The header is built in place with canonical keys: Header.Set
+	// canonicalised each key and gave each value a slice of its own.
+	vals := make([]string, 0, 3)
+	h := make(http.Header, 4)
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		h["Content-Type"] = contentTypeJSON
 	}
-	if reqID != "" {
-		req.Header.Set("X-Request-Id", reqID)
+	for _, kv := range [...]struct{ k, v string }{{"X-Request-Id", reqID}, {"Traceparent", traceparent(ctx)}, {"Authorization", c.auth}} {
+		if kv.v != "" {
+			vals = append(vals, kv.v)
+			h[kv.k] = vals[len(vals)-1 : len(vals) : len(vals)]
+		}
 	}
-	if tp := traceparent(ctx); tp != "" {
-		req.Header.Set("Traceparent", tp)
-	}
-	if c.key != "" {
-		req.Header.Set("Authorization", "Bearer "+c.key)
-	}
+	req.Header = h
 	return req, nil
 }
 
