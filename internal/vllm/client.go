@@ -189,6 +189,10 @@ type Stream struct {
 	timer    *time.Timer
 	gen      int // which SetIdleTimeout the running timer belongs to
 	timedOut bool
+
+	// ended is set once [DONE] was read: Close then reads the rest of
+	// the response so the connection can carry the next leg.
+	ended bool
 	// Status is the engine's HTTP status (200).
 	Status int
 }
@@ -290,6 +294,7 @@ func (s *Stream) next(own bool) (Event, *Error) {
 		}
 		ev, e := parseEvent(data)
 		e.redact(s.base, s.key)
+		s.ended = ev.Done
 		return ev, e
 	}
 }
@@ -326,6 +331,9 @@ func (s *Stream) Close() {
 	}
 	s.gen++
 	s.mu.Unlock()
+	if s.ended {
+		s.drain()
+	}
 	s.cancel()
 	s.resp.Body.Close()
 	if br := s.lines.r; br != nil {
@@ -333,6 +341,29 @@ func (s *Stream) Close() {
 		br.Reset(nil)
 		readerPool.Put(br)
 	}
+}
+
+// drainTimeout and drainLimit bound what Close reads after [DONE]. Engines
+// often write the chunked body's terminator apart from the last event (a
+// Go server once its handler returns, Starlette's StreamingResponse as a
+// final empty message), so it can arrive just after the reader saw [DONE];
+// a body closed before its end closes the connection, and every decode
+// leg then needed a new one. On loopback or a LAN the terminator is
+// microseconds behind; an engine that sends nothing more within the bound,
+// or more than the limit, loses the connection as before.
+const (
+	drainTimeout = 20 * time.Millisecond
+	drainLimit   = 4 << 10
+)
+
+// drain reads the rest of an ended stream's response, within the bounds.
+func (s *Stream) drain() {
+	if b, ok := s.resp.Body.(*h1Body); ok && b.done {
+		return // the terminator came with the last event
+	}
+	t := time.AfterFunc(drainTimeout, s.cancel)
+	_, _ = io.Copy(io.Discard, io.LimitReader(s.resp.Body, drainLimit))
+	t.Stop()
 }
 
 // Tokenize counts the prompt of a completions body (prompt) or a chat body

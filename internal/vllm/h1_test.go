@@ -359,3 +359,43 @@ func TestWriteRequestIsReqWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamKeepsItsConnectionAfterDone: engines often write the chunked
+// body's terminator apart from the [DONE] event (a Go server when its
+// handler returns, Starlette's StreamingResponse as a last empty message),
+// so it may arrive after the reader has seen [DONE]. Closing the stream
+// then must wait briefly for it rather than drop the connection: every
+// decode leg would otherwise open a new one.
+func TestStreamKeepsItsConnectionAfterDone(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte("data: {\"choices\":[{\"text\":\"a\",\"token_ids\":[1]}]}\n\ndata: [DONE]\n\n"))
+		w.(http.Flusher).Flush()
+		time.Sleep(3 * time.Millisecond) // the terminator follows on its own
+	}))
+	conns := countConns(srv)
+	srv.Start()
+	defer srv.Close()
+	c := NewClient(srv.URL, Options{})
+	defer c.Close()
+	for i := range 5 {
+		s, e := c.OpenStream(context.Background(), "/v1/completions", []byte(`{}`), fmt.Sprint(i))
+		if e != nil {
+			t.Fatal(e)
+		}
+		for {
+			ev, e := s.Next()
+			if e != nil {
+				t.Fatal(e)
+			}
+			if ev.Done {
+				break
+			}
+		}
+		s.Close()
+	}
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("5 sequential decode legs read to [DONE] opened %d connections, want 1", n)
+	}
+}

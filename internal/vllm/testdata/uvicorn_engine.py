@@ -6,10 +6,20 @@ Content-Length, a chunked SSE stream ending in [DONE]) so that
 TestH1AgainstUvicorn exercises narwhal's HTTP/1.1 transport against
 uvicorn's own framing, keep-alive and idle closing. It also remembers the
 client port of every request (GET /ports) so the test can count
-connections. Run: python3 -m uvicorn --fd 3 uvicorn_engine:app
+connections.
+
+Run: python3 uvicorn_engine.py HTTP_IMPL KEEPALIVE_S with a listening TCP
+socket as fd 3. Like vLLM, it hands uvicorn a socket object: uvicorn's own
+--fd takes the descriptor for a Unix socket, and its connections then keep
+Nagle's algorithm on (40 ms stalls against a delayed ACK).
 """
 
+import asyncio
 import json
+import socket
+import sys
+
+import uvicorn
 
 PORTS = []
 
@@ -58,7 +68,11 @@ async def stream(send, req):
                  "usage": None}
         await send({"type": "http.response.body", "body": b"data: " + compact(event) + b"\n\n",
                     "more_body": True})
-    await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": False})
+    await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": True})
+    # Starlette's StreamingResponse (vLLM's) ends with an empty message of
+    # its own: the chunked terminator leaves in a write after [DONE].
+    await asyncio.sleep(0.003)
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 async def app(scope, receive, send):
@@ -85,3 +99,10 @@ async def app(scope, receive, send):
                                    "remote_block_ids": [1, 2], "remote_engine_id": "e1",
                                    "remote_host": "127.0.0.1", "remote_port": 5600},
         })
+
+
+if __name__ == "__main__":
+    sock = socket.socket(fileno=3)  # family and type from the descriptor
+    config = uvicorn.Config(app, http=sys.argv[1], timeout_keep_alive=int(sys.argv[2]),
+                            log_level="warning", lifespan="on")
+    uvicorn.Server(config).run(sockets=[sock])
