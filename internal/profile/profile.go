@@ -111,7 +111,7 @@ func (r *Row) splitStep(n int) float64 {
 func (r Row) PrefillTime(n int) float64 {
 	m := max(n, intOr(r.PrefillMinTokens, 0))
 	x := float64(m)
-	return math.Max(0, r.TTFTA*x*x+r.TTFTB*x+r.TTFTC+r.splitStep(m))
+	return max(0, r.TTFTA*x*x+r.TTFTB*x+r.TTFTC+r.splitStep(m))
 }
 
 // HasCachedFit reports whether the warm-prefill fit is present.
@@ -133,7 +133,7 @@ func (r Row) CachedPrefillTime(p, s int) (float64, bool) {
 	}
 	P, S := float64(p), float64(s)
 	v := *r.CachedTTFTA*(2*P*S+S*S) + *r.CachedTTFTB*S + *r.CachedTTFTD*P + *r.CachedTTFTC + r.splitStep(s)
-	return math.Max(0, v), true
+	return max(0, v), true
 }
 
 // TokenInterval is token_interval(tokens, requests) in seconds: the decode
@@ -143,9 +143,10 @@ func (r Row) TokenInterval(tokens, requests int) float64 {
 }
 
 // tokenInterval is token_interval from the fit's three coefficients: one
-// expression, so that every caller rounds alike.
+// expression, so that every caller rounds alike. The built-in max answers
+// what math.Max does (NaN, ±0 and ±Inf alike) inline, without its call.
 func tokenInterval(slope, requestSlope, intercept float64, tokens, requests int) float64 {
-	return math.Max(0, slope*float64(tokens)+requestSlope*float64(requests)+intercept)
+	return max(0, slope*float64(tokens)+requestSlope*float64(requests)+intercept)
 }
 
 // MT is Arrow's MT(budget, requests): the largest resident-KV batch that
@@ -160,10 +161,10 @@ func (r *Row) MT(budget float64, requests int) float64 {
 	}
 	v := math.Inf(1)
 	if r.TPOTSlope > 0 {
-		v = math.Max(0, (budget-fixed)/r.TPOTSlope)
+		v = max(0, (budget-fixed)/r.TPOTSlope)
 	}
 	if r.DecodeMaxKVTokens != nil {
-		v = math.Min(v, float64(*r.DecodeMaxKVTokens))
+		v = min(v, float64(*r.DecodeMaxKVTokens))
 	}
 	return v
 }

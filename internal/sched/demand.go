@@ -160,12 +160,12 @@ func (o *outputs) expected(want int) (float64, bool) {
 		if o.capped == 0 {
 			return float64(want), true
 		}
-		return math.Max(1, o.fraction*float64(want)), true
+		return max(1, o.fraction*float64(want)), true
 	}
 	if o.plain == 0 {
 		return 0, false
 	}
-	return math.Max(1, o.uncappedMean), true
+	return max(1, o.uncappedMean), true
 }
 
 // demand is the offered load over one horizon, in engines' worth.
@@ -228,7 +228,7 @@ func (k *controller) capacity(id shapeID, out float64) float64 {
 // correction, the value.
 func (k *controller) meanDecodeRPS(in int, out float64) float64 {
 	c := k.c
-	context, output := in+int(out/2), int(math.Max(1, out))
+	context, output := in+int(out/2), int(max(1, out))
 	sum, n := 0.0, 0
 	var prev *Instance
 	var shape profile.DecodeShape
