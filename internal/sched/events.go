@@ -86,13 +86,26 @@ func (c *Core) OneTokenEach(now float64, i *Instance, rs []*Request) {
 	if i == nil {
 		return
 	}
+	if c.rec == nil { // the simulator's hot loop: tokensOn's n = 1 case, inlined
+		w := &i.win
+		for _, r := range rs {
+			if r.forgotten {
+				continue
+			}
+			c.grow(r, 1)
+			if r.sawToken { // one gap per token, ÷1 skipped as exact
+				w.addGap(now-r.lastToken, 1)
+			}
+			r.sawToken, r.lastToken = true, now
+			r.tokensHere++
+		}
+		return
+	}
 	for _, r := range rs {
 		if !r.forgotten {
 			c.tokensOn(now, i, r, 1)
 		}
-		if c.rec != nil {
-			c.rec(Step{Kind: StepOutputTokens, Now: now, IID: i.IID, RID: r.RID, Tokens: 1})
-		}
+		c.rec(Step{Kind: StepOutputTokens, Now: now, IID: i.IID, RID: r.RID, Tokens: 1})
 	}
 }
 
