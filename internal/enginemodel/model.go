@@ -132,6 +132,7 @@ type Model struct {
 	// Scratch buffers reused across steps (see Config.ReuseBuffers for the
 	// ones handed out).
 	admitted, prefill []*req
+	grow              []*req // growDecode's requests crossing into a new block
 	free              []*req // dropped requests' structs, for Add (ReuseBuffers)
 	ids, victims      []string
 	events            []Event
@@ -250,18 +251,9 @@ func (m *Model) Next() (Step, bool) {
 	if len(m.running) == 0 {
 		return Step{}, false
 	}
-	s := Step{Kind: Decode, seq: m.seq, Preempted: m.makeRoom()}
-	// One pass: every running request's block for its next token (room was
-	// made above), the operating point, and the batch.
-	m.batch = m.batch[:0]
-	for _, r := range m.running {
-		if need := m.blocksFor(r.computed + 1); need > r.blocks {
-			m.usedBlocks += need - r.blocks
-			r.blocks = need
-		}
-		s.ResidentTokens += r.computed
-		m.batch = append(m.batch, r)
-	}
+	s := Step{Kind: Decode, seq: m.seq}
+	s.Preempted, s.ResidentTokens = m.growDecode()
+	m.batch = append(m.batch[:0], m.running...)
 	s.IDs = m.plan()
 	s.Running = len(m.running)
 	s.Duration = units.Seconds(m.cfg.Timing.TokenInterval(s.ResidentTokens, s.Running))
@@ -323,6 +315,52 @@ func (m *Model) admit() []*req {
 	return out
 }
 
+// growDecode gives every running request the block its next token needs,
+// after makeRoom's preemptions when they do not all fit, and returns the
+// victims and the resident tokens of the requests left running (the
+// decode step's operating point). One pass prices the room, the resident
+// tokens and which requests need a block; when the room is there (as it
+// nearly always is) only those are touched again.
+func (m *Model) growDecode() (victims []string, resident int) {
+	extra, grow := 0, m.grow[:0]
+	for _, r := range m.running {
+		need := m.blocksFor(r.computed + 1)
+		extra += need - r.blocks
+		resident += r.computed
+		if need > r.blocks {
+			grow = append(grow, r)
+		}
+	}
+	m.grow = grow
+	if len(m.running) > 1 && m.usedBlocks+extra > m.totalBlocks {
+		victims = m.makeRoom()
+		return victims, m.growAll()
+	}
+	for _, r := range grow {
+		need := m.blocksFor(r.computed + 1)
+		m.usedBlocks += need - r.blocks
+		r.blocks = need
+	}
+	if m.cfg.ReuseBuffers { // makeRoom's answer when nothing is preempted
+		m.victims = m.victims[:0]
+		victims = m.victims
+	}
+	return victims, resident
+}
+
+// growAll gives every running request the block for its next token (room
+// was made) and returns their resident tokens.
+func (m *Model) growAll() (resident int) {
+	for _, r := range m.running {
+		if need := m.blocksFor(r.computed + 1); need > r.blocks {
+			m.usedBlocks += need - r.blocks
+			r.blocks = need
+		}
+		resident += r.computed
+	}
+	return resident
+}
+
 // makeRoom preempts the most recently admitted requests until every running
 // request can grow by one token (vLLM's recompute preemption). The victims
 // lose their KV and go back to the front of the queue. Next gives the
@@ -375,17 +413,14 @@ func (m *Model) Complete(s Step) []Event {
 	// At most a token and a finish per request: grown once, so that each
 	// event is written in place.
 	evs = slices.Grow(evs, 2*len(m.batch))
+	prefill := s.Kind == Prefill
 	for _, r := range m.batch {
 		// A request stopped, released or reset away while the step ran is
 		// no longer running (a new one under its id waits, not running).
 		if !r.running {
 			continue
 		}
-		id := r.ID
-		if m.cfg.RefsOnly {
-			id = ""
-		}
-		if s.Kind == Prefill {
+		if prefill {
 			r.computed = r.PromptTokens + r.generated
 			if r.generated > 0 {
 				continue // a recomputed request resumes at the next decode step
@@ -393,19 +428,28 @@ func (m *Model) Complete(s Step) []Event {
 		} else {
 			r.computed = max(r.computed, r.PromptTokens+r.generated)
 		}
-		evs = evs[:len(evs)+1]
-		ev := &evs[len(evs)-1]
-		ev.Kind, ev.ID, ev.Index, ev.Ref = Token, id, r.generated, r.Ref
+		evs = m.emit(evs, Token, r, r.generated)
 		r.generated++
 		if r.generated >= r.MaxTokens {
-			evs = evs[:len(evs)+1]
-			ev := &evs[len(evs)-1]
-			ev.Kind, ev.ID, ev.Index, ev.Ref = Finished, id, 0, r.Ref
+			evs = m.emit(evs, Finished, r, 0)
 			m.finish(r)
 		}
 	}
 	if m.cfg.ReuseBuffers {
 		m.events = evs
+	}
+	return evs
+}
+
+// emit writes r's next event in place (evs has room for it). A RefsOnly
+// model names no request, so its events' IDs are all empty already: the
+// string is not written (nor its write barrier checked) per token.
+func (m *Model) emit(evs []Event, k EventKind, r *req, index int) []Event {
+	evs = evs[:len(evs)+1]
+	ev := &evs[len(evs)-1]
+	ev.Kind, ev.Index, ev.Ref = k, index, r.Ref
+	if !m.cfg.RefsOnly {
+		ev.ID = r.ID
 	}
 	return evs
 }

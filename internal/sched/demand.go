@@ -209,17 +209,23 @@ func (k *controller) estimate(from, span float64) demand {
 // that only a new key goes to the pass's table.
 func (k *controller) capacity(id shapeID, out float64) float64 {
 	x := &k.hist.shapes.info[id]
-	key := int64(x.inKey)<<32 | int64(uint32(k.hist.shapes.outKey(id, out)))
+	outKey := k.hist.shapes.outKey(id, out)
+	key := int64(x.inKey)<<32 | int64(uint32(outKey))
 	if x.capAt != 0 && x.capAt == k.capPass && x.capKey == key {
 		return x.capVal
 	}
-	v, ok := k.capCache[key]
-	if !ok {
-		v = k.meanDecodeRPS(x.in, out)
-		k.capCache[key] = v
+	e := k.capCache.at(x.inKey, outKey)
+	if e.pass != k.capPass+1 {
+		e.pass, e.v = k.capPass+1, k.meanDecodeRPS(x.in, out)
 	}
-	x.capAt, x.capKey, x.capVal = k.capPass, key, v
-	return v
+	x.capAt, x.capKey, x.capVal = k.capPass, key, e.v
+	return e.v
+}
+
+// capEntry is a capacity priced in monitor pass pass-1 (0: never).
+type capEntry struct {
+	pass uint64
+	v    float64
 }
 
 // meanDecodeRPS is decode_rps for an in-token prompt and out output
