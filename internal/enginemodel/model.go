@@ -318,21 +318,26 @@ func (m *Model) admit() []*req {
 // growDecode gives every running request the block its next token needs,
 // after makeRoom's preemptions when they do not all fit, and returns the
 // victims and the resident tokens of the requests left running (the
-// decode step's operating point). One pass prices the room, the resident
-// tokens and which requests need a block; when the room is there (as it
-// nearly always is) only those are touched again.
+// decode step's operating point). One pass sums the resident tokens and
+// lists the requests that need a block. Their blocks are all the room the
+// step can take (a request holding more than its next token needs gives
+// some back in makeRoom's sum, never takes more), so when they fit,
+// nothing is preempted and only they are touched again; otherwise
+// makeRoom's exact sum decides.
 func (m *Model) growDecode() (victims []string, resident int) {
-	extra, grow := 0, m.grow[:0]
+	grow, bs := m.grow[:0], m.cfg.BlockSize
 	for _, r := range m.running {
-		need := m.blocksFor(r.computed + 1)
-		extra += need - r.blocks
 		resident += r.computed
-		if need > r.blocks {
+		if needsBlock(r.computed, r.blocks, bs) {
 			grow = append(grow, r)
 		}
 	}
 	m.grow = grow
-	if len(m.running) > 1 && m.usedBlocks+extra > m.totalBlocks {
+	taken := 0
+	for _, r := range grow {
+		taken += m.blocksFor(r.computed+1) - r.blocks
+	}
+	if len(m.running) > 1 && m.usedBlocks+taken > m.totalBlocks {
 		victims = m.makeRoom()
 		return victims, m.growAll()
 	}
@@ -347,6 +352,12 @@ func (m *Model) growDecode() (victims []string, resident int) {
 	}
 	return victims, resident
 }
+
+// needsBlock reports whether a request with computed tokens in blocks
+// blocks of bs tokens needs another for its next token: blocksFor(computed
+// + 1) > blocks, without the division or shift (⌈(c+1)/bs⌉ > b exactly
+// when c+1 > b·bs).
+func needsBlock(computed, blocks, bs int) bool { return computed >= blocks*bs }
 
 // growAll gives every running request the block for its next token (room
 // was made) and returns their resident tokens.

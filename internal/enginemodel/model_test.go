@@ -325,3 +325,21 @@ func TestBlocksForMatchesDivision(t *testing.T) {
 		}
 	}
 }
+
+// needsBlock answers as blocksFor does at every block size, computed and
+// held blocks (fewer, as many, or more than the tokens need).
+func TestNeedsBlockMatchesBlocksFor(t *testing.T) {
+	for _, bs := range []int{1, 2, 12, 16, 17, 64} {
+		m, err := New(Config{Timing: linear{}, KVCapacityTokens: 4096, BlockSize: bs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for computed := 0; computed < 300; computed++ {
+			for blocks := 0; blocks < 300/bs+3; blocks++ {
+				if got, want := needsBlock(computed, blocks, bs), m.blocksFor(computed+1) > blocks; got != want {
+					t.Fatalf("block size %d: needsBlock(%d, %d) = %v, blocksFor says %v", bs, computed, blocks, got, want)
+				}
+			}
+		}
+	}
+}
