@@ -257,23 +257,36 @@ func (s *DecodeShape) RPS(tpotSLO, correction float64) float64 {
 }
 
 // RPSWithin is RPS for a caller that has divided the TPOT target by the
-// correction already (budget = tpotSLO / correction), once per engine
-// for many shapes.
+// correction already (budget = tpotSLO / correction).
 func (s *DecodeShape) RPSWithin(tpotSLO, correction, budget float64) float64 {
-	if s.hi <= 0 || correction <= 0 {
-		return 0
+	var rps [1]float64
+	s.RPSEach(tpotSLO, []float64{correction}, []float64{budget}, rps[:])
+	return rps[0]
+}
+
+// RPSEach is RPSWithin at each of corrections with its budget (budgets[k]
+// = tpotSLO / corrections[k]), written to rps[k]: one call prices a
+// shape for a fleet's engines, the shape's fields read once.
+func (s *DecodeShape) RPSEach(tpotSLO float64, corrections, budgets, rps []float64) {
+	hi, inc, context, minKV, minRequests := s.hi, s.inc, s.context, s.minKV, s.minRequests
+	slope, requestSlope, intercept := s.slope, s.requestSlope, s.intercept
+	for k, correction := range corrections {
+		rps[k] = 0
+		if hi <= 0 || correction <= 0 {
+			continue
+		}
+		b := hi
+		if inc > 0 {
+			b = min(hi, int(math.Floor((budgets[k]-intercept)/inc)))
+		}
+		// CoversDecode(b, b*context) on the row's bounds.
+		if b < 1 || (s.maxRequests != nil && b > *s.maxRequests) || (s.maxKV != nil && b*context > *s.maxKV) {
+			continue
+		}
+		interval := tokenInterval(slope, requestSlope, intercept, max(b*context, minKV), max(b, minRequests)) * correction
+		if interval <= 0 || interval > tpotSLO {
+			continue
+		}
+		rps[k] = float64(b) / (float64(s.output) * interval)
 	}
-	b := s.hi
-	if s.inc > 0 {
-		b = min(s.hi, int(math.Floor((budget-s.intercept)/s.inc)))
-	}
-	// CoversDecode(b, b*context) on the row's bounds.
-	if b < 1 || (s.maxRequests != nil && b > *s.maxRequests) || (s.maxKV != nil && b*s.context > *s.maxKV) {
-		return 0
-	}
-	interval := tokenInterval(s.slope, s.requestSlope, s.intercept, max(b*s.context, s.minKV), max(b, s.minRequests)) * correction
-	if interval <= 0 || interval > tpotSLO {
-		return 0
-	}
-	return float64(b) / (float64(s.output) * interval)
 }

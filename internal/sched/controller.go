@@ -17,7 +17,7 @@ type controller struct {
 	residency []residencySample
 	capCache  grid[capEntry] // capacity by (prompt, output) class, for the pass it names
 	capPass   uint64         // counts monitor passes: shapes' remembered capacities name theirs
-	budgets   []float64      // per instance, TPOT ÷ correction: estimate's scratch for capacity
+	runs      decodeRuns     // the instances in runs of one class and correction: estimate's scratch for capacity
 
 	started  bool
 	start    float64 // first time seen: process start counts as a P→D move

@@ -1,10 +1,6 @@
 package sched
 
-import (
-	"math"
-
-	"github.com/narwhal-go/narwhal/internal/profile"
-)
+import "math"
 
 // The demand model prices recent arrivals in engines' worth of work: how
 // many prefill engines and how many decode engines the offered load needs
@@ -180,10 +176,7 @@ type demand struct {
 func (k *controller) estimate(from, span float64) demand {
 	arrivals, prefillS, shapes := k.hist.since(from)
 	d := demand{arrivals: arrivals, prefill: prefillS / span, complete: true}
-	k.budgets = k.budgets[:0]
-	for _, i := range k.c.instances { // the TPOT budget each engine's correction leaves, for capacity
-		k.budgets = append(k.budgets, k.c.opt.TPOT/i.correction)
-	}
+	k.runs.group(k.c.instances, k.c.opt.TPOT)
 	for _, sc := range shapes {
 		x := &k.hist.shapes.info[sc.id]
 		out, ok := k.outputs.expected(x.want)
@@ -231,26 +224,52 @@ type capEntry struct {
 // meanDecodeRPS is decode_rps for an in-token prompt and out output
 // tokens averaged over the instances, in their order. Instances of one
 // profile class share the shape's preparation; of one class and
-// correction, the value.
+// correction (a run, as estimate grouped them), the value.
 func (k *controller) meanDecodeRPS(in int, out float64) float64 {
-	c := k.c
 	context, output := in+int(out/2), int(max(1, out))
-	sum, n := 0.0, 0
-	var prev *Instance
-	var shape profile.DecodeShape
-	rps := 0.0
-	for j, i := range c.instances {
-		if prev == nil || i.profClass != prev.profClass {
-			shape = i.prof.DecodeShape(context, output)
+	g := &k.runs
+	for a := 0; a < len(g.first); { // runs a..b-1 share a profile class
+		b := a + 1
+		for b < len(g.first) && g.first[b].profClass == g.first[a].profClass {
+			b++
 		}
-		if prev == nil || i.profClass != prev.profClass || i.correction != prev.correction {
-			rps = shape.RPSWithin(c.opt.TPOT, i.correction, k.budgets[j])
-		}
-		sum += rps // the same value in the same order as evaluating each instance
-		prev = i
-		n++
+		shape := g.first[a].prof.DecodeShape(context, output)
+		shape.RPSEach(k.c.opt.TPOT, g.corr[a:b], g.budget[a:b], g.rps[a:b])
+		a = b
 	}
-	return sum / float64(max(1, n))
+	sum := 0.0
+	for r, n := range g.n {
+		for range n {
+			sum += g.rps[r] // the same value in the same order as evaluating each instance
+		}
+	}
+	return sum / float64(max(1, len(k.c.instances)))
+}
+
+// decodeRuns are a fleet's instances in order, cut into runs of equal
+// profile class and correction, which price every shape alike: estimate's
+// scratch for capacity.
+type decodeRuns struct {
+	first  []*Instance // each run's first instance
+	n      []int       // instances in each run
+	corr   []float64   // each run's correction
+	budget []float64   // TPOT ÷ correction: the budget it leaves
+	rps    []float64   // meanDecodeRPS's scratch, one per run
+}
+
+// group cuts instances into runs; a NaN correction is a run of its own,
+// as it equals nothing.
+func (g *decodeRuns) group(instances []*Instance, tpot float64) {
+	g.first, g.n, g.corr, g.budget = g.first[:0], g.n[:0], g.corr[:0], g.budget[:0]
+	for _, i := range instances {
+		if r := len(g.first) - 1; r >= 0 && i.profClass == g.first[r].profClass && i.correction == g.corr[r] {
+			g.n[r]++
+			continue
+		}
+		g.first, g.n = append(g.first, i), append(g.n, 1)
+		g.corr, g.budget = append(g.corr, i.correction), append(g.budget, tpot/i.correction)
+	}
+	g.rps = append(g.rps[:0], g.corr...) // sized to the runs; meanDecodeRPS overwrites
 }
 
 // residentDemand is the window mean of decode engines' worth held by
