@@ -228,7 +228,7 @@ type DecodeShape struct {
 	inc             float64 // token interval per request added at this context
 	// The row's decode fit and domain, optional fields resolved.
 	slope, requestSlope, intercept float64
-	maxRequests, maxKV             *int // nil: unbounded
+	maxRequests, maxKV             int // math.MaxInt: unbounded
 	minKV, minRequests             int
 }
 
@@ -242,7 +242,7 @@ func (r *Row) DecodeShape(context, output int) DecodeShape {
 	s.requestSlope = floatOr(r.TPOTRequestSlope, 0)
 	s.inc = s.requestSlope + r.TPOTSlope*float64(context)
 	s.slope, s.intercept = r.TPOTSlope, r.TPOTIntercept
-	s.maxRequests, s.maxKV = r.DecodeMaxRequests, r.DecodeMaxKVTokens
+	s.maxRequests, s.maxKV = intOr(r.DecodeMaxRequests, math.MaxInt), intOr(r.DecodeMaxKVTokens, math.MaxInt)
 	s.minKV, s.minRequests = intOr(r.DecodeMinKVTokens, 0), intOr(r.DecodeMinRequests, 1)
 	return s
 }
@@ -270,23 +270,26 @@ func (s *DecodeShape) RPSWithin(tpotSLO, correction, budget float64) float64 {
 func (s *DecodeShape) RPSEach(tpotSLO float64, corrections, budgets, rps []float64) {
 	hi, inc, context, minKV, minRequests := s.hi, s.inc, s.context, s.minKV, s.minRequests
 	slope, requestSlope, intercept := s.slope, s.requestSlope, s.intercept
+	maxRequests, maxKV, output := s.maxRequests, s.maxKV, float64(s.output)
+	budgets, rps = budgets[:len(corrections)], rps[:len(corrections)]
 	for k, correction := range corrections {
-		rps[k] = 0
-		if hi <= 0 || correction <= 0 {
-			continue
+		v := 0.0
+		if hi > 0 && !(correction <= 0) {
+			b := hi
+			if inc > 0 {
+				// decode_rps floors the batch here; the conversion's
+				// truncation is the floor wherever b can pass b ≥ 1 below
+				// (a negative quotient fails it either way).
+				b = min(hi, int((budgets[k]-intercept)/inc))
+			}
+			// CoversDecode(b, b*context) on the row's bounds.
+			if b >= 1 && b <= maxRequests && b*context <= maxKV {
+				interval := tokenInterval(slope, requestSlope, intercept, max(b*context, minKV), max(b, minRequests)) * correction
+				if !(interval <= 0 || interval > tpotSLO) {
+					v = float64(b) / (output * interval)
+				}
+			}
 		}
-		b := hi
-		if inc > 0 {
-			b = min(hi, int(math.Floor((budgets[k]-intercept)/inc)))
-		}
-		// CoversDecode(b, b*context) on the row's bounds.
-		if b < 1 || (s.maxRequests != nil && b > *s.maxRequests) || (s.maxKV != nil && b*context > *s.maxKV) {
-			continue
-		}
-		interval := tokenInterval(slope, requestSlope, intercept, max(b*context, minKV), max(b, minRequests)) * correction
-		if interval <= 0 || interval > tpotSLO {
-			continue
-		}
-		rps[k] = float64(b) / (float64(s.output) * interval)
+		rps[k] = v
 	}
 }
