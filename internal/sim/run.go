@@ -39,11 +39,9 @@ type leg struct {
 }
 
 // legRef is the leg's handle on its engine model: the request's index and
-// the leg's kind, so that a step's events find their leg without a lookup.
+// the leg's kind, so that a step's events find their leg without a lookup
+// (stepDone reads rn.reqs[ref>>2] and legKind(ref&3)).
 func legRef(l leg) int { return l.r.idx<<2 | int(l.kind) }
-
-// leg is the leg whose handle is ref.
-func (rn *runner) leg(ref int) leg { return leg{&rn.reqs[ref>>2], legKind(ref & 3)} }
 
 // request is one arrival's life in the simulation.
 type request struct {
