@@ -125,7 +125,7 @@ type Model struct {
 	all         map[string]*req
 	inflight    bool   // a step is planned and not yet completed
 	seq         uint64 // the latest step's; Complete ignores any other
-	batch       []*req // the in-flight step's requests, in its IDs order
+	batch       []*req // the in-flight prefill step's requests, in its IDs order
 	preemptions int
 	blockShift  int // log2(BlockSize) when it is a power of two, else -1
 
@@ -244,7 +244,7 @@ func (m *Model) Next() (Step, bool) {
 			secs += m.prefillCost(r)
 		}
 		m.batch = append(m.batch[:0], prefill...)
-		s.IDs = m.plan()
+		s.IDs = m.plan(m.batch)
 		s.Duration = units.Seconds(secs)
 		return s, true
 	}
@@ -253,24 +253,23 @@ func (m *Model) Next() (Step, bool) {
 	}
 	s := Step{Kind: Decode, seq: m.seq}
 	s.Preempted, s.ResidentTokens = m.growDecode()
-	m.batch = append(m.batch[:0], m.running...)
-	s.IDs = m.plan()
+	s.IDs = m.plan(m.running) // the step decodes m.running: Complete reads it there
 	s.Running = len(m.running)
 	s.Duration = units.Seconds(m.cfg.Timing.TokenInterval(s.ResidentTokens, s.Running))
 	return s, true
 }
 
-// plan puts the step computing m.batch in flight and returns its IDs.
-func (m *Model) plan() []string {
+// plan puts the step computing batch in flight and returns its IDs.
+func (m *Model) plan(batch []*req) []string {
 	m.inflight = true
 	if m.cfg.RefsOnly {
 		return nil
 	}
 	ids := m.ids[:0]
 	if !m.cfg.ReuseBuffers {
-		ids = make([]string, 0, len(m.batch))
+		ids = make([]string, 0, len(batch))
 	}
-	for _, r := range m.batch {
+	for _, r := range batch {
 		ids = append(ids, r.ID)
 	}
 	if m.cfg.ReuseBuffers {
@@ -421,34 +420,65 @@ func (m *Model) Complete(s Step) []Event {
 	if m.cfg.ReuseBuffers {
 		evs = m.events[:0]
 	}
-	// At most a token and a finish per request: grown once, so that each
-	// event is written in place.
-	evs = slices.Grow(evs, 2*len(m.batch))
-	prefill := s.Kind == Prefill
-	for _, r := range m.batch {
-		// A request stopped, released or reset away while the step ran is
-		// no longer running (a new one under its id waits, not running).
-		if !r.running {
-			continue
-		}
-		if prefill {
+	if s.Kind != Prefill {
+		evs = m.completeDecode(evs)
+	} else {
+		// At most a token and a finish per request: grown once, so that
+		// each event is written in place.
+		evs = slices.Grow(evs, 2*len(m.batch))
+		for _, r := range m.batch {
+			// A request stopped, released or reset away while the step ran
+			// is no longer running (a new one under its id waits).
+			if !r.running {
+				continue
+			}
 			r.computed = r.PromptTokens + r.generated
 			if r.generated > 0 {
 				continue // a recomputed request resumes at the next decode step
 			}
-		} else {
-			r.computed = max(r.computed, r.PromptTokens+r.generated)
-		}
-		evs = m.emit(evs, Token, r, r.generated)
-		r.generated++
-		if r.generated >= r.MaxTokens {
-			evs = m.emit(evs, Finished, r, 0)
-			m.finish(r)
+			evs = m.emit(evs, Token, r, r.generated)
+			r.generated++
+			if r.generated >= r.MaxTokens {
+				evs = m.finishing(evs, r)
+			}
 		}
 	}
 	if m.cfg.ReuseBuffers {
 		m.events = evs
 	}
+	return evs
+}
+
+// completeDecode is Complete of a decode step: a token for every request
+// still running. The step decoded m.running as Next left it; since then
+// requests can only have left it (stopped, released or reset away: no
+// step is planned while one is in flight, so none was admitted), in
+// order, so m.running now is the step's batch less the requests it must
+// skip. A request finishing here leaves it too, and the next one moves
+// into its place.
+func (m *Model) completeDecode(evs []Event) []Event {
+	evs = slices.Grow(evs, 2*len(m.running))
+	for k := 0; k < len(m.running); {
+		r := m.running[k]
+		r.computed = max(r.computed, r.PromptTokens+r.generated)
+		evs = m.emit(evs, Token, r, r.generated)
+		r.generated++
+		if r.generated < r.MaxTokens {
+			k++
+			continue
+		}
+		evs = m.finishing(evs, r) // the next request moves into k
+	}
+	return evs
+}
+
+// finishing is r's Finished event and its finish (r leaves m.running):
+// once per request, a call out of the per-token loops.
+//
+//go:noinline
+func (m *Model) finishing(evs []Event, r *req) []Event {
+	evs = m.emit(evs, Finished, r, 0)
+	m.finish(r)
 	return evs
 }
 

@@ -343,3 +343,38 @@ func TestNeedsBlockMatchesBlocksFor(t *testing.T) {
 		}
 	}
 }
+
+// A decode step's events are its batch's in admission order less the
+// requests stopped while it ran, however many leave around them: one
+// stopped between two that stay, one finishing on the step, the last
+// stopped too.
+func TestDecodeStepSkipsWhatLeftMidStep(t *testing.T) {
+	for _, reuse := range []bool{false, true} {
+		m, err := New(Config{Timing: linear{}, KVCapacityTokens: 1600, BlockSize: 16, MaxNumSeqs: 8, ReuseBuffers: reuse})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, max := range []int{9, 9, 2, 9, 9} {
+			_ = m.Add(Request{ID: fmt.Sprintf("r%d", k), PromptTokens: 10, MaxTokens: max})
+		}
+		s, _ := m.Next() // the prefill: a first token each
+		m.Complete(s)
+		s, _ = m.Next() // a decode step of all five
+		if s.Kind != Decode || len(s.IDs) != 5 {
+			t.Fatalf("reuse %v: step %v of %v, want a decode step of five", reuse, s.Kind, s.IDs)
+		}
+		m.Stop("r1")
+		m.Stop("r4")
+		var got []string
+		for _, e := range m.Complete(s) {
+			got = append(got, fmt.Sprintf("%s %d %d", e.ID, e.Kind, e.Index))
+		}
+		want := []string{"r0 1 1", "r2 1 1", "r2 2 0", "r3 1 1"}
+		if strings.Join(got, ", ") != strings.Join(want, ", ") {
+			t.Fatalf("reuse %v: events %v, want %v", reuse, got, want)
+		}
+		if s, _ = m.Next(); strings.Join(s.IDs, " ") != "r0 r3" {
+			t.Fatalf("reuse %v: the next step decodes %v, want r0 r3", reuse, s.IDs)
+		}
+	}
+}
