@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 
 	"github.com/narwhal-go/narwhal/internal/enginemodel"
@@ -95,9 +94,11 @@ func (rn *runner) add(e *engine, q enginemodel.Request, l leg) {
 func (rn *runner) stepDone(e *engine) error {
 	e.busy = false
 	evs := e.m.Complete(e.step)
-	// The run of tokens has room for every event: the loop writes in
-	// place, without a capacity check per token.
-	tokens, n := slices.Grow(rn.tokens[:0], len(evs))[:len(evs)], 0
+	// The run of tokens is collected on the stack: a handle written there
+	// takes no write barrier while the collector marks. A longer run goes
+	// in pieces, one after another, which the core takes alike.
+	var run [tokenRun]*sched.Request
+	n := 0
 	reqs, now := rn.reqs, rn.now // neither moves while the step's events are read
 	for k := range evs {
 		ev := &evs[k]
@@ -107,20 +108,26 @@ func (rn *runner) stepDone(e *engine) error {
 		}
 		if ev.Kind == enginemodel.Token && (kind == legDecode || kind == legBoth && ev.Index > 0) {
 			r.counted(now)
-			tokens[n] = r.core
+			if n == len(run) {
+				n = rn.sendTokens(e, run[:n])
+			}
+			run[n] = r.core
 			n++
 			continue
 		}
-		n = rn.sendTokens(e, tokens[:n])
+		n = rn.sendTokens(e, run[:n])
 		if err := rn.legEvent(e, leg{r, kind}, *ev); err != nil {
 			return err
 		}
 	}
-	rn.sendTokens(e, tokens[:n])
-	rn.tokens = tokens
+	rn.sendTokens(e, run[:n])
 	rn.kick(e)
 	return nil
 }
+
+// tokenRun is how many of a step's tokens stepDone collects before it
+// sends them: a batch's worth at the demo's sizes.
+const tokenRun = 128
 
 // sendTokens reports the tokens collected on e to the core and returns
 // how many are left to send: none.

@@ -80,8 +80,7 @@ type runner struct {
 	endNS   int64 // offer window end
 	capNS   int64 // drain bound
 	res     *Result
-	pools   [2]int           // prefill, decode as last observed
-	tokens  []*sched.Request // stepDone's run of decode tokens, reused
+	pools   [2]int // prefill, decode as last observed
 	// Block-name storage of requests past their prefill, for arrivals.
 	spareBlocks [][]blockKey
 }
