@@ -126,8 +126,8 @@ func (rn *runner) stepDone(e *engine) error {
 }
 
 // tokenRun is how many of a step's tokens stepDone collects before it
-// sends them: a batch's worth at the demo's sizes.
-const tokenRun = 128
+// sends them: most of the demo's decode batches, zeroed once per step.
+const tokenRun = 64
 
 // sendTokens reports the tokens collected on e to the core and returns
 // how many are left to send: none.
