@@ -232,11 +232,8 @@ type capEntry struct {
 func (k *controller) meanDecodeRPS(id shapeID, in int, out float64) float64 {
 	context, output := in+int(out/2), int(max(1, out))
 	g := &k.runs
-	for a := 0; a < len(g.first); { // runs a..b-1 share a profile class
-		b := a + 1
-		for b < len(g.first) && g.first[b].profClass == g.first[a].profClass {
-			b++
-		}
+	a := 0
+	for _, b := range g.classEnd { // runs a..b-1 share a profile class
 		shape := k.decodeShape(id, g.first[a], context, output)
 		shape.RPSEach(k.c.opt.TPOT, g.corr[a:b], g.budget[a:b], g.rps[a:b])
 		a = b
@@ -286,6 +283,9 @@ type decodeRuns struct {
 	corr   []float64   // each run's correction
 	budget []float64   // TPOT ÷ correction: the budget it leaves
 	rps    []float64   // meanDecodeRPS's scratch, one per run
+	// classEnd ends each stretch of runs of one profile class: the first
+	// stretch is runs [0, classEnd[0]), the next [classEnd[0], classEnd[1]).
+	classEnd []int
 }
 
 // group cuts instances into runs; a NaN correction is a run of its own,
@@ -301,6 +301,12 @@ func (g *decodeRuns) group(instances []*Instance, tpot float64) {
 		g.corr, g.budget = append(g.corr, i.correction), append(g.budget, tpot/i.correction)
 	}
 	g.rps = append(g.rps[:0], g.corr...) // sized to the runs; meanDecodeRPS overwrites
+	g.classEnd = g.classEnd[:0]
+	for r := range g.first {
+		if r+1 == len(g.first) || g.first[r+1].profClass != g.first[r].profClass {
+			g.classEnd = append(g.classEnd, r+1)
+		}
+	}
 }
 
 // residentDemand is the window mean of decode engines' worth held by
