@@ -83,3 +83,24 @@ func TestDecodeShapeMatchesFormula(t *testing.T) {
 		t.Fatal("no case priced above 0: the table does not exercise the formula")
 	}
 }
+
+// A row's DecodeFit prices token_interval as the row does, with and
+// without the optional request slope, down to the clamp at 0.
+func TestDecodeFitIsTheRowsTokenInterval(t *testing.T) {
+	rs, neg := 1e-4, -3e-4
+	rows := []Row{
+		{TPOTSlope: 1e-6, TPOTIntercept: 0.01},
+		{TPOTSlope: 6e-7, TPOTIntercept: 0.03, TPOTRequestSlope: &rs},
+		{TPOTSlope: 1e-7, TPOTIntercept: 0.001, TPOTRequestSlope: &neg},
+	}
+	for k, row := range rows {
+		fit := row.DecodeFit()
+		for _, tokens := range []int{0, 1, 999, 65536} {
+			for _, requests := range []int{0, 1, 7, 128} {
+				if got, want := fit.TokenInterval(tokens, requests), row.TokenInterval(tokens, requests); got != want {
+					t.Fatalf("row %d: DecodeFit().TokenInterval(%d, %d) = %v, the row's %v", k, tokens, requests, got, want)
+				}
+			}
+		}
+	}
+}

@@ -142,6 +142,21 @@ func (r Row) TokenInterval(tokens, requests int) float64 {
 	return tokenInterval(r.TPOTSlope, floatOr(r.TPOTRequestSlope, 0), r.TPOTIntercept, tokens, requests)
 }
 
+// DecodeFit is a row's token_interval fit with its optional request slope
+// resolved: all a decode step's price reads, small enough to hold by
+// value (a Row in an interface is copied whole per value-method call).
+type DecodeFit struct{ slope, requestSlope, intercept float64 }
+
+// DecodeFit is r's token_interval fit.
+func (r *Row) DecodeFit() DecodeFit {
+	return DecodeFit{r.TPOTSlope, floatOr(r.TPOTRequestSlope, 0), r.TPOTIntercept}
+}
+
+// TokenInterval is Row.TokenInterval of the row the fit is from.
+func (f DecodeFit) TokenInterval(tokens, requests int) float64 {
+	return tokenInterval(f.slope, f.requestSlope, f.intercept, tokens, requests)
+}
+
 // tokenInterval is token_interval from the fit's three coefficients: one
 // expression, so that every caller rounds alike. The built-in max answers
 // what math.Max does (NaN, ±0 and ±Inf alike) inline, without its call.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/enginemodel"
 	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/sched"
 )
 
@@ -120,7 +121,7 @@ func newRunner(f Fleet, arm Arm, tr Trace) (*runner, error) {
 	rn.capNS = rn.endNS + nanos(f.DrainS)
 	for _, e := range cfg.Engines {
 		row, _ := store.Get(e.IID)
-		m, err := enginemodel.New(enginemodel.Config{Timing: row, KVCapacityTokens: f.Shape.KVCapacityTokens,
+		m, err := enginemodel.New(enginemodel.Config{Timing: rowTiming{&row, row.DecodeFit()}, KVCapacityTokens: f.Shape.KVCapacityTokens,
 			BlockSize: f.Shape.BlockSize, MaxNumSeqs: f.Shape.MaxNumSeqs, MaxBatchedTokens: f.Shape.MaxBatchedTokens,
 			ReuseBuffers: true, RefsOnly: true})
 		if err != nil {
@@ -136,6 +137,25 @@ func newRunner(f Fleet, arm Arm, tr Trace) (*runner, error) {
 	rn.res.MinPrefill, rn.res.MinDecode = f.Engines, f.Engines
 	rn.observe()
 	return rn, nil
+}
+
+// rowTiming prices an engine model's steps with its profile row's own
+// prices. A Row in the Timing interface is copied whole into each
+// value-method call, once per decode step; here a decode step reads the
+// row's DecodeFit, and prefill goes through a pointer to the row.
+type rowTiming struct {
+	row *profile.Row
+	fit profile.DecodeFit
+}
+
+func (t rowTiming) PrefillTime(n int) float64 { return t.row.PrefillTime(n) }
+
+func (t rowTiming) CachedPrefillTime(cached, uncached int) (float64, bool) {
+	return t.row.CachedPrefillTime(cached, uncached)
+}
+
+func (t rowTiming) TokenInterval(tokens, requests int) float64 {
+	return t.fit.TokenInterval(tokens, requests)
 }
 
 func nanos(s float64) int64 { return int64(math.Round(s * 1e9)) }
