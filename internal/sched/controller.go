@@ -15,9 +15,10 @@ type controller struct {
 	hist      history
 	outputs   outputs
 	residency []residencySample
-	capCache  grid[capEntry] // capacity by (prompt, output) class, for the pass it names
-	capPass   uint64         // counts monitor passes: shapes' remembered capacities name theirs
-	runs      decodeRuns     // the instances in runs of one class and correction: estimate's scratch for capacity
+	capCache  grid[capEntry]  // capacity by (prompt, output) class, for the pass it names
+	capPass   uint64          // counts monitor passes: shapes' remembered capacities name theirs
+	runs      decodeRuns      // the instances in runs of one class and correction: estimate's scratch for capacity
+	prepared  []preparedShape // by shape id: each shape's last DecodeShape
 
 	started  bool
 	start    float64 // first time seen: process start counts as a P→D move

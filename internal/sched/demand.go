@@ -1,6 +1,10 @@
 package sched
 
-import "math"
+import (
+	"math"
+
+	"github.com/narwhal-go/narwhal/internal/profile"
+)
 
 // The demand model prices recent arrivals in engines' worth of work: how
 // many prefill engines and how many decode engines the offered load needs
@@ -209,7 +213,7 @@ func (k *controller) capacity(id shapeID, out float64) float64 {
 	}
 	e := k.capCache.at(x.inKey, outKey)
 	if e.pass != k.capPass+1 {
-		e.pass, e.v = k.capPass+1, k.meanDecodeRPS(x.in, out)
+		e.pass, e.v = k.capPass+1, k.meanDecodeRPS(id, x.in, out)
 	}
 	x.capAt, x.capKey, x.capVal = k.capPass, key, e.v
 	return e.v
@@ -225,12 +229,12 @@ type capEntry struct {
 // tokens averaged over the instances, in their order. Instances of one
 // profile class share the shape's preparation; of one class and
 // correction (a run, as estimate grouped them), the value.
-func (k *controller) meanDecodeRPS(in int, out float64) float64 {
+func (k *controller) meanDecodeRPS(id shapeID, in int, out float64) float64 {
 	context, output := in+int(out/2), int(max(1, out))
 	g := &k.runs
 	a := 0
 	for _, b := range g.classEnd { // runs a..b-1 share a profile class
-		shape := g.first[a].prof.DecodeShape(context, output)
+		shape := k.decodeShape(id, g.first[a], context, output)
 		shape.RPSEach(k.c.opt.TPOT, g.corr[a:b], g.budget[a:b], g.rps[a:b])
 		a = b
 	}
@@ -241,6 +245,33 @@ func (k *controller) meanDecodeRPS(in int, out float64) float64 {
 		}
 	}
 	return sum / float64(max(1, len(k.c.instances)))
+}
+
+// preparedShape is a shape's DecodeShape for one profile class at one
+// (context, output), as last prepared.
+type preparedShape struct {
+	set             bool
+	class           int
+	context, output int
+	shape           profile.DecodeShape
+}
+
+// decodeShape is i's row's DecodeShape(context, output) for shape id. A
+// shape's context and output move only with its expected output, so an
+// evaluation mostly finds the preparation an earlier one made (for the
+// class asked last: a fleet of several classes prepares afresh when the
+// class changes). The preparation is a function of the row, which
+// instances of one class share, and of (context, output).
+func (k *controller) decodeShape(id shapeID, i *Instance, context, output int) *profile.DecodeShape {
+	if n := len(k.hist.shapes.info); len(k.prepared) < n {
+		k.prepared = append(k.prepared, make([]preparedShape, n-len(k.prepared))...)
+	}
+	p := &k.prepared[id]
+	if !p.set || p.class != i.profClass || p.context != context || p.output != output {
+		*p = preparedShape{set: true, class: i.profClass, context: context, output: output,
+			shape: i.prof.DecodeShape(context, output)}
+	}
+	return &p.shape
 }
 
 // decodeRuns are a fleet's instances in order, cut into runs of equal

@@ -66,7 +66,8 @@ func TestHistorySinceSortedCounts(t *testing.T) {
 // capacity's mean decode_rps is each instance's DecodeRPS at its own row
 // and correction, summed in instance order, bit for bit: across runs of
 // one class and correction, classes that come back after another, and a
-// shape priced again at the same output or a new one.
+// shape priced again at a new output (its preparation redone) or at the
+// same one (reused).
 func TestMeanDecodeRPSIsThePerInstanceMean(t *testing.T) {
 	c := newCore(t, "a:decode", "b:decode", "c:decode", "d:decode", "e:prefill", "f:decode")
 	other := row("x")
@@ -91,7 +92,7 @@ func TestMeanDecodeRPSIsThePerInstanceMean(t *testing.T) {
 			sum += i.prof.DecodeRPS(c.opt.TPOT, context, output, i.correction)
 		}
 		want := sum / float64(len(c.instances))
-		if got := k.meanDecodeRPS(in, out); got != want || want <= 0 {
+		if got := k.meanDecodeRPS(id, in, out); got != want || want <= 0 {
 			t.Fatalf("out %g: meanDecodeRPS %v, the per-instance mean %v (want it above 0)", out, got, want)
 		}
 	}
