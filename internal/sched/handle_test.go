@@ -116,3 +116,57 @@ func TestOneTokenEachMatchesOutputTokensOf(t *testing.T) {
 		t.Fatal("decode load 0: the gaps never reached a window")
 	}
 }
+
+// Without a recorder OneTokenEach takes its own loop; it leaves every
+// engine's window and token sums and every request as OutputTokensOf
+// does, token by token: requests resident on the reporting engine, on
+// another one, not yet resident, and forgotten.
+func TestOneTokenEachUnrecordedMatchesOutputTokensOf(t *testing.T) {
+	run := func(batched bool) ([]Instance, []Request) {
+		c := newCore(t, "p0:prefill", "d0:decode", "d1:decode")
+		var hs []*Request
+		for k, rid := range []string{"a", "b", "c", "d", "e"} {
+			h := c.Track(0, Request{RID: rid, InputLen: 64 + 100*k, WantedLen: 8})
+			hs = append(hs, h)
+			if rid == "e" {
+				continue // tracked, never placed
+			}
+			pl, _ := c.Place(0.1, rid, nil, First)
+			if rid == "d" {
+				continue // still on its prefill engine
+			}
+			c.PrefillDone(0.2, pl.IID, rid)
+			c.PlaceDecode(0.2, rid, nil)
+		}
+		for k := 0; k < 6; k++ {
+			now := 0.3 + 0.037*float64(k)
+			if k == 4 {
+				c.Finished(now, "b")
+			}
+			if batched {
+				c.OneTokenEach(now, c.Instance("d0"), hs)
+				continue
+			}
+			for _, h := range hs {
+				c.OutputTokensOf(now, "d0", h, 1)
+			}
+		}
+		var is []Instance
+		for _, i := range c.instances {
+			is = append(is, Instance{IID: i.IID, win: i.win, prefillTokens: i.prefillTokens, decodeTokens: i.decodeTokens})
+		}
+		var rs []Request
+		for _, h := range hs {
+			rs = append(rs, Request{RID: h.RID, OutputLen: h.OutputLen, lastToken: h.lastToken, tokensHere: h.tokensHere, sawToken: h.sawToken})
+		}
+		return is, rs
+	}
+	oneIs, oneRs := run(false)
+	batchIs, batchRs := run(true)
+	if !reflect.DeepEqual(oneIs, batchIs) || !reflect.DeepEqual(oneRs, batchRs) {
+		t.Fatalf("state differs:\none by one %+v\n%+v\nbatched    %+v\n%+v", oneIs, oneRs, batchIs, batchRs)
+	}
+	if oneIs[0].win.gapTokens == 0 || oneIs[0].decodeTokens == 0 {
+		t.Fatalf("d0's window %+v, decode tokens %d: the run credits nothing", oneIs[0].win, oneIs[0].decodeTokens)
+	}
+}
