@@ -311,13 +311,24 @@ func TestRefsOnlyChangesNoStepOrEvent(t *testing.T) {
 	}
 }
 
-// blocksFor's shift answers as the division does, at every block size.
-func TestBlocksForMatchesDivision(t *testing.T) {
+// blockSizes is a model at each block size the block tests try: powers of
+// two (the shift) and others (the division).
+func blockSizes(t *testing.T) map[int]*Model {
+	t.Helper()
+	ms := map[int]*Model{}
 	for _, bs := range []int{1, 2, 12, 16, 17, 64} {
 		m, err := New(Config{Timing: linear{}, KVCapacityTokens: 4096, BlockSize: bs})
 		if err != nil {
 			t.Fatal(err)
 		}
+		ms[bs] = m
+	}
+	return ms
+}
+
+// blocksFor's shift answers as the division does, at every block size.
+func TestBlocksForMatchesDivision(t *testing.T) {
+	for bs, m := range blockSizes(t) {
 		for tokens := 0; tokens < 1000; tokens++ {
 			if got, want := m.blocksFor(tokens), (tokens+bs-1)/bs; got != want {
 				t.Fatalf("block size %d: blocksFor(%d) = %d, want %d", bs, tokens, got, want)
@@ -329,11 +340,7 @@ func TestBlocksForMatchesDivision(t *testing.T) {
 // needsBlock answers as blocksFor does at every block size, computed and
 // held blocks (fewer, as many, or more than the tokens need).
 func TestNeedsBlockMatchesBlocksFor(t *testing.T) {
-	for _, bs := range []int{1, 2, 12, 16, 17, 64} {
-		m, err := New(Config{Timing: linear{}, KVCapacityTokens: 4096, BlockSize: bs})
-		if err != nil {
-			t.Fatal(err)
-		}
+	for bs, m := range blockSizes(t) {
 		for computed := 0; computed < 300; computed++ {
 			for blocks := 0; blocks < 300/bs+3; blocks++ {
 				if got, want := needsBlock(computed, blocks, bs), m.blocksFor(computed+1) > blocks; got != want {

@@ -72,6 +72,25 @@ func TestProfClassGroupsRowsEqualButForTheIID(t *testing.T) {
 	}
 }
 
+// reportRounds reports rounds of one token of each of hs from d0, at
+// 0.3 s and every step after, finishing "b" before round finishAt: with
+// OneTokenEach when batched, else OutputTokensOf one by one.
+func reportRounds(c *Core, hs []*Request, batched bool, rounds int, step float64, finishAt int) {
+	for k := 0; k < rounds; k++ {
+		now := 0.3 + step*float64(k)
+		if k == finishAt {
+			c.Finished(now, "b")
+		}
+		if batched {
+			c.OneTokenEach(now, c.Instance("d0"), hs)
+			continue
+		}
+		for _, h := range hs {
+			c.OutputTokensOf(now, "d0", h, 1)
+		}
+	}
+}
+
 // OneTokenEach is OutputTokensOf(…, 1) for each request in turn: the same
 // state, the same recorded steps, a forgotten request recorded and left
 // alone, and the gaps credited to the reporting engine.
@@ -88,19 +107,7 @@ func TestOneTokenEachMatchesOutputTokensOf(t *testing.T) {
 			c.PlaceDecode(0.2, rid, nil)
 			hs = append(hs, h)
 		}
-		for k := 0; k < 5; k++ {
-			now := 0.3 + 0.04*float64(k)
-			if k == 3 {
-				c.Finished(now, "b")
-			}
-			if batched {
-				c.OneTokenEach(now, c.Instance("d0"), hs)
-				continue
-			}
-			for _, h := range hs {
-				c.OutputTokensOf(now, "d0", h, 1)
-			}
-		}
+		reportRounds(c, hs, batched, 5, 0.04, 3)
 		loads := c.PoolLoads(0.5)
 		return log, loads, []int{hs[0].OutputLen, hs[1].OutputLen, hs[2].OutputLen}
 	}
@@ -138,19 +145,7 @@ func TestOneTokenEachUnrecordedMatchesOutputTokensOf(t *testing.T) {
 			c.PrefillDone(0.2, pl.IID, rid)
 			c.PlaceDecode(0.2, rid, nil)
 		}
-		for k := 0; k < 6; k++ {
-			now := 0.3 + 0.037*float64(k)
-			if k == 4 {
-				c.Finished(now, "b")
-			}
-			if batched {
-				c.OneTokenEach(now, c.Instance("d0"), hs)
-				continue
-			}
-			for _, h := range hs {
-				c.OutputTokensOf(now, "d0", h, 1)
-			}
-		}
+		reportRounds(c, hs, batched, 6, 0.037, 4)
 		var is []Instance
 		for _, i := range c.instances {
 			is = append(is, Instance{IID: i.IID, win: i.win, prefillTokens: i.prefillTokens, decodeTokens: i.decodeTokens})
