@@ -233,12 +233,12 @@ func (rn *runner) kick(e *engine) {
 	if e.busy {
 		return
 	}
-	st, ok := e.m.Next()
-	if !ok {
+	var ok bool
+	if e.step, ok = e.m.Next(); !ok { // written in place: e.step is read only while busy
 		return
 	}
-	e.busy, e.step = true, st
-	rn.q.push(event{at: rn.now + int64(st.Duration), kind: evStep, idx: e.idx})
+	e.busy = true
+	rn.q.push(event{at: rn.now + int64(e.step.Duration), kind: evStep, idx: e.idx})
 }
 
 // observe reads every engine's label from the core: counts flips, pinned
