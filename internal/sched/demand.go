@@ -18,11 +18,29 @@ const bucketWidth = 1.0 // seconds
 type shape struct{ in, want int }
 
 func octave8(n int) int {
+	if n > 0 && n < len(octaves) {
+		return int(octaves[n])
+	}
+	return octave8Of(n)
+}
+
+// octave8Of is octave8 computed: round(8·log2 n).
+func octave8Of(n int) int {
 	if n <= 0 {
 		return 0
 	}
 	return int(math.Round(8 * math.Log2(float64(n))))
 }
+
+// octaves holds octave8Of(n) for the lengths most requests have, filled
+// once at start and only read after: every arrival and every shape's
+// expected output would otherwise take a logarithm.
+var octaves = func() (t [1 << 13]int16) {
+	for n := range t {
+		t[n] = int16(octave8Of(n))
+	}
+	return t
+}()
 
 func fromOctave8(k int) int {
 	if k == 0 {

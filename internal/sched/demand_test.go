@@ -97,3 +97,15 @@ func TestMeanDecodeRPSIsThePerInstanceMean(t *testing.T) {
 		}
 	}
 }
+
+// octave8's table answers as the logarithm does, across the table's edge.
+func TestOctave8TableMatchesTheLogarithm(t *testing.T) {
+	for n := -3; n < len(octaves)+100; n++ {
+		if got, want := octave8(n), octave8Of(n); got != want {
+			t.Fatalf("octave8(%d) = %d, round(8·log2) = %d", n, got, want)
+		}
+	}
+	if octave8(1<<20) != 160 || octave8(1) != 0 || octave8(0) != 0 {
+		t.Fatalf("octave8 of 2^20, 1, 0: %d %d %d, want 160 0 0", octave8(1<<20), octave8(1), octave8(0))
+	}
+}
