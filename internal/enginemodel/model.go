@@ -125,13 +125,14 @@ type Model struct {
 	all         map[string]*req
 	inflight    bool   // a step is planned and not yet completed
 	seq         uint64 // the latest step's; Complete ignores any other
-	batch       []*req // the in-flight step's requests, in its IDs order
+	batch       []*req // the in-flight prefill step's requests, in its IDs order
 	preemptions int
 	blockShift  int // log2(BlockSize) when it is a power of two, else -1
 
 	// Scratch buffers reused across steps (see Config.ReuseBuffers for the
 	// ones handed out).
 	admitted, prefill []*req
+	grow              []*req // growDecode's requests crossing into a new block
 	free              []*req // dropped requests' structs, for Add (ReuseBuffers)
 	ids, victims      []string
 	events            []Event
@@ -243,42 +244,32 @@ func (m *Model) Next() (Step, bool) {
 			secs += m.prefillCost(r)
 		}
 		m.batch = append(m.batch[:0], prefill...)
-		s.IDs = m.plan()
+		s.IDs = m.plan(m.batch)
 		s.Duration = units.Seconds(secs)
 		return s, true
 	}
 	if len(m.running) == 0 {
 		return Step{}, false
 	}
-	s := Step{Kind: Decode, seq: m.seq, Preempted: m.makeRoom()}
-	// One pass: every running request's block for its next token (room was
-	// made above), the operating point, and the batch.
-	m.batch = m.batch[:0]
-	for _, r := range m.running {
-		if need := m.blocksFor(r.computed + 1); need > r.blocks {
-			m.usedBlocks += need - r.blocks
-			r.blocks = need
-		}
-		s.ResidentTokens += r.computed
-		m.batch = append(m.batch, r)
-	}
-	s.IDs = m.plan()
+	s := Step{Kind: Decode, seq: m.seq}
+	s.Preempted, s.ResidentTokens = m.growDecode()
+	s.IDs = m.plan(m.running) // the step decodes m.running: Complete reads it there
 	s.Running = len(m.running)
 	s.Duration = units.Seconds(m.cfg.Timing.TokenInterval(s.ResidentTokens, s.Running))
 	return s, true
 }
 
-// plan puts the step computing m.batch in flight and returns its IDs.
-func (m *Model) plan() []string {
+// plan puts the step computing batch in flight and returns its IDs.
+func (m *Model) plan(batch []*req) []string {
 	m.inflight = true
 	if m.cfg.RefsOnly {
 		return nil
 	}
 	ids := m.ids[:0]
 	if !m.cfg.ReuseBuffers {
-		ids = make([]string, 0, len(m.batch))
+		ids = make([]string, 0, len(batch))
 	}
-	for _, r := range m.batch {
+	for _, r := range batch {
 		ids = append(ids, r.ID)
 	}
 	if m.cfg.ReuseBuffers {
@@ -321,6 +312,63 @@ func (m *Model) admit() []*req {
 	}
 	m.admitted = out
 	return out
+}
+
+// growDecode gives every running request the block its next token needs,
+// after makeRoom's preemptions when they do not all fit, and returns the
+// victims and the resident tokens of the requests left running (the
+// decode step's operating point). One pass sums the resident tokens and
+// lists the requests that need a block. Their blocks are all the room the
+// step can take (a request holding more than its next token needs gives
+// some back in makeRoom's sum, never takes more), so when they fit,
+// nothing is preempted and only they are touched again; otherwise
+// makeRoom's exact sum decides.
+func (m *Model) growDecode() (victims []string, resident int) {
+	grow, bs := m.grow[:0], m.cfg.BlockSize
+	for _, r := range m.running {
+		resident += r.computed
+		if needsBlock(r.computed, r.blocks, bs) {
+			grow = append(grow, r)
+		}
+	}
+	m.grow = grow
+	taken := 0
+	for _, r := range grow {
+		taken += m.blocksFor(r.computed+1) - r.blocks
+	}
+	if len(m.running) > 1 && m.usedBlocks+taken > m.totalBlocks {
+		victims = m.makeRoom()
+		return victims, m.growAll()
+	}
+	for _, r := range grow {
+		need := m.blocksFor(r.computed + 1)
+		m.usedBlocks += need - r.blocks
+		r.blocks = need
+	}
+	if m.cfg.ReuseBuffers { // makeRoom's answer when nothing is preempted
+		m.victims = m.victims[:0]
+		victims = m.victims
+	}
+	return victims, resident
+}
+
+// needsBlock reports whether a request with computed tokens in blocks
+// blocks of bs tokens needs another for its next token: blocksFor(computed
+// + 1) > blocks, without the division or shift (⌈(c+1)/bs⌉ > b exactly
+// when c+1 > b·bs).
+func needsBlock(computed, blocks, bs int) bool { return computed >= blocks*bs }
+
+// growAll gives every running request the block for its next token (room
+// was made) and returns their resident tokens.
+func (m *Model) growAll() (resident int) {
+	for _, r := range m.running {
+		if need := m.blocksFor(r.computed + 1); need > r.blocks {
+			m.usedBlocks += need - r.blocks
+			r.blocks = need
+		}
+		resident += r.computed
+	}
+	return resident
 }
 
 // makeRoom preempts the most recently admitted requests until every running
@@ -372,40 +420,77 @@ func (m *Model) Complete(s Step) []Event {
 	if m.cfg.ReuseBuffers {
 		evs = m.events[:0]
 	}
-	// At most a token and a finish per request: grown once, so that each
-	// event is written in place.
-	evs = slices.Grow(evs, 2*len(m.batch))
-	for _, r := range m.batch {
-		// A request stopped, released or reset away while the step ran is
-		// no longer running (a new one under its id waits, not running).
-		if !r.running {
-			continue
-		}
-		id := r.ID
-		if m.cfg.RefsOnly {
-			id = ""
-		}
-		if s.Kind == Prefill {
+	if s.Kind != Prefill {
+		evs = m.completeDecode(evs)
+	} else {
+		// At most a token and a finish per request: grown once, so that
+		// each event is written in place.
+		evs = slices.Grow(evs, 2*len(m.batch))
+		for _, r := range m.batch {
+			// A request stopped, released or reset away while the step ran
+			// is no longer running (a new one under its id waits).
+			if !r.running {
+				continue
+			}
 			r.computed = r.PromptTokens + r.generated
 			if r.generated > 0 {
 				continue // a recomputed request resumes at the next decode step
 			}
-		} else {
-			r.computed = max(r.computed, r.PromptTokens+r.generated)
-		}
-		evs = evs[:len(evs)+1]
-		ev := &evs[len(evs)-1]
-		ev.Kind, ev.ID, ev.Index, ev.Ref = Token, id, r.generated, r.Ref
-		r.generated++
-		if r.generated >= r.MaxTokens {
-			evs = evs[:len(evs)+1]
-			ev := &evs[len(evs)-1]
-			ev.Kind, ev.ID, ev.Index, ev.Ref = Finished, id, 0, r.Ref
-			m.finish(r)
+			evs = m.emit(evs, Token, r, r.generated)
+			r.generated++
+			if r.generated >= r.MaxTokens {
+				evs = m.finishing(evs, r)
+			}
 		}
 	}
 	if m.cfg.ReuseBuffers {
 		m.events = evs
+	}
+	return evs
+}
+
+// completeDecode is Complete of a decode step: a token for every request
+// still running. The step decoded m.running as Next left it; since then
+// requests can only have left it (stopped, released or reset away: no
+// step is planned while one is in flight, so none was admitted), in
+// order, so m.running now is the step's batch less the requests it must
+// skip. A request finishing here leaves it too, and the next one moves
+// into its place.
+func (m *Model) completeDecode(evs []Event) []Event {
+	evs = slices.Grow(evs, 2*len(m.running))
+	for k := 0; k < len(m.running); {
+		r := m.running[k]
+		r.computed = max(r.computed, r.PromptTokens+r.generated)
+		evs = m.emit(evs, Token, r, r.generated)
+		r.generated++
+		if r.generated < r.MaxTokens {
+			k++
+			continue
+		}
+		evs = m.finishing(evs, r) // the next request moves into k
+	}
+	return evs
+}
+
+// finishing is r's Finished event and its finish (r leaves m.running):
+// once per request, a call out of the per-token loops.
+//
+//go:noinline
+func (m *Model) finishing(evs []Event, r *req) []Event {
+	evs = m.emit(evs, Finished, r, 0)
+	m.finish(r)
+	return evs
+}
+
+// emit writes r's next event in place (evs has room for it). A RefsOnly
+// model names no request, so its events' IDs are all empty already: the
+// string is not written (nor its write barrier checked) per token.
+func (m *Model) emit(evs []Event, k EventKind, r *req, index int) []Event {
+	evs = evs[:len(evs)+1]
+	ev := &evs[len(evs)-1]
+	ev.Kind, ev.Index, ev.Ref = k, index, r.Ref
+	if !m.cfg.RefsOnly {
+		ev.ID = r.ID
 	}
 	return evs
 }

@@ -311,17 +311,77 @@ func TestRefsOnlyChangesNoStepOrEvent(t *testing.T) {
 	}
 }
 
-// blocksFor's shift answers as the division does, at every block size.
-func TestBlocksForMatchesDivision(t *testing.T) {
+// blockSizes is a model at each block size the block tests try: powers of
+// two (the shift) and others (the division).
+func blockSizes(t *testing.T) map[int]*Model {
+	t.Helper()
+	ms := map[int]*Model{}
 	for _, bs := range []int{1, 2, 12, 16, 17, 64} {
 		m, err := New(Config{Timing: linear{}, KVCapacityTokens: 4096, BlockSize: bs})
 		if err != nil {
 			t.Fatal(err)
 		}
+		ms[bs] = m
+	}
+	return ms
+}
+
+// blocksFor's shift answers as the division does, at every block size.
+func TestBlocksForMatchesDivision(t *testing.T) {
+	for bs, m := range blockSizes(t) {
 		for tokens := 0; tokens < 1000; tokens++ {
 			if got, want := m.blocksFor(tokens), (tokens+bs-1)/bs; got != want {
 				t.Fatalf("block size %d: blocksFor(%d) = %d, want %d", bs, tokens, got, want)
 			}
+		}
+	}
+}
+
+// needsBlock answers as blocksFor does at every block size, computed and
+// held blocks (fewer, as many, or more than the tokens need).
+func TestNeedsBlockMatchesBlocksFor(t *testing.T) {
+	for bs, m := range blockSizes(t) {
+		for computed := 0; computed < 300; computed++ {
+			for blocks := 0; blocks < 300/bs+3; blocks++ {
+				if got, want := needsBlock(computed, blocks, bs), m.blocksFor(computed+1) > blocks; got != want {
+					t.Fatalf("block size %d: needsBlock(%d, %d) = %v, blocksFor says %v", bs, computed, blocks, got, want)
+				}
+			}
+		}
+	}
+}
+
+// A decode step's events are its batch's in admission order less the
+// requests stopped while it ran, however many leave around them: one
+// stopped between two that stay, one finishing on the step, the last
+// stopped too.
+func TestDecodeStepSkipsWhatLeftMidStep(t *testing.T) {
+	for _, reuse := range []bool{false, true} {
+		m, err := New(Config{Timing: linear{}, KVCapacityTokens: 1600, BlockSize: 16, MaxNumSeqs: 8, ReuseBuffers: reuse})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, max := range []int{9, 9, 2, 9, 9} {
+			_ = m.Add(Request{ID: fmt.Sprintf("r%d", k), PromptTokens: 10, MaxTokens: max})
+		}
+		s, _ := m.Next() // the prefill: a first token each
+		m.Complete(s)
+		s, _ = m.Next() // a decode step of all five
+		if s.Kind != Decode || len(s.IDs) != 5 {
+			t.Fatalf("reuse %v: step %v of %v, want a decode step of five", reuse, s.Kind, s.IDs)
+		}
+		m.Stop("r1")
+		m.Stop("r4")
+		var got []string
+		for _, e := range m.Complete(s) {
+			got = append(got, fmt.Sprintf("%s %d %d", e.ID, e.Kind, e.Index))
+		}
+		want := []string{"r0 1 1", "r2 1 1", "r2 2 0", "r3 1 1"}
+		if strings.Join(got, ", ") != strings.Join(want, ", ") {
+			t.Fatalf("reuse %v: events %v, want %v", reuse, got, want)
+		}
+		if s, _ = m.Next(); strings.Join(s.IDs, " ") != "r0 r3" {
+			t.Fatalf("reuse %v: the next step decodes %v, want r0 r3", reuse, s.IDs)
 		}
 	}
 }

@@ -111,7 +111,7 @@ func (r *Row) splitStep(n int) float64 {
 func (r Row) PrefillTime(n int) float64 {
 	m := max(n, intOr(r.PrefillMinTokens, 0))
 	x := float64(m)
-	return math.Max(0, r.TTFTA*x*x+r.TTFTB*x+r.TTFTC+r.splitStep(m))
+	return max(0, r.TTFTA*x*x+r.TTFTB*x+r.TTFTC+r.splitStep(m))
 }
 
 // HasCachedFit reports whether the warm-prefill fit is present.
@@ -133,7 +133,7 @@ func (r Row) CachedPrefillTime(p, s int) (float64, bool) {
 	}
 	P, S := float64(p), float64(s)
 	v := *r.CachedTTFTA*(2*P*S+S*S) + *r.CachedTTFTB*S + *r.CachedTTFTD*P + *r.CachedTTFTC + r.splitStep(s)
-	return math.Max(0, v), true
+	return max(0, v), true
 }
 
 // TokenInterval is token_interval(tokens, requests) in seconds: the decode
@@ -142,10 +142,26 @@ func (r Row) TokenInterval(tokens, requests int) float64 {
 	return tokenInterval(r.TPOTSlope, floatOr(r.TPOTRequestSlope, 0), r.TPOTIntercept, tokens, requests)
 }
 
+// DecodeFit is a row's token_interval fit with its optional request slope
+// resolved: all a decode step's price reads, small enough to hold by
+// value (a Row in an interface is copied whole per value-method call).
+type DecodeFit struct{ slope, requestSlope, intercept float64 }
+
+// DecodeFit is r's token_interval fit.
+func (r *Row) DecodeFit() DecodeFit {
+	return DecodeFit{r.TPOTSlope, floatOr(r.TPOTRequestSlope, 0), r.TPOTIntercept}
+}
+
+// TokenInterval is Row.TokenInterval of the row the fit is from.
+func (f DecodeFit) TokenInterval(tokens, requests int) float64 {
+	return tokenInterval(f.slope, f.requestSlope, f.intercept, tokens, requests)
+}
+
 // tokenInterval is token_interval from the fit's three coefficients: one
-// expression, so that every caller rounds alike.
+// expression, so that every caller rounds alike. The built-in max answers
+// what math.Max does (NaN, ±0 and ±Inf alike) inline, without its call.
 func tokenInterval(slope, requestSlope, intercept float64, tokens, requests int) float64 {
-	return math.Max(0, slope*float64(tokens)+requestSlope*float64(requests)+intercept)
+	return max(0, slope*float64(tokens)+requestSlope*float64(requests)+intercept)
 }
 
 // MT is Arrow's MT(budget, requests): the largest resident-KV batch that
@@ -160,10 +176,10 @@ func (r *Row) MT(budget float64, requests int) float64 {
 	}
 	v := math.Inf(1)
 	if r.TPOTSlope > 0 {
-		v = math.Max(0, (budget-fixed)/r.TPOTSlope)
+		v = max(0, (budget-fixed)/r.TPOTSlope)
 	}
 	if r.DecodeMaxKVTokens != nil {
-		v = math.Min(v, float64(*r.DecodeMaxKVTokens))
+		v = min(v, float64(*r.DecodeMaxKVTokens))
 	}
 	return v
 }
@@ -227,7 +243,7 @@ type DecodeShape struct {
 	inc             float64 // token interval per request added at this context
 	// The row's decode fit and domain, optional fields resolved.
 	slope, requestSlope, intercept float64
-	maxRequests, maxKV             *int // nil: unbounded
+	maxRequests, maxKV             int // math.MaxInt: unbounded
 	minKV, minRequests             int
 }
 
@@ -241,7 +257,7 @@ func (r *Row) DecodeShape(context, output int) DecodeShape {
 	s.requestSlope = floatOr(r.TPOTRequestSlope, 0)
 	s.inc = s.requestSlope + r.TPOTSlope*float64(context)
 	s.slope, s.intercept = r.TPOTSlope, r.TPOTIntercept
-	s.maxRequests, s.maxKV = r.DecodeMaxRequests, r.DecodeMaxKVTokens
+	s.maxRequests, s.maxKV = intOr(r.DecodeMaxRequests, math.MaxInt), intOr(r.DecodeMaxKVTokens, math.MaxInt)
 	s.minKV, s.minRequests = intOr(r.DecodeMinKVTokens, 0), intOr(r.DecodeMinRequests, 1)
 	return s
 }
@@ -256,23 +272,39 @@ func (s *DecodeShape) RPS(tpotSLO, correction float64) float64 {
 }
 
 // RPSWithin is RPS for a caller that has divided the TPOT target by the
-// correction already (budget = tpotSLO / correction), once per engine
-// for many shapes.
+// correction already (budget = tpotSLO / correction).
 func (s *DecodeShape) RPSWithin(tpotSLO, correction, budget float64) float64 {
-	if s.hi <= 0 || correction <= 0 {
-		return 0
+	var rps [1]float64
+	s.RPSEach(tpotSLO, []float64{correction}, []float64{budget}, rps[:])
+	return rps[0]
+}
+
+// RPSEach is RPSWithin at each of corrections with its budget (budgets[k]
+// = tpotSLO / corrections[k]), written to rps[k]: one call prices a
+// shape for a fleet's engines, the shape's fields read once.
+func (s *DecodeShape) RPSEach(tpotSLO float64, corrections, budgets, rps []float64) {
+	hi, inc, context, minKV, minRequests := s.hi, s.inc, s.context, s.minKV, s.minRequests
+	slope, requestSlope, intercept := s.slope, s.requestSlope, s.intercept
+	maxRequests, maxKV, output := s.maxRequests, s.maxKV, float64(s.output)
+	budgets, rps = budgets[:len(corrections)], rps[:len(corrections)]
+	for k, correction := range corrections {
+		v := 0.0
+		if hi > 0 && !(correction <= 0) {
+			b := hi
+			if inc > 0 {
+				// decode_rps floors the batch here; the conversion's
+				// truncation is the floor wherever b can pass b ≥ 1 below
+				// (a negative quotient fails it either way).
+				b = min(hi, int((budgets[k]-intercept)/inc))
+			}
+			// CoversDecode(b, b*context) on the row's bounds.
+			if b >= 1 && b <= maxRequests && b*context <= maxKV {
+				interval := tokenInterval(slope, requestSlope, intercept, max(b*context, minKV), max(b, minRequests)) * correction
+				if !(interval <= 0 || interval > tpotSLO) {
+					v = float64(b) / (output * interval)
+				}
+			}
+		}
+		rps[k] = v
 	}
-	b := s.hi
-	if s.inc > 0 {
-		b = min(s.hi, int(math.Floor((budget-s.intercept)/s.inc)))
-	}
-	// CoversDecode(b, b*context) on the row's bounds.
-	if b < 1 || (s.maxRequests != nil && b > *s.maxRequests) || (s.maxKV != nil && b*s.context > *s.maxKV) {
-		return 0
-	}
-	interval := tokenInterval(s.slope, s.requestSlope, s.intercept, max(b*s.context, s.minKV), max(b, s.minRequests)) * correction
-	if interval <= 0 || interval > tpotSLO {
-		return 0
-	}
-	return float64(b) / (float64(s.output) * interval)
 }

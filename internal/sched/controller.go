@@ -15,9 +15,10 @@ type controller struct {
 	hist      history
 	outputs   outputs
 	residency []residencySample
-	capCache  map[int64]float64 // capacity by key, for the current monitor pass
-	capPass   uint64            // counts monitor passes: shapes' remembered capacities name theirs
-	budgets   []float64         // per instance, TPOT ÷ correction: estimate's scratch for capacity
+	capCache  grid[capEntry]  // capacity by (prompt, output) class, for the pass it names
+	capPass   uint64          // counts monitor passes: shapes' remembered capacities name theirs
+	runs      decodeRuns      // the instances in runs of one class and correction: estimate's scratch for capacity
+	prepared  []preparedShape // by shape id: each shape's last DecodeShape
 
 	started  bool
 	start    float64 // first time seen: process start counts as a P→D move
@@ -48,7 +49,7 @@ type controller struct {
 }
 
 func newController(c *Core) *controller {
-	return &controller{c: c, cfg: c.opt.Controller, capCache: map[int64]float64{},
+	return &controller{c: c, cfg: c.opt.Controller,
 		lastFlip: map[string]float64{}, lastTo: map[string]fleet.Role{},
 		decisions: map[string]int{}, flipCount: map[string]int{}}
 }
@@ -100,8 +101,7 @@ func (c *Core) Tick(now float64) []Decision {
 	// the next one.
 	k.loads = c.PoolLoads(now)
 	c.Roll(now)
-	clear(k.capCache) // corrections moved
-	k.capPass++
+	k.capPass++ // corrections moved: capCache's older entries no longer answer
 	k.hist.prune(now - c.opt.Controller.Reactive.WindowS)
 	var out []Decision
 	switch c.opt.Policy {

@@ -18,11 +18,29 @@ const bucketWidth = 1.0 // seconds
 type shape struct{ in, want int }
 
 func octave8(n int) int {
+	if n > 0 && n < len(octaves) {
+		return int(octaves[n])
+	}
+	return octave8Of(n)
+}
+
+// octave8Of is octave8 computed: round(8·log2 n).
+func octave8Of(n int) int {
 	if n <= 0 {
 		return 0
 	}
 	return int(math.Round(8 * math.Log2(float64(n))))
 }
+
+// octaves holds octave8Of(n) for the lengths most requests have, filled
+// once at start and only read after: every arrival and every shape's
+// expected output would otherwise take a logarithm.
+var octaves = func() (t [1 << 13]int16) {
+	for n := range t {
+		t[n] = int16(octave8Of(n))
+	}
+	return t
+}()
 
 func fromOctave8(k int) int {
 	if k == 0 {
@@ -160,12 +178,12 @@ func (o *outputs) expected(want int) (float64, bool) {
 		if o.capped == 0 {
 			return float64(want), true
 		}
-		return math.Max(1, o.fraction*float64(want)), true
+		return max(1, o.fraction*float64(want)), true
 	}
 	if o.plain == 0 {
 		return 0, false
 	}
-	return math.Max(1, o.uncappedMean), true
+	return max(1, o.uncappedMean), true
 }
 
 // demand is the offered load over one horizon, in engines' worth.
@@ -180,10 +198,7 @@ type demand struct {
 func (k *controller) estimate(from, span float64) demand {
 	arrivals, prefillS, shapes := k.hist.since(from)
 	d := demand{arrivals: arrivals, prefill: prefillS / span, complete: true}
-	k.budgets = k.budgets[:0]
-	for _, i := range k.c.instances { // the TPOT budget each engine's correction leaves, for capacity
-		k.budgets = append(k.budgets, k.c.opt.TPOT/i.correction)
-	}
+	k.runs.group(k.c.instances, k.c.opt.TPOT)
 	for _, sc := range shapes {
 		x := &k.hist.shapes.info[sc.id]
 		out, ok := k.outputs.expected(x.want)
@@ -209,42 +224,107 @@ func (k *controller) estimate(from, span float64) demand {
 // that only a new key goes to the pass's table.
 func (k *controller) capacity(id shapeID, out float64) float64 {
 	x := &k.hist.shapes.info[id]
-	key := int64(x.inKey)<<32 | int64(uint32(k.hist.shapes.outKey(id, out)))
+	outKey := k.hist.shapes.outKey(id, out)
+	key := int64(x.inKey)<<32 | int64(uint32(outKey))
 	if x.capAt != 0 && x.capAt == k.capPass && x.capKey == key {
 		return x.capVal
 	}
-	v, ok := k.capCache[key]
-	if !ok {
-		v = k.meanDecodeRPS(x.in, out)
-		k.capCache[key] = v
+	e := k.capCache.at(x.inKey, outKey)
+	if e.pass != k.capPass+1 {
+		e.pass, e.v = k.capPass+1, k.meanDecodeRPS(id, x.in, out)
 	}
-	x.capAt, x.capKey, x.capVal = k.capPass, key, v
-	return v
+	x.capAt, x.capKey, x.capVal = k.capPass, key, e.v
+	return e.v
+}
+
+// capEntry is a capacity priced in monitor pass pass-1 (0: never).
+type capEntry struct {
+	pass uint64
+	v    float64
 }
 
 // meanDecodeRPS is decode_rps for an in-token prompt and out output
 // tokens averaged over the instances, in their order. Instances of one
 // profile class share the shape's preparation; of one class and
-// correction, the value.
-func (k *controller) meanDecodeRPS(in int, out float64) float64 {
-	c := k.c
-	context, output := in+int(out/2), int(math.Max(1, out))
-	sum, n := 0.0, 0
-	var prev *Instance
-	var shape profile.DecodeShape
-	rps := 0.0
-	for j, i := range c.instances {
-		if prev == nil || i.profClass != prev.profClass {
-			shape = i.prof.DecodeShape(context, output)
-		}
-		if prev == nil || i.profClass != prev.profClass || i.correction != prev.correction {
-			rps = shape.RPSWithin(c.opt.TPOT, i.correction, k.budgets[j])
-		}
-		sum += rps // the same value in the same order as evaluating each instance
-		prev = i
-		n++
+// correction (a run, as estimate grouped them), the value.
+func (k *controller) meanDecodeRPS(id shapeID, in int, out float64) float64 {
+	context, output := in+int(out/2), int(max(1, out))
+	g := &k.runs
+	a := 0
+	for _, b := range g.classEnd { // runs a..b-1 share a profile class
+		shape := k.decodeShape(id, g.first[a], context, output)
+		shape.RPSEach(k.c.opt.TPOT, g.corr[a:b], g.budget[a:b], g.rps[a:b])
+		a = b
 	}
-	return sum / float64(max(1, n))
+	sum := 0.0
+	for r, n := range g.n {
+		for range n {
+			sum += g.rps[r] // the same value in the same order as evaluating each instance
+		}
+	}
+	return sum / float64(max(1, len(k.c.instances)))
+}
+
+// preparedShape is a shape's DecodeShape for one profile class at one
+// (context, output), as last prepared.
+type preparedShape struct {
+	set             bool
+	class           int
+	context, output int
+	shape           profile.DecodeShape
+}
+
+// decodeShape is i's row's DecodeShape(context, output) for shape id. A
+// shape's context and output move only with its expected output, so an
+// evaluation mostly finds the preparation an earlier one made (for the
+// class asked last: a fleet of several classes prepares afresh when the
+// class changes). The preparation is a function of the row, which
+// instances of one class share, and of (context, output).
+func (k *controller) decodeShape(id shapeID, i *Instance, context, output int) *profile.DecodeShape {
+	if n := len(k.hist.shapes.info); len(k.prepared) < n {
+		k.prepared = append(k.prepared, make([]preparedShape, n-len(k.prepared))...)
+	}
+	p := &k.prepared[id]
+	if !p.set || p.class != i.profClass || p.context != context || p.output != output {
+		*p = preparedShape{set: true, class: i.profClass, context: context, output: output,
+			shape: i.prof.DecodeShape(context, output)}
+	}
+	return &p.shape
+}
+
+// decodeRuns are a fleet's instances in order, cut into runs of equal
+// profile class and correction, which price every shape alike: estimate's
+// scratch for capacity.
+type decodeRuns struct {
+	first  []*Instance // each run's first instance
+	n      []int       // instances in each run
+	corr   []float64   // each run's correction
+	budget []float64   // TPOT ÷ correction: the budget it leaves
+	rps    []float64   // meanDecodeRPS's scratch, one per run
+	// classEnd ends each stretch of runs of one profile class: the first
+	// stretch is runs [0, classEnd[0]), the next [classEnd[0], classEnd[1]).
+	classEnd []int
+}
+
+// group cuts instances into runs; a NaN correction is a run of its own,
+// as it equals nothing.
+func (g *decodeRuns) group(instances []*Instance, tpot float64) {
+	g.first, g.n, g.corr, g.budget = g.first[:0], g.n[:0], g.corr[:0], g.budget[:0]
+	for _, i := range instances {
+		if r := len(g.first) - 1; r >= 0 && i.profClass == g.first[r].profClass && i.correction == g.corr[r] {
+			g.n[r]++
+			continue
+		}
+		g.first, g.n = append(g.first, i), append(g.n, 1)
+		g.corr, g.budget = append(g.corr, i.correction), append(g.budget, tpot/i.correction)
+	}
+	g.rps = append(g.rps[:0], g.corr...) // sized to the runs; meanDecodeRPS overwrites
+	g.classEnd = g.classEnd[:0]
+	for r := range g.first {
+		if r+1 == len(g.first) || g.first[r+1].profClass != g.first[r].profClass {
+			g.classEnd = append(g.classEnd, r+1)
+		}
+	}
 }
 
 // residentDemand is the window mean of decode engines' worth held by

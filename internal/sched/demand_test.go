@@ -62,3 +62,50 @@ func TestHistorySinceSortedCounts(t *testing.T) {
 		t.Error("the registry's sorted ids are out of order")
 	}
 }
+
+// capacity's mean decode_rps is each instance's DecodeRPS at its own row
+// and correction, summed in instance order, bit for bit: across runs of
+// one class and correction, classes that come back after another, and a
+// shape priced again at a new output (its preparation redone) or at the
+// same one (reused).
+func TestMeanDecodeRPSIsThePerInstanceMean(t *testing.T) {
+	c := newCore(t, "a:decode", "b:decode", "c:decode", "d:decode", "e:prefill", "f:decode")
+	other := row("x")
+	other.TPOTSlope, other.TPOTIntercept = 2e-6, 0.015
+	for k, i := range c.instances {
+		i.correction = []float64{1, 1, 1.25, 1.25, 1.25, 0.8}[k]
+		if k == 2 || k == 3 {
+			i.prof, i.profClass = other, 99 // a second class between runs of the first
+		}
+	}
+	k := c.ctl
+	k.runs.group(c.instances, c.opt.TPOT)
+	if len(k.runs.first) != 4 || len(k.runs.classEnd) != 3 {
+		t.Fatalf("%d runs in %d class stretches, want 4 in 3", len(k.runs.first), len(k.runs.classEnd))
+	}
+	id := k.hist.shapes.id(shape{octave8(1000), octave8(200)})
+	for _, out := range []float64{200, 200, 120.5, 7} {
+		in := k.hist.shapes.info[id].in
+		context, output := in+int(out/2), int(max(1, out))
+		sum := 0.0
+		for _, i := range c.instances {
+			sum += i.prof.DecodeRPS(c.opt.TPOT, context, output, i.correction)
+		}
+		want := sum / float64(len(c.instances))
+		if got := k.meanDecodeRPS(id, in, out); got != want || want <= 0 {
+			t.Fatalf("out %g: meanDecodeRPS %v, the per-instance mean %v (want it above 0)", out, got, want)
+		}
+	}
+}
+
+// octave8's table answers as the logarithm does, across the table's edge.
+func TestOctave8TableMatchesTheLogarithm(t *testing.T) {
+	for n := -3; n < len(octaves)+100; n++ {
+		if got, want := octave8(n), octave8Of(n); got != want {
+			t.Fatalf("octave8(%d) = %d, round(8·log2) = %d", n, got, want)
+		}
+	}
+	if octave8(1<<20) != 160 || octave8(1) != 0 || octave8(0) != 0 {
+		t.Fatalf("octave8 of 2^20, 1, 0: %d %d %d, want 160 0 0", octave8(1<<20), octave8(1), octave8(0))
+	}
+}

@@ -86,14 +86,43 @@ func (c *Core) OneTokenEach(now float64, i *Instance, rs []*Request) {
 	if i == nil {
 		return
 	}
+	if c.rec == nil {
+		c.oneTokenEachOn(now, i, rs)
+		return
+	}
 	for _, r := range rs {
 		if !r.forgotten {
 			c.tokensOn(now, i, r, 1)
 		}
-		if c.rec != nil {
-			c.rec(Step{Kind: StepOutputTokens, Now: now, IID: i.IID, RID: r.RID, Tokens: 1})
-		}
+		c.rec(Step{Kind: StepOutputTokens, Now: now, IID: i.IID, RID: r.RID, Tokens: 1})
 	}
+}
+
+// oneTokenEachOn is OneTokenEach without a recorder, the simulator's hot
+// loop: tokensOn's n = 1 case inline, with i's gap sum and decode tokens
+// carried in registers across the run (the same additions in the same
+// order; nothing reads them before the run ends).
+func (c *Core) oneTokenEachOn(now float64, i *Instance, rs []*Request) {
+	sum, gaps, decoded := i.win.gapSum, i.win.gapTokens, 0
+	for _, r := range rs {
+		if r.forgotten {
+			continue
+		}
+		if r.at == i && r.phase != Prefill {
+			decoded++ // grow(r, 1), counted for i below
+			r.OutputLen++
+		} else {
+			c.grow(r, 1)
+		}
+		if gap := now - r.lastToken; r.sawToken && validGap(gap) { // one gap per token, ÷1 and ×1 skipped as exact
+			sum += gap
+			gaps++
+		}
+		r.sawToken, r.lastToken = true, now
+		r.tokensHere++
+	}
+	i.win.gapSum, i.win.gapTokens = sum, gaps
+	i.decodeTokens += decoded
 }
 
 func (c *Core) outputTokens(now float64, iid string, r *Request, n int) {

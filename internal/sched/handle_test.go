@@ -72,6 +72,25 @@ func TestProfClassGroupsRowsEqualButForTheIID(t *testing.T) {
 	}
 }
 
+// reportRounds reports rounds of one token of each of hs from d0, at
+// 0.3 s and every step after, finishing "b" before round finishAt: with
+// OneTokenEach when batched, else OutputTokensOf one by one.
+func reportRounds(c *Core, hs []*Request, batched bool, rounds int, step float64, finishAt int) {
+	for k := 0; k < rounds; k++ {
+		now := 0.3 + step*float64(k)
+		if k == finishAt {
+			c.Finished(now, "b")
+		}
+		if batched {
+			c.OneTokenEach(now, c.Instance("d0"), hs)
+			continue
+		}
+		for _, h := range hs {
+			c.OutputTokensOf(now, "d0", h, 1)
+		}
+	}
+}
+
 // OneTokenEach is OutputTokensOf(…, 1) for each request in turn: the same
 // state, the same recorded steps, a forgotten request recorded and left
 // alone, and the gaps credited to the reporting engine.
@@ -88,19 +107,7 @@ func TestOneTokenEachMatchesOutputTokensOf(t *testing.T) {
 			c.PlaceDecode(0.2, rid, nil)
 			hs = append(hs, h)
 		}
-		for k := 0; k < 5; k++ {
-			now := 0.3 + 0.04*float64(k)
-			if k == 3 {
-				c.Finished(now, "b")
-			}
-			if batched {
-				c.OneTokenEach(now, c.Instance("d0"), hs)
-				continue
-			}
-			for _, h := range hs {
-				c.OutputTokensOf(now, "d0", h, 1)
-			}
-		}
+		reportRounds(c, hs, batched, 5, 0.04, 3)
 		loads := c.PoolLoads(0.5)
 		return log, loads, []int{hs[0].OutputLen, hs[1].OutputLen, hs[2].OutputLen}
 	}
@@ -114,5 +121,47 @@ func TestOneTokenEachMatchesOutputTokensOf(t *testing.T) {
 	}
 	if loadsBatch.Decode == 0 {
 		t.Fatal("decode load 0: the gaps never reached a window")
+	}
+}
+
+// Without a recorder OneTokenEach takes its own loop; it leaves every
+// engine's window and token sums and every request as OutputTokensOf
+// does, token by token: requests resident on the reporting engine, on
+// another one, not yet resident, and forgotten.
+func TestOneTokenEachUnrecordedMatchesOutputTokensOf(t *testing.T) {
+	run := func(batched bool) ([]Instance, []Request) {
+		c := newCore(t, "p0:prefill", "d0:decode", "d1:decode")
+		var hs []*Request
+		for k, rid := range []string{"a", "b", "c", "d", "e"} {
+			h := c.Track(0, Request{RID: rid, InputLen: 64 + 100*k, WantedLen: 8})
+			hs = append(hs, h)
+			if rid == "e" {
+				continue // tracked, never placed
+			}
+			pl, _ := c.Place(0.1, rid, nil, First)
+			if rid == "d" {
+				continue // still on its prefill engine
+			}
+			c.PrefillDone(0.2, pl.IID, rid)
+			c.PlaceDecode(0.2, rid, nil)
+		}
+		reportRounds(c, hs, batched, 6, 0.037, 4)
+		var is []Instance
+		for _, i := range c.instances {
+			is = append(is, Instance{IID: i.IID, win: i.win, prefillTokens: i.prefillTokens, decodeTokens: i.decodeTokens})
+		}
+		var rs []Request
+		for _, h := range hs {
+			rs = append(rs, Request{RID: h.RID, OutputLen: h.OutputLen, lastToken: h.lastToken, tokensHere: h.tokensHere, sawToken: h.sawToken})
+		}
+		return is, rs
+	}
+	oneIs, oneRs := run(false)
+	batchIs, batchRs := run(true)
+	if !reflect.DeepEqual(oneIs, batchIs) || !reflect.DeepEqual(oneRs, batchRs) {
+		t.Fatalf("state differs:\none by one %+v\n%+v\nbatched    %+v\n%+v", oneIs, oneRs, batchIs, batchRs)
+	}
+	if oneIs[0].win.gapTokens == 0 || oneIs[0].decodeTokens == 0 {
+		t.Fatalf("d0's window %+v, decode tokens %d: the run credits nothing", oneIs[0].win, oneIs[0].decodeTokens)
 	}
 }

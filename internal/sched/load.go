@@ -16,9 +16,7 @@ type window struct {
 }
 
 func (w *window) addGap(perToken float64, n int) {
-	// One comparison pair rejects what perToken < 0 || !finite(perToken)
-	// does: negatives, ±Inf and NaN (every comparison with NaN is false).
-	if !(perToken >= 0 && perToken <= math.MaxFloat64) {
+	if !validGap(perToken) {
 		return
 	}
 	if n == 1 { // ×1 is exact: the same sum without the multiply
@@ -28,6 +26,11 @@ func (w *window) addGap(perToken float64, n int) {
 	}
 	w.gapTokens += n
 }
+
+// validGap is what !(perToken < 0 || !finite(perToken)) answers in one
+// comparison pair: negatives, ±Inf and NaN fail (every comparison with NaN
+// is false).
+func validGap(perToken float64) bool { return perToken >= 0 && perToken <= math.MaxFloat64 }
 
 func (w *window) meanGap() (float64, bool) {
 	if w.gapTokens == 0 {

@@ -252,7 +252,7 @@ func (c *Core) admitDecode(r *Request) *Refusal {
 	if !c.opt.Predictive {
 		return nil
 	}
-	var pool []*Instance
+	pool := c.pool[:0]
 	for _, i := range c.instances {
 		if i.Live && i.Role == fleet.Decode {
 			if i.prof.DecodeMaxRequests == nil {
@@ -261,6 +261,7 @@ func (c *Core) admitDecode(r *Request) *Refusal {
 			pool = append(pool, i)
 		}
 	}
+	c.pool = pool
 	if len(pool) == 0 {
 		return nil
 	}

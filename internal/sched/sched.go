@@ -154,6 +154,7 @@ type Core struct {
 	unserved int
 	ctl      *controller
 	cands    []*Instance // placement's candidates: scratch, as steps never nest
+	pool     []*Instance // admitDecode's decode pool: scratch likewise
 	rec      func(Step)  // Record's hook; nil when no one listens
 }
 

@@ -36,23 +36,21 @@ type shapeInfo struct {
 // (in, want): estimate sums floats in that order, so that the same history
 // prices the same however it was built, without sorting on every pass.
 type registry struct {
-	ids    map[shape]shapeID
+	ids    grid[shapeID] // id+1 by (in, want) class; 0: not seen
 	info   []shapeInfo
 	sorted []shapeID // by (in, want)
 }
 
 // id returns s's id, registering it at its sorted place when new.
 func (g *registry) id(s shape) shapeID {
-	if id, ok := g.ids[s]; ok {
-		return id
-	}
-	if g.ids == nil {
-		g.ids = map[shape]shapeID{}
+	cell := g.ids.at(s.in, s.want)
+	if *cell != 0 {
+		return *cell - 1
 	}
 	id := shapeID(len(g.info))
+	*cell = id + 1
 	in, want := fromOctave8(s.in), fromOctave8(s.want)
 	g.info = append(g.info, shapeInfo{s: s, in: in, want: want, inKey: octave8(in)})
-	g.ids[s] = id
 	at, _ := slices.BinarySearchFunc(g.sorted, s, func(x shapeID, t shape) int { return compareShapes(g.info[x].s, t) })
 	g.sorted = slices.Insert(g.sorted, at, id)
 	return id

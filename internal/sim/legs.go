@@ -93,36 +93,49 @@ func (rn *runner) add(e *engine, q enginemodel.Request, l leg) {
 // the same order as with a call per token.
 func (rn *runner) stepDone(e *engine) error {
 	e.busy = false
-	tokens := rn.tokens[:0]
 	evs := e.m.Complete(e.step)
+	// The run of tokens is collected on the stack: a handle written there
+	// takes no write barrier while the collector marks. A longer run goes
+	// in pieces, one after another, which the core takes alike.
+	var run [tokenRun]*sched.Request
+	n := 0
+	reqs, now := rn.reqs, rn.now // neither moves while the step's events are read
 	for k := range evs {
 		ev := &evs[k]
-		l := rn.leg(ev.Ref)
-		if l.r.done {
+		r, kind := &reqs[ev.Ref>>2], legKind(ev.Ref&3)
+		if r.done {
 			continue
 		}
-		if ev.Kind == enginemodel.Token && (l.kind == legDecode || l.kind == legBoth && ev.Index > 0) {
-			l.r.counted(rn.now)
-			tokens = append(tokens, l.r.core)
+		if ev.Kind == enginemodel.Token && (kind == legDecode || kind == legBoth && ev.Index > 0) {
+			r.counted(now)
+			if n == len(run) {
+				n = rn.sendTokens(e, run[:n])
+			}
+			run[n] = r.core
+			n++
 			continue
 		}
-		tokens = rn.sendTokens(e, tokens)
-		if err := rn.legEvent(e, l, *ev); err != nil {
+		n = rn.sendTokens(e, run[:n])
+		if err := rn.legEvent(e, leg{r, kind}, *ev); err != nil {
 			return err
 		}
 	}
-	rn.tokens = rn.sendTokens(e, tokens)
+	rn.sendTokens(e, run[:n])
 	rn.kick(e)
 	return nil
 }
 
+// tokenRun is how many of a step's tokens stepDone collects before it
+// sends them: most of the demo's decode batches, zeroed once per step.
+const tokenRun = 64
+
 // sendTokens reports the tokens collected on e to the core and returns
-// the emptied slice.
-func (rn *runner) sendTokens(e *engine, tokens []*sched.Request) []*sched.Request {
+// how many are left to send: none.
+func (rn *runner) sendTokens(e *engine, tokens []*sched.Request) int {
 	if len(tokens) > 0 {
 		rn.d.oneTokenEach(rn.nowS(), e.inst, tokens)
 	}
-	return tokens[:0]
+	return 0
 }
 
 // legEvent is one event of a leg; decode tokens after the first are

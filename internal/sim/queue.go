@@ -22,55 +22,69 @@ type event struct {
 	kind evKind
 }
 
-// queue is a binary min-heap on (at, seq).
+// queue is a binary min-heap on (at, seq). Keys are unique (seq is), so
+// the order events pop in is the order of their keys whatever the heap's
+// layout.
 type queue struct {
 	h   []event
 	seq uint64
 }
 
-func (q *queue) less(i, j int) bool {
-	if q.h[i].at != q.h[j].at {
-		return q.h[i].at < q.h[j].at
+// before orders events by (at, seq).
+func before(a, b *event) bool {
+	if a.at != b.at {
+		return a.at < b.at
 	}
-	return q.h[i].seq < q.h[j].seq
+	return a.seq < b.seq
 }
 
+// push sifts e up from a hole at the end: each parent on the way moves
+// down once, e is written once.
 func (q *queue) push(e event) {
 	q.seq++
 	e.seq = q.seq
 	q.h = append(q.h, e)
-	for i := len(q.h) - 1; i > 0; {
+	h := q.h
+	i := len(h) - 1
+	for i > 0 {
 		p := (i - 1) / 2
-		if !q.less(i, p) {
+		if !before(&e, &h[p]) {
 			break
 		}
-		q.h[i], q.h[p] = q.h[p], q.h[i]
+		h[i] = h[p]
 		i = p
 	}
+	h[i] = e
 }
 
+// pop takes the first event, moving the last into the root's hole and
+// sifting the hole down.
 func (q *queue) pop() (event, bool) {
 	if len(q.h) == 0 {
 		return event{}, false
 	}
 	top := q.h[0]
 	last := len(q.h) - 1
-	q.h[0] = q.h[last]
-	q.h[last] = event{}
+	x := q.h[last]
 	q.h = q.h[:last]
-	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < len(q.h) && q.less(l, m) {
-			m = l
-		}
-		if r < len(q.h) && q.less(r, m) {
-			m = r
-		}
-		if m == i {
+	h := q.h
+	i := 0
+	for {
+		m := 2*i + 1
+		if m >= len(h) {
 			break
 		}
-		q.h[i], q.h[m] = q.h[m], q.h[i]
+		if r := m + 1; r < len(h) && before(&h[r], &h[m]) {
+			m = r
+		}
+		if !before(&h[m], &x) {
+			break
+		}
+		h[i] = h[m]
 		i = m
+	}
+	if i < len(h) {
+		h[i] = x
 	}
 	return top, true
 }

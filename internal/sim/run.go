@@ -6,6 +6,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/enginemodel"
 	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/sched"
 )
 
@@ -39,11 +40,9 @@ type leg struct {
 }
 
 // legRef is the leg's handle on its engine model: the request's index and
-// the leg's kind, so that a step's events find their leg without a lookup.
+// the leg's kind, so that a step's events find their leg without a lookup
+// (stepDone reads rn.reqs[ref>>2] and legKind(ref&3)).
 func legRef(l leg) int { return l.r.idx<<2 | int(l.kind) }
-
-// leg is the leg whose handle is ref.
-func (rn *runner) leg(ref int) leg { return leg{&rn.reqs[ref>>2], legKind(ref & 3)} }
 
 // request is one arrival's life in the simulation.
 type request struct {
@@ -82,8 +81,7 @@ type runner struct {
 	endNS   int64 // offer window end
 	capNS   int64 // drain bound
 	res     *Result
-	pools   [2]int           // prefill, decode as last observed
-	tokens  []*sched.Request // stepDone's run of decode tokens, reused
+	pools   [2]int // prefill, decode as last observed
 	// Block-name storage of requests past their prefill, for arrivals.
 	spareBlocks [][]blockKey
 }
@@ -123,7 +121,7 @@ func newRunner(f Fleet, arm Arm, tr Trace) (*runner, error) {
 	rn.capNS = rn.endNS + nanos(f.DrainS)
 	for _, e := range cfg.Engines {
 		row, _ := store.Get(e.IID)
-		m, err := enginemodel.New(enginemodel.Config{Timing: row, KVCapacityTokens: f.Shape.KVCapacityTokens,
+		m, err := enginemodel.New(enginemodel.Config{Timing: rowTiming{&row, row.DecodeFit()}, KVCapacityTokens: f.Shape.KVCapacityTokens,
 			BlockSize: f.Shape.BlockSize, MaxNumSeqs: f.Shape.MaxNumSeqs, MaxBatchedTokens: f.Shape.MaxBatchedTokens,
 			ReuseBuffers: true, RefsOnly: true})
 		if err != nil {
@@ -139,6 +137,25 @@ func newRunner(f Fleet, arm Arm, tr Trace) (*runner, error) {
 	rn.res.MinPrefill, rn.res.MinDecode = f.Engines, f.Engines
 	rn.observe()
 	return rn, nil
+}
+
+// rowTiming prices an engine model's steps with its profile row's own
+// prices. A Row in the Timing interface is copied whole into each
+// value-method call, once per decode step; here a decode step reads the
+// row's DecodeFit, and prefill goes through a pointer to the row.
+type rowTiming struct {
+	row *profile.Row
+	fit profile.DecodeFit
+}
+
+func (t rowTiming) PrefillTime(n int) float64 { return t.row.PrefillTime(n) }
+
+func (t rowTiming) CachedPrefillTime(cached, uncached int) (float64, bool) {
+	return t.row.CachedPrefillTime(cached, uncached)
+}
+
+func (t rowTiming) TokenInterval(tokens, requests int) float64 {
+	return t.fit.TokenInterval(tokens, requests)
 }
 
 func nanos(s float64) int64 { return int64(math.Round(s * 1e9)) }
@@ -216,12 +233,12 @@ func (rn *runner) kick(e *engine) {
 	if e.busy {
 		return
 	}
-	st, ok := e.m.Next()
-	if !ok {
+	var ok bool
+	if e.step, ok = e.m.Next(); !ok { // written in place: e.step is read only while busy
 		return
 	}
-	e.busy, e.step = true, st
-	rn.q.push(event{at: rn.now + int64(st.Duration), kind: evStep, idx: e.idx})
+	e.busy = true
+	rn.q.push(event{at: rn.now + int64(e.step.Duration), kind: evStep, idx: e.idx})
 }
 
 // observe reads every engine's label from the core: counts flips, pinned
