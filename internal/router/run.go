@@ -356,7 +356,13 @@ func (c *call) tokensArrived(iid string, n int) {
 	c.tokens += n
 	c.observed += n
 	c.lastTok = now
-	r.locked(func() { r.core.OutputTokens(now, iid, c.rid, n) })
+	// The handle Track returned: no lookup by rid under the lock that
+	// every stream takes once per token event.
+	r.locked(func() {
+		if c.sreq != nil {
+			r.core.OutputTokensOf(now, iid, c.sreq, n)
+		}
+	})
 }
 
 // complete settles a call whose decode leg ended with [DONE].
