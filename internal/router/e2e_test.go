@@ -383,3 +383,32 @@ func TestMetricsFollowOutcomes(t *testing.T) {
 		}
 	}
 }
+
+// TestSequentialRequestsReuseEngineConnections: the router keeps its
+// engine connections alive across requests, the decode leg's included:
+// its stream is read to its very end, so the connection goes back. A leg
+// that closed its stream early (cancelling before the body's end, as the
+// transport's first version did) opens a connection per request here;
+// one that stops at [DONE] without reading the terminator after it
+// (vllm.TestStreamKeepsItsConnectionAfterDone pins that down) opened one
+// in about three.
+func TestSequentialRequestsReuseEngineConnections(t *testing.T) {
+	h := newHarness(t, []fleet.Role{fleet.Prefill, fleet.Decode}, nil)
+	body := map[string]any{"model": model, "stream": true, "max_tokens": 4, "prompt": "keep the line open"}
+	send := func() {
+		resp, out := h.post(ctx(t), "/v1/completions", body)
+		if resp.StatusCode != 200 || !strings.HasSuffix(strings.TrimSpace(string(out)), "[DONE]") {
+			t.Fatalf("status %d: %s", resp.StatusCode, out)
+		}
+	}
+	send() // the first request opens the legs' connections
+	p, d := h.engines.Engines[0], h.engines.Engines[1]
+	p0, d0 := p.Connections(), d.Connections()
+	for range 16 {
+		send()
+	}
+	// A probe may open a connection of its own meanwhile.
+	if np, nd := p.Connections()-p0, d.Connections()-d0; np > 1 || nd > 1 {
+		t.Fatalf("16 sequential requests opened %d prefill and %d decode connections, want at most 1 each", np, nd)
+	}
+}

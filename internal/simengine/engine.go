@@ -170,6 +170,7 @@ type Engine struct {
 	wg     sync.WaitGroup
 
 	apiKey    atomic.Pointer[string] // the --api-key in force, read on every request (SetAPIKey changes it)
+	accepted  atomic.Int64           // TCP connections the serving port accepted (Connections)
 	httpAddr  string
 	scLn      net.Listener
 	adminLn   net.Listener
@@ -262,8 +263,17 @@ func (e *Engine) listen(hl net.Listener) error {
 }
 
 func (e *Engine) newServer() *http.Server {
-	return &http.Server{Handler: e.handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(e.log.Handler(), slog.LevelDebug)}
+	return &http.Server{Handler: e.handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(e.log.Handler(), slog.LevelDebug),
+		ConnState: func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				e.accepted.Add(1)
+			}
+		}}
 }
+
+// Connections is how many TCP connections the serving port has accepted:
+// a client that keeps its connections alive opens few.
+func (e *Engine) Connections() int64 { return e.accepted.Load() }
 
 func (e *Engine) serveOn(s *http.Server, l net.Listener) {
 	e.wg.Add(1)
