@@ -53,24 +53,24 @@ func TestRowsGroupCommit(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		write func(w *Writer, i int) error
-		check func(j *Journal) error
+		check func(j *Journal, w *Writer) error
 	}{
 		{"admission records", func(w *Writer, i int) error {
 			return w.Admitted(Admission{RID: fmt.Sprintf("r%02d", i), Arrived: float64(i), Endpoint: "/v1/completions"})
-		}, func(j *Journal) error {
+		}, func(j *Journal, w *Writer) error {
 			if len(j.Admissions) != n || len(j.Events) != 0 {
 				return fmt.Errorf("%d admission records and %d events read back, want %d and 0", len(j.Admissions), len(j.Events), n)
 			}
-			if a := j.Admissions[0].Admission; a.RID != "r00" || a.Endpoint != "/v1/completions" {
-				return fmt.Errorf("first record %+v", a)
+			if a := j.Admissions[0].Admission; a.RID != "r00" || a.Endpoint != "/v1/completions" || j.Admissions[0].Run != w.Run() {
+				return fmt.Errorf("first record %+v run %s", a, j.Admissions[0].Run)
 			}
 			return nil
 		}},
 		{"terminal rows", func(w *Writer, i int) error {
 			return w.Request(completed(fmt.Sprintf("r%02d", i)))
-		}, func(j *Journal) error {
-			if len(j.Requests) != n || j.Requests[0].Request.RID != "r00" {
-				return fmt.Errorf("%d request rows read back, want %d starting with r00", len(j.Requests), n)
+		}, func(j *Journal, w *Writer) error {
+			if len(j.Requests) != n || j.Requests[0].Request.RID != "r00" || j.Requests[0].Run != w.Run() {
+				return fmt.Errorf("%d request rows read back, want %d starting with r00 of run %s", len(j.Requests), n, w.Run())
 			}
 			return nil
 		}},
@@ -111,7 +111,7 @@ func TestRowsGroupCommit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := c.check(j); err != nil {
+			if err := c.check(j, w); err != nil {
 				t.Fatal(err)
 			}
 		})
