@@ -28,6 +28,29 @@ func countConns(srv *httptest.Server) *atomic.Int32 {
 	return &n
 }
 
+// countedEngine serves h on a test server that counts its accepted
+// connections, and returns a client for it; both close at cleanup.
+func countedEngine(t *testing.T, h http.Handler) (*Client, *atomic.Int32) {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(h)
+	conns := countConns(srv)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	c := NewClient(srv.URL, Options{})
+	t.Cleanup(c.Close)
+	return c, conns
+}
+
+// callN sends n small requests one after another.
+func callN(t *testing.T, c *Client, n int) {
+	t.Helper()
+	for i := range n {
+		if _, e := c.call(context.Background(), "prefill", http.MethodPost, "/x", []byte(`{}`), fmt.Sprint(i), 1<<10); e != nil {
+			t.Fatal(e)
+		}
+	}
+}
+
 func okHandler(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(io.Discard, r.Body)
 	_, _ = w.Write([]byte(`{"ok":true}`))
@@ -36,17 +59,8 @@ func okHandler(w http.ResponseWriter, r *http.Request) {
 // Sequential legs share one kept connection; one idle past reuseIdle is
 // closed instead of reused.
 func TestH1ReusesConnections(t *testing.T) {
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(okHandler))
-	conns := countConns(srv)
-	srv.Start()
-	defer srv.Close()
-	c := NewClient(srv.URL, Options{})
-	defer c.Close()
-	for i := range 10 {
-		if _, e := c.call(context.Background(), "prefill", http.MethodPost, "/x", []byte(`{}`), fmt.Sprint(i), 1<<10); e != nil {
-			t.Fatal(e)
-		}
-	}
+	c, conns := countedEngine(t, http.HandlerFunc(okHandler))
+	callN(t, c, 10)
 	if n := conns.Load(); n != 1 {
 		t.Fatalf("10 sequential requests opened %d connections, want 1", n)
 	}
@@ -282,20 +296,11 @@ func TestH1StillOpen(t *testing.T) {
 // An engine that answers "Connection: close" gets a
 // new connection for the next request.
 func TestH1HonoursConnectionClose(t *testing.T) {
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	c, conns := countedEngine(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Connection", "close")
 		okHandler(w, r)
 	}))
-	conns := countConns(srv)
-	srv.Start()
-	defer srv.Close()
-	c := NewClient(srv.URL, Options{})
-	defer c.Close()
-	for i := range 3 {
-		if _, e := c.call(context.Background(), "prefill", http.MethodPost, "/x", []byte(`{}`), fmt.Sprint(i), 1<<10); e != nil {
-			t.Fatal(e)
-		}
-	}
+	callN(t, c, 3)
 	if n := conns.Load(); n != 3 {
 		t.Fatalf("3 requests answered with Connection: close used %d connections, want 3", n)
 	}
@@ -367,18 +372,13 @@ func TestWriteRequestIsReqWrite(t *testing.T) {
 // then must wait briefly for it rather than drop the connection: every
 // decode leg would otherwise open a new one.
 func TestStreamKeepsItsConnectionAfterDone(t *testing.T) {
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	c, conns := countedEngine(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = w.Write([]byte("data: {\"choices\":[{\"text\":\"a\",\"token_ids\":[1]}]}\n\ndata: [DONE]\n\n"))
 		w.(http.Flusher).Flush()
 		time.Sleep(3 * time.Millisecond) // the terminator follows on its own
 	}))
-	conns := countConns(srv)
-	srv.Start()
-	defer srv.Close()
-	c := NewClient(srv.URL, Options{})
-	defer c.Close()
 	for i := range 5 {
 		s, e := c.OpenStream(context.Background(), "/v1/completions", []byte(`{}`), fmt.Sprint(i))
 		if e != nil {
