@@ -21,11 +21,8 @@ import (
 func splitBody(b []byte) (Body, bool) {
 	s := scanner{b: b}
 	s.ws()
-	if !s.eat('{') {
-		return nil, false
-	}
 	m := make(Body, 16)
-	ok := s.members(func(key []byte) bool {
+	ok := s.object(func(key []byte) bool {
 		start := s.i
 		if !s.skip(0) {
 			return false

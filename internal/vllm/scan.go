@@ -25,10 +25,7 @@ func fastEvent(data []byte) (Event, bool) {
 	ev := Event{Data: data}
 	var seen uint8
 	s.ws()
-	if !s.eat('{') {
-		return ev, false
-	}
-	ok := s.members(func(key []byte) bool {
+	ok := s.object(func(key []byte) bool {
 		switch string(key) {
 		case "choices":
 			return once(&seen, 1) && s.choices(&ev)
@@ -92,14 +89,11 @@ func (s *scanner) choices(ev *Event) bool {
 
 // choice reads one element of choices into ev, as parseEvent's loop does.
 func (s *scanner) choice(ev *Event) bool {
-	if !s.eat('{') {
-		return false
-	}
 	var seen uint8
 	var out, finished bool
 	var finish []byte
 	ids := -1 // absent or null: no valid list
-	ok := s.members(func(key []byte) bool {
+	ok := s.object(func(key []byte) bool {
 		switch string(key) {
 		case "text":
 			return once(&seen, 1) && s.nullOr(func() bool { return s.nonEmptyString(&out) })
@@ -129,11 +123,8 @@ func (s *scanner) choice(ev *Event) bool {
 // delta reads a chat delta: output when any text field or a tool call is
 // present and non-empty.
 func (s *scanner) delta(out *bool) bool {
-	if !s.eat('{') {
-		return false
-	}
 	var seen uint8
-	return s.members(func(key []byte) bool {
+	return s.object(func(key []byte) bool {
 		switch string(key) {
 		case "content":
 			return once(&seen, 1) && s.nullOr(func() bool { return s.nonEmptyString(out) })
@@ -196,6 +187,11 @@ func (s *scanner) plainString(dst *[]byte) bool {
 	}
 	*dst = s.b[start+1 : s.i-1]
 	return true
+}
+
+// object walks an object from its '{'.
+func (s *scanner) object(f func(key []byte) bool) bool {
+	return s.eat('{') && s.members(f)
 }
 
 // members walks an object after its '{', calling f at each value; f

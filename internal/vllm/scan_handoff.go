@@ -18,10 +18,7 @@ func fastHandoff(params []byte) (h Handoff, ok bool) {
 	var seen uint8
 	var id []byte
 	s.ws()
-	if !s.eat('{') {
-		return h, false
-	}
-	ok = s.members(func(key []byte) bool {
+	ok = s.object(func(key []byte) bool {
 		switch string(key) {
 		case "remote_engine_id":
 			return once(&seen, 1) && s.plainString(&id) && len(id) > 0
@@ -87,10 +84,7 @@ func fastProducer(body []byte) (f producerFields, ok bool) {
 	s := scanner{b: body}
 	var seen uint8
 	s.ws()
-	if !s.eat('{') {
-		return f, false
-	}
-	ok = s.members(func(key []byte) bool {
+	ok = s.object(func(key []byte) bool {
 		switch string(key) {
 		case "kv_transfer_params":
 			return once(&seen, 1) && s.raw(&f.top)
@@ -113,11 +107,6 @@ func (s *scanner) raw(dst *[]byte) bool {
 	}
 	*dst = s.b[start:s.i]
 	return true
-}
-
-// object walks an object from its '{'.
-func (s *scanner) object(f func(key []byte) bool) bool {
-	return s.eat('{') && s.members(f)
 }
 
 // producerChoices reads the first choice's kv_transfer_params; every
