@@ -317,10 +317,15 @@ func measureRound(paths []path, c int, d time.Duration, round int) []result {
 			mid = make(chan runtimeStats, 1)
 			go func() { time.Sleep(d / 2); mid <- p.proc.scrape() }()
 		}
+		var heapDone chan struct{}
 		if p.proc == nil && p.name == "router" && midHeapProfile != "" {
-			go func() { time.Sleep(d / 2); writeProfile(midHeapProfile, "heap") }()
+			heapDone = make(chan struct{})
+			go func() { time.Sleep(d / 2); writeProfile(midHeapProfile, "heap"); close(heapDone) }()
 		}
 		out[i] = measure(p.name, c, d, p.one)
+		if heapDone != nil {
+			<-heapDone // the profile is whole before the next round writes it
+		}
 		if mid != nil {
 			st := <-mid
 			out[i].Goroutines, out[i].HeapMB, out[i].StackMB = st.goroutines, st.heapMB, st.stackMB
