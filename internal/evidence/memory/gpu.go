@@ -73,26 +73,64 @@ func GPUTableDigest() string {
 	return d
 }
 
-// LookupGPU finds a GPU by name or alias, case-insensitively and ignoring
-// spaces, dashes and underscores. An unknown name is an error naming the
-// closest entries and --gpu-memory-gib.
+// LookupGPU finds a GPU by any name form an engine host prints for it:
+// the table name, an alias, or the device name as nvidia-smi and
+// torch.cuda.get_device_name print it ("NVIDIA H100 80GB HBM3", "Tesla
+// T4", "AMD Instinct MI300X"), vLLM's spelling of it in tuned-config
+// file names ("NVIDIA_H100_80GB_HBM3", "AMD_Instinct_MI300X") and the
+// Kubernetes GPU feature-discovery label ("NVIDIA-A100-SXM4-80GB"). Case,
+// punctuation and the vendor words (NVIDIA, AMD, Tesla, GeForce,
+// Instinct) do not count. An unknown name is an error naming the closest
+// entries and --gpu-memory-gib.
 func LookupGPU(name string) (GPU, error) {
 	t, _, err := loadGPUTable()
 	if err != nil {
 		return GPU{}, err
 	}
-	want := normGPU(name)
-	for _, g := range t.GPUs {
-		if normGPU(g.Name) == want || normGPU(g.DeviceName) == want {
-			return g, nil
-		}
-		for _, a := range g.Aliases {
-			if normGPU(a) == want {
+	want := gpuKey(name)
+	if want != "" {
+		for _, g := range t.GPUs {
+			if slices.Contains(g.keys(), want) {
 				return g, nil
 			}
 		}
 	}
 	return GPU{}, fmt.Errorf("--gpu %q: not in the built-in GPU table; closest: %s; or give its memory with --gpu-memory-gib", name, strings.Join(closeGPUs(t.GPUs, want), ", "))
+}
+
+// keys are the lookup keys of every name the row answers to.
+func (g GPU) keys() []string {
+	ks := []string{gpuKey(g.Name), gpuKey(g.DeviceName)}
+	for _, a := range g.Aliases {
+		ks = append(ks, gpuKey(a))
+	}
+	return ks
+}
+
+// gpuVendorWords are dropped from the front of a name's key: engine
+// hosts print them inconsistently ("NVIDIA A10" and "A10", "Tesla T4"
+// and "T4", "NVIDIA GeForce RTX 4090" and "RTX 4090").
+var gpuVendorWords = []string{"nvidia", "amd", "tesla", "geforce", "instinct"}
+
+// gpuKey is a name's lookup key: lower case, letters and digits only,
+// leading vendor words dropped.
+func gpuKey(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		}
+	}
+	k := b.String()
+	for again := true; again; {
+		again = false
+		for _, w := range gpuVendorWords {
+			if rest, ok := strings.CutPrefix(k, w); ok && rest != "" {
+				k, again = rest, true
+			}
+		}
+	}
+	return k
 }
 
 // HardwareFor turns a table row into the plan's hardware spec.
@@ -131,11 +169,6 @@ func ResolveHardware(name string, gib float64, count int) (HardwareSpec, error) 
 	return hw, nil
 }
 
-func normGPU(s string) string {
-	s = strings.ToLower(strings.TrimSpace(s))
-	return strings.NewReplacer(" ", "", "-", "", "_", "").Replace(s)
-}
-
 // closeGPUs ranks table names by edit distance to want (substring matches
 // first) and returns the best three.
 func closeGPUs(gpus []GPU, want string) []string {
@@ -146,8 +179,7 @@ func closeGPUs(gpus []GPU, want string) []string {
 	var cs []cand
 	for _, g := range gpus {
 		best := 1 << 30
-		for _, n := range append([]string{g.Name, g.DeviceName}, g.Aliases...) {
-			n = normGPU(n)
+		for _, n := range g.keys() {
 			d := editDistance(want, n)
 			if want != "" && (strings.Contains(n, want) || strings.Contains(want, n)) {
 				d = 0
