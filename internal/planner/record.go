@@ -48,8 +48,8 @@ func execution(res Result, p memory.Prediction) (execfp.Input, string, error) {
 		ep = tp * dp
 	}
 	in.Topology = execfp.Topology{TP: &tp, PP: &pp, DP: &dp, EP: &ep, WorldSize: ptr(tp * pp * dp)}
-	in.Shape = execfp.WorkloadShape{MaxNumBatchedTokens: ptr(l.MaxNumBatchedTokens), MaxNumSeqs: ptr(l.MaxNumSeqs),
-		MaxModelLen: ptr(l.MaxModelLen)}
+	in.Shape = execfp.WorkloadShape{MaxNumBatchedTokens: resolved(l.MaxNumBatchedTokens), MaxNumSeqs: resolved(l.MaxNumSeqs),
+		MaxModelLen: resolved(l.MaxModelLen)}
 	if l.EnforceEager {
 		mode := execfp.GraphNone
 		in.Graph = execfp.Graph{Mode: &mode, CaptureSizes: &[]int{}}
@@ -74,9 +74,12 @@ func engineConfig(l memory.LaunchConfig) *execfp.EngineConfig {
 	if dtype == "" {
 		dtype = "auto"
 	}
-	bs := int(l.BlockSize)
-	return &execfp.EngineConfig{DType: &dtype, Quantization: &q, KVCacheDType: &kv, BlockSize: &bs,
-		MaxModelLen: ptr(l.MaxModelLen), MaxNumSeqs: ptr(l.MaxNumSeqs), MaxNumBatchedTokens: ptr(l.MaxNumBatchedTokens),
+	var bs *int
+	if l.BlockSize > 0 { // the block size depends on the attention kind: unresolved for a model the plan cannot size
+		bs = ptr(int(l.BlockSize))
+	}
+	return &execfp.EngineConfig{DType: &dtype, Quantization: &q, KVCacheDType: &kv, BlockSize: bs,
+		MaxModelLen: resolved(l.MaxModelLen), MaxNumSeqs: resolved(l.MaxNumSeqs), MaxNumBatchedTokens: resolved(l.MaxNumBatchedTokens),
 		GPUMemoryUtilization: ptr(l.GPUMemoryUtilization), KVCacheMemoryBytes: kvMemory(l), EnforceEager: ptr(l.EnforceEager),
 		TensorParallelSize: ptr(max(1, l.TP)), PipelineParallelSize: ptr(max(1, l.PP)), DataParallelSize: ptr(max(1, l.DP)),
 		EnableExpertParallel: ptr(l.EnableExpertParallel), Other: map[string]string{}}
@@ -158,6 +161,17 @@ func (r Result) inputs() []string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// resolved is a launch figure the calculator filled in, or missing (nil)
+// where it left it zero: a plan that stopped before resolving the launch
+// (an architecture it cannot size) records those fields as not known
+// rather than as 0, which no engine runs with.
+func resolved(v int64) *int64 {
+	if v <= 0 {
+		return nil
+	}
+	return &v
+}
 
 func sortedUnique(s []string) []string {
 	slices.Sort(s)

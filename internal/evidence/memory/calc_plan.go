@@ -30,6 +30,14 @@ func plan(in PlanInput) (Prediction, error) {
 		return Prediction{}, err
 	}
 	if pl.a.UnknownReason != "" {
+		// The engine's own defaults do not depend on the model: the
+		// record says what launch was planned even when the model
+		// cannot be sized.
+		l := pl.in.Launch
+		if err := pl.fillEngineDefaults(&l); err != nil {
+			return Prediction{}, err
+		}
+		pl.p.Launch = l
 		pl.unknown(pl.a.UnknownReason)
 		return pl.finish(), nil
 	}
@@ -132,7 +140,23 @@ func (pl *planner) resolve() error {
 // fillLaunch gives the parallelism, memory share, context length and batch
 // limits their defaults, refusing values outside what the model allows.
 func (pl *planner) fillLaunch(l *LaunchConfig) error {
-	a, f := pl.a, pl.f
+	if err := pl.fillEngineDefaults(l); err != nil {
+		return err
+	}
+	a := pl.a
+	if l.MaxModelLen == 0 {
+		l.MaxModelLen = a.MaxPosition
+	}
+	if l.MaxModelLen < 0 || l.MaxModelLen > a.MaxPosition {
+		return fmt.Errorf("--max-model-len %d: must be in [1, %d] (config.json max_position_embeddings)", l.MaxModelLen, a.MaxPosition)
+	}
+	return nil
+}
+
+// fillEngineDefaults fills what the engine's version and the GPU decide
+// whatever the model: parallelism, memory share and batch limits.
+func (pl *planner) fillEngineDefaults(l *LaunchConfig) error {
+	f := pl.f
 	for _, p := range []*int{&l.TP, &l.PP, &l.DP} {
 		if *p == 0 {
 			*p = 1
@@ -144,11 +168,8 @@ func (pl *planner) fillLaunch(l *LaunchConfig) error {
 	if l.GPUMemoryUtilization <= 0 || l.GPUMemoryUtilization > 1 || math.IsNaN(l.GPUMemoryUtilization) {
 		return fmt.Errorf("--gpu-memory-utilization %v: must be in (0, 1]", l.GPUMemoryUtilization)
 	}
-	if l.MaxModelLen == 0 {
-		l.MaxModelLen = a.MaxPosition
-	}
-	if l.MaxModelLen < 0 || l.MaxModelLen > a.MaxPosition {
-		return fmt.Errorf("--max-model-len %d: must be in [1, %d] (config.json max_position_embeddings)", l.MaxModelLen, a.MaxPosition)
+	if l.MaxModelLen < 0 {
+		return fmt.Errorf("--max-model-len %d: must be positive", l.MaxModelLen)
 	}
 	if l.MaxNumSeqs < 0 || l.MaxNumBatchedTokens < 0 || l.BlockSize < 0 {
 		return fmt.Errorf("launch: max_num_seqs, max_num_batched_tokens and block_size must not be negative")
