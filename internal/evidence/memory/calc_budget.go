@@ -25,7 +25,7 @@ func (pl *planner) budget() {
 	}
 	avail := make([]Component, len(p.Ranks))
 	for i := range p.Ranks {
-		avail[i] = pl.available(p.Ranks[i].WeightBytes.Bytes)
+		avail[i] = pl.available(p.Ranks[i].WeightBytes)
 	}
 	pl.blocks(avail)
 	pl.fit(avail)
@@ -42,8 +42,8 @@ func requested(total int64, util float64, rounding string) int64 {
 }
 
 // available is one stage's KV budget with its band: the lower edge takes
-// every overhead at its upper edge.
-func (pl *planner) available(weights int64) Component {
+// the weights and every overhead at their upper edges.
+func (pl *planner) available(weights Component) Component {
 	p := pl.p
 	if kb := p.Launch.KVCacheMemoryBytes; kb != nil {
 		// --kv-cache-memory: profiling is skipped and the value is the
@@ -54,11 +54,11 @@ func (pl *planner) available(weights int64) Component {
 	if p.CUDAGraphApplied {
 		cg = p.CUDAGraphEstimate
 	}
-	r := p.RequestedBytes - weights
+	r := p.RequestedBytes
 	c := Component{
-		Bytes:  r - p.ActivationPeak.Bytes - p.NonTorch.Bytes - cg.Bytes,
-		Lower:  r - p.ActivationPeak.Upper - p.NonTorch.Upper - cg.Upper,
-		Upper:  r - p.ActivationPeak.Lower - p.NonTorch.Lower - cg.Lower,
+		Bytes:  r - weights.Bytes - p.ActivationPeak.Bytes - p.NonTorch.Bytes - cg.Bytes,
+		Lower:  r - weights.Upper - p.ActivationPeak.Upper - p.NonTorch.Upper - cg.Upper,
+		Upper:  r - weights.Lower - p.ActivationPeak.Lower - p.NonTorch.Lower - cg.Lower,
 		Status: StatusPredicted,
 	}
 	c.Source = sortedUnique(append(append(append([]string{}, p.ActivationPeak.Source...), p.NonTorch.Source...), cg.Source...))

@@ -104,8 +104,9 @@ func TestWeightsPerGPU(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := planOf(t, c.spec, "H100", c.l)
-			if p.WeightBytesPerRank.Status != StatusDerived {
-				t.Fatalf("weights %s: %s", p.WeightBytesPerRank.Status, p.WeightBytesPerRank.Reason)
+			w := p.WeightBytesPerRank
+			if !w.Known() || w.Lower != w.Bytes {
+				t.Fatalf("weights %s [%d, %d]: %s", w.Status, w.Lower, w.Upper, w.Reason)
 			}
 			if len(p.Ranks) != len(c.want) {
 				t.Fatalf("%d stages, want %d", len(p.Ranks), len(c.want))
@@ -268,5 +269,41 @@ func TestExtraLayersSkippedForDeepSeek(t *testing.T) {
 	ls.Tensors = append(ls.Tensors, fixture.Tensor{Name: "model.layers.32.mlp.up_proj.weight", DType: "BF16", Shape: []int64{14336, 4096}})
 	if q := planOf(t, ls, "H100", LaunchConfig{}); q.WeightBytesPerRank.Known() {
 		t.Fatalf("layer 32 of a 32-layer Llama: %+v", q.WeightBytesPerRank)
+	}
+}
+
+// MXFP4's post-load layout is not fully modelled: the weights are a
+// prediction whose band reaches above the header bytes (gpt-oss-120b logs
+// 5.6-7.9 % above them), the fit is decided with the band's upper edge,
+// and the plan says so; exact checkpoints keep a zero-width band.
+func TestMXFP4WeightsBand(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		spec       fixture.Spec
+		wantWidth  bool
+		wantStatus ComponentStatus
+	}{
+		{"gpt-oss-20b", fixture.Build(fixture.GptOss20B(), 1), true, StatusPredicted},
+		{"Llama-3.1-8B", fixture.Build(fixture.Llama31_8B(), 1), false, StatusDerived},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := planOf(t, tc.spec, "H100", LaunchConfig{})
+			w := p.WeightBytesPerRank
+			if w.Status != tc.wantStatus || (w.Upper > w.Bytes) != tc.wantWidth || w.Lower != w.Bytes {
+				t.Fatalf("weights %s [%d, %d, %d]; want %s, band above: %v", w.Status, w.Lower, w.Bytes, w.Upper, tc.wantStatus, tc.wantWidth)
+			}
+			if tc.wantWidth {
+				if got := float64(w.Upper-w.Bytes) / float64(w.Bytes); got < 0.079 {
+					t.Errorf("band reaches %.3f above the header bytes; the logged runs reach 0.079", got)
+				}
+				a := p.AvailableKVBytes
+				if a.Bytes-a.Lower < w.Upper-w.Bytes {
+					t.Errorf("available KV band [%d, %d] does not carry the weights' band (%d)", a.Lower, a.Bytes, w.Upper-w.Bytes)
+				}
+				if !strings.Contains(strings.Join(p.Notes, "\n"), "MXFP4") {
+					t.Errorf("no note on the MXFP4 layout: %v", p.Notes)
+				}
+			}
+		})
 	}
 }
