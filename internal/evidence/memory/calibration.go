@@ -163,7 +163,8 @@ func samplerLogitsBytes(maxNumSeqs, maxNumBatchedTokens, vocab int64) int64 {
 }
 
 // ratioFit is a calibrated proportional formula: value = Coef × driver,
-// band [Lo, Hi] × driver, widened by the log resolution.
+// band [Lo, Hi] × driver (the 90 % prediction band of the entries'
+// ratios, band.go), widened by the log resolution.
 type ratioFit struct {
 	Coef, Lo, Hi float64
 	IDs          []string
@@ -171,13 +172,15 @@ type ratioFit struct {
 
 func (f ratioFit) component(driver int64, src []string) Component {
 	b := int64(math.Round(f.Coef * float64(driver)))
-	lo := int64(math.Floor(f.Lo*float64(driver))) - LogResolutionBytes
+	// Memory taken is never negative: a wide band (few entries that
+	// disagree) stops at 0.
+	lo := max(int64(math.Floor(f.Lo*float64(driver)))-LogResolutionBytes, 0)
 	hi := int64(math.Ceil(f.Hi*float64(driver))) + LogResolutionBytes
 	return Component{Bytes: b, Lower: min(lo, b), Upper: max(hi, b), Status: StatusPredicted, Source: sortedUnique(append(src, f.IDs...))}
 }
 
 // levelFit is a calibrated level: the median of the entries, band their
-// range widened by the log resolution. A NonNegative level is memory
+// 90 % prediction band (band.go) widened by the log resolution. A NonNegative level is memory
 // taken, which cannot be below zero: its lower edge stops at 0 instead of
 // being widened past it. Floored names the entries whose logged figure was
 // negative and entered the fit as 0.
@@ -301,7 +304,8 @@ func fitActivation(set CalibrationSet, scope calScope, class string) (ratioFit, 
 	if len(rs) < minCalibrationEntries {
 		return ratioFit{}, fmt.Errorf("activation peak: %d calibration entries for mechanism class %s, need %d", len(rs), class, minCalibrationEntries)
 	}
-	return ratioFit{Coef: median(rs), Lo: slices.Min(rs), Hi: slices.Max(rs), IDs: ids}, nil
+	lo, hi := predictionBand(rs)
+	return ratioFit{Coef: median(rs), Lo: lo, Hi: hi, IDs: ids}, nil
 }
 
 // fitNonTorch calibrates the non-torch level for one tensor-parallel
@@ -323,7 +327,8 @@ func fitNonTorch(set CalibrationSet, scope calScope, tp, pp int) (levelFit, erro
 	if len(vs) < minCalibrationEntries {
 		return levelFit{}, fmt.Errorf("non-torch memory: %d calibration entries at tp=%d pp=%d, need %d", len(vs), tp, pp, minCalibrationEntries)
 	}
-	return levelFit{Median: median(vs), Lo: slices.Min(vs), Hi: slices.Max(vs), IDs: ids}, nil
+	lo, hi := predictionBandBytes(vs)
+	return levelFit{Median: median(vs), Lo: lo, Hi: hi, IDs: ids}, nil
 }
 
 // fitCUDAGraph calibrates the memory taken by graph capture (estimate
@@ -369,7 +374,8 @@ func fitCUDAGraph(set CalibrationSet, scope calScope, class string, estimate boo
 	if len(vs) < minCalibrationEntries {
 		return levelFit{}, fmt.Errorf("%s: %d calibration entries for mechanism class %s at the default capture sizes, need %d", what, len(vs), class, minCalibrationEntries)
 	}
-	return levelFit{Median: median(vs), Lo: slices.Min(vs), Hi: slices.Max(vs), IDs: ids, NonNegative: true, Floored: floored}, nil
+	lo, hi := predictionBandBytes(vs)
+	return levelFit{Median: median(vs), Lo: lo, Hi: hi, IDs: ids, NonNegative: true, Floored: floored}, nil
 }
 
 // median is the middle value, or the mean of the two middle values (an
