@@ -473,3 +473,19 @@ func TestPlanVersionFallback(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanV0Unknown: V0's accounting (one free-memory drop) is not the
+// formula the calculator implements, so a 0.6/0.7 plan is unknown and
+// says why rather than giving a V1 figure.
+func TestPlanV0Unknown(t *testing.T) {
+	h, cfg := headersOf(t, fixture.Build(fixture.Llama31_8B(), 1))
+	for _, v := range []string{"0.6.3", "0.7.3"} {
+		p, err := Plan(PlanInput{Headers: h, Config: cfg, Hardware: mustGPU(t, "H100"), Facts: mustFacts(t, v), Launch: LaunchConfig{MaxModelLen: 16000}, Calibration: mustSeed(t)})
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		if p.Status != PredictionUnknown || !slices.ContainsFunc(p.UnknownReasons, func(r string) bool { return strings.Contains(r, "v0_free_memory_drop") }) {
+			t.Errorf("%s: status %s reasons %q, want unknown naming the V0 formula", v, p.Status, p.UnknownReasons)
+		}
+	}
+}
