@@ -113,7 +113,7 @@ func evReleasesCmd(f *evFlags) *cobra.Command {
 	c := &cobra.Command{Use: "releases", Short: "The vLLM release index freshness is judged against"}
 	c.AddCommand(&cobra.Command{
 		Use:   "import FILE",
-		Short: "Replace the store's vLLM release index (narwhal.vllm-releases v1: versions and release dates)",
+		Short: "Replace the store's vLLM release index (narwhal.vllm-releases v1 or v2: versions, release dates and, in v2, how each date was established)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			raw, err := readInput(args[0])

@@ -85,7 +85,7 @@ func TestPlanBadInputWritesNothing(t *testing.T) {
 		{"no model dir", []string{"--gpu", "h100-sxm"}, "--model-dir is required"},
 		{"unknown gpu", []string{"--model-dir", model, "--gpu", "h900"}, "h900"},
 		{"no gpu", []string{"--model-dir", model}, "--gpu is required"},
-		{"old vllm", []string{"--model-dir", model, "--gpu", "h100-sxm", "--vllm-version", "0.1.0"}, "--vllm-version"},
+		{"malformed vllm version", []string{"--model-dir", model, "--gpu", "h100-sxm", "--vllm-version", "banana"}, "--vllm-version"},
 		{"torn header", []string{"--model-dir", torn, "--gpu", "h100-sxm"}, "model.safetensors"},
 		{"bad format", []string{"--model-dir", model, "--gpu", "h100-sxm", "--format", "yaml"}, "--format"},
 		{"missing log", []string{"--model-dir", model, "--gpu", "h100-sxm", "--compare-log", "/nonexistent.log"}, "nonexistent.log"},

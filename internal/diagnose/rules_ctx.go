@@ -158,6 +158,9 @@ func (c *ruleCtx) resolveEngine() {
 	if v := c.f.EngineVersion; v != nil {
 		if ef, _, err := memory.LoadFacts(fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch)); err == nil {
 			c.ef = ef
+			if n := ef.FallbackNote(); n != "" {
+				c.note(n)
+			}
 			return
 		}
 		c.note(fmt.Sprintf("no pinned engine facts for vLLM %d.%d; the defaults of vLLM %s are assumed", v.Major, v.Minor, memory.DefaultVLLMVersion))

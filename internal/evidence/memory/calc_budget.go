@@ -62,6 +62,19 @@ func (pl *planner) available(weights Component) Component {
 		Status: StatusPredicted,
 	}
 	c.Source = sortedUnique(append(append(append([]string{}, p.ActivationPeak.Source...), p.NonTorch.Source...), cg.Source...))
+	return pl.widenForFallback(c)
+}
+
+// widenForFallback widens the available-KV band when the facts are the
+// nearest pinned range standing in for another version (FallbackNote).
+func (pl *planner) widenForFallback(c Component) Component {
+	fb := pl.f.Fallback
+	if fb == nil {
+		return c
+	}
+	w := int64(math.Ceil(float64(pl.p.RequestedBytes) * fallbackWidenFraction(fb.Distance)))
+	c.Lower -= w
+	c.Upper += w
 	return c
 }
 

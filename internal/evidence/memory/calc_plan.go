@@ -86,6 +86,9 @@ func (pl *planner) start() error {
 		ConfigDigest: canon.Digest(in.Config), HeadersDigest: hd,
 	}
 	pl.src = []string{fd, cd}
+	if n := in.Facts.FallbackNote(); n != "" {
+		pl.note(n)
+	}
 	for _, w := range in.Headers.Warnings {
 		pl.note("headers: " + w)
 	}

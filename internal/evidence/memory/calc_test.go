@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -439,5 +440,52 @@ func TestHeaderWarningsNoted(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(p.Notes, "|"), "total_size 1 disagrees") {
 		t.Fatalf("notes %v", p.Notes)
+	}
+}
+
+// TestPlanVersionFallback: versions outside the pinned ranges plan with
+// the nearest facts, a note naming them and a wider available-KV band.
+func TestPlanVersionFallback(t *testing.T) {
+	h, cfg := headersOf(t, fixture.Build(fixture.Llama31_8B(), 1))
+	plan := func(v string) Prediction {
+		t.Helper()
+		p, err := Plan(PlanInput{Headers: h, Config: cfg, Hardware: mustGPU(t, "H100"), Facts: mustFacts(t, v), Launch: LaunchConfig{MaxModelLen: 16000, EnforceEager: true}, Calibration: mustSeed(t)})
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		return p
+	}
+	cases := []struct{ version, base, label string }{
+		{"0.14.0", "0.11.0", "0.10"}, {"0.19.0", "0.11.0", "0.10"}, {"0.33.0", "0.21.0", "0.21"}, {"0.40.0", "0.21.0", "0.21"},
+	}
+	for _, c := range cases {
+		p, b := plan(c.version), plan(c.base)
+		if !slices.ContainsFunc(p.Notes, func(n string) bool {
+			return strings.Contains(n, "vLLM "+c.version+" planned with the facts of "+c.label)
+		}) {
+			t.Errorf("%s: no fallback note in %q", c.version, p.Notes)
+		}
+		if p.Status != b.Status || p.EngineFactsDigest != b.EngineFactsDigest {
+			t.Errorf("%s: status %s digest %s, want the pinned %s plan's %s %s", c.version, p.Status, p.EngineFactsDigest, c.base, b.Status, b.EngineFactsDigest)
+		}
+		if p.Status == PredictionKnown && (p.AvailableKVBytes.Lower >= b.AvailableKVBytes.Lower || p.AvailableKVBytes.Upper <= b.AvailableKVBytes.Upper) {
+			t.Errorf("%s: band [%d, %d] not wider than %s's [%d, %d]", c.version, p.AvailableKVBytes.Lower, p.AvailableKVBytes.Upper, c.base, b.AvailableKVBytes.Lower, b.AvailableKVBytes.Upper)
+		}
+	}
+}
+
+// TestPlanV0Unknown: V0's accounting (one free-memory drop) is not the
+// formula the calculator implements, so a 0.6/0.7 plan is unknown and
+// says why rather than giving a V1 figure.
+func TestPlanV0Unknown(t *testing.T) {
+	h, cfg := headersOf(t, fixture.Build(fixture.Llama31_8B(), 1))
+	for _, v := range []string{"0.6.3", "0.7.3"} {
+		p, err := Plan(PlanInput{Headers: h, Config: cfg, Hardware: mustGPU(t, "H100"), Facts: mustFacts(t, v), Launch: LaunchConfig{MaxModelLen: 16000}, Calibration: mustSeed(t)})
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		if p.Status != PredictionUnknown || !slices.ContainsFunc(p.UnknownReasons, func(r string) bool { return strings.Contains(r, "v0_free_memory_drop") }) {
+			t.Errorf("%s: status %s reasons %q, want unknown naming the V0 formula", v, p.Status, p.UnknownReasons)
+		}
 	}
 }

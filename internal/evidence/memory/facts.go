@@ -32,6 +32,17 @@ type EngineFacts struct {
 	// Uncertain lists the facts of this entry that are recorded from a
 	// nearby version or inferred, not read at a tag of this range.
 	Uncertain []string `json:"uncertain"`
+	// Fallback is set by LoadFacts when the version asked for lies outside
+	// every pinned range and this entry, the nearest, stands in for it. It
+	// is not part of the entry (nor of its digest).
+	Fallback *FactsFallback `json:"-"`
+}
+
+// FactsFallback says which version the nearest facts stand in for and how
+// many minor releases lie between them.
+type FactsFallback struct {
+	Requested string // the version asked for, normalised ("0.40.0")
+	Distance  int    // minor releases from the nearest pinned range (≥ 1)
 }
 
 // Accounting is how the version turns total memory into a KV budget
@@ -255,7 +266,9 @@ func SupportedVersions() []string {
 
 // LoadFacts returns the pinned facts for a vLLM version ("0.11.0", or a
 // minor like "0.11") and the digest of that entry. A version no entry
-// covers is an error naming the supported ranges.
+// covers gets the nearest preceding entry (nearestEntry) with Fallback set,
+// so the plan can widen its band and say so; only a malformed version is
+// an error.
 func LoadFacts(version string) (EngineFacts, string, error) {
 	f, err := loadFactsFile()
 	if err != nil {
@@ -265,15 +278,91 @@ func LoadFacts(version string) (EngineFacts, string, error) {
 	if err != nil {
 		return EngineFacts{}, "", fmt.Errorf("--vllm-version %q: %v; give a release such as 0.11.0", version, err)
 	}
-	for _, e := range f.Entries {
-		lo, _ := evidence.ParseVersion(e.MinVersion)
-		hi, _ := evidence.ParseVersion(e.MaxVersion)
-		if v.Compare(lo) >= 0 && v.Compare(hi) < 0 {
-			d, err := FactsDigest(e)
-			return e, d, err
+	if len(f.Entries) == 0 {
+		return EngineFacts{}, "", fmt.Errorf("engine facts: no entries; the embedded data/engine_facts.json is broken, rebuild narwhal")
+	}
+	i, dist := nearestEntry(f.Entries, v)
+	e := f.Entries[i]
+	d, err := FactsDigest(e)
+	if dist > 0 {
+		e.Fallback = &FactsFallback{Requested: v.String(), Distance: dist}
+	}
+	return e, d, err
+}
+
+// nearestEntry is the index of the entry covering v (distance 0), else
+// of the nearest entry not newer than v, else (v older than every entry)
+// of the oldest. The preceding entry, not the nearer newer one, because a
+// change vLLM made at a release stays in the releases after it (the
+// CUDA-graph subtraction, default since 0.21.0, is not in 0.19).
+func nearestEntry(es []EngineFacts, v evidence.Version) (int, int) {
+	best, bestDist, oldest := -1, 0, 0
+	for i, e := range es {
+		if mustVersion(e.MinVersion).Compare(mustVersion(es[oldest].MinVersion)) < 0 {
+			oldest = i
+		}
+		d := rangeDistance(e, v)
+		if d == 0 {
+			return i, 0
+		}
+		if v.Compare(mustVersion(e.MaxVersion)) >= 0 && (best < 0 || d < bestDist) {
+			best, bestDist = i, d
 		}
 	}
-	return EngineFacts{}, "", fmt.Errorf("--vllm-version %s: no pinned engine facts for this version; supported: %s", version, strings.Join(SupportedVersions(), ", "))
+	if best < 0 {
+		return oldest, rangeDistance(es[oldest], v)
+	}
+	return best, bestDist
+}
+
+// rangeDistance counts the minor releases between v and an entry's range
+// [min, max): 0 inside it, else the minors to its first or last minor.
+func rangeDistance(e EngineFacts, v evidence.Version) int {
+	lo, hi := mustVersion(e.MinVersion), mustVersion(e.MaxVersion)
+	switch {
+	case v.Compare(lo) < 0:
+		return minorIndex(lo) - minorIndex(v)
+	case v.Compare(hi) >= 0:
+		return minorIndex(v) - minorIndex(hi) + 1
+	}
+	return 0
+}
+
+// minorIndex numbers minor release lines so that their difference counts
+// minors (a major release counts as 1000).
+func minorIndex(v evidence.Version) int { return v.Major*1000 + v.Minor }
+
+// mustVersion parses a version parseFactsFile has already checked.
+func mustVersion(s string) evidence.Version {
+	v, _ := evidence.ParseVersion(s)
+	return v
+}
+
+// FallbackNote is the plan note for facts standing in for another
+// version, or "" when they cover it.
+func (e EngineFacts) FallbackNote() string {
+	fb := e.Fallback
+	if fb == nil {
+		return ""
+	}
+	return fmt.Sprintf("vLLM %s planned with the facts of %s [%s, %s): no pinned facts cover it (%d minor release(s) away); the available-KV band is widened by %s of requested memory each side",
+		fb.Requested, e.Version, e.MinVersion, e.MaxVersion, fb.Distance, fallbackWidenLabel(fb.Distance))
+}
+
+// Fallback widening: 1 % of requested memory per minor release of
+// distance, at most 10 %. A judgement, not a measurement: vLLM's non-KV
+// overheads moved by a few percent of memory between the pinned ranges.
+const (
+	fallbackWidenPerMinor = 0.01
+	fallbackWidenMax      = 0.10
+)
+
+func fallbackWidenFraction(dist int) float64 {
+	return min(fallbackWidenMax, fallbackWidenPerMinor*float64(dist))
+}
+
+func fallbackWidenLabel(dist int) string {
+	return fmt.Sprintf("%g %%", fallbackWidenFraction(dist)*100)
 }
 
 // FactsDigest is the digest of one facts entry's canonical form.

@@ -20,15 +20,6 @@ func TestLoadFactsVersions(t *testing.T) {
 			t.Errorf("%s: shared rules not resolved into the entry", c.version)
 		}
 	}
-	for _, v := range []string{"0.12.0", "0.7.3", "latest"} {
-		_, _, err := LoadFacts(v)
-		if err == nil || strings.Contains(err.Error(), "\n") {
-			t.Errorf("%s: err %v", v, err)
-		}
-		if err != nil && v != "latest" && !strings.Contains(err.Error(), "supported: 0.8 [0.8.0, 0.9.0)") {
-			t.Errorf("%s: error does not list the supported ranges: %v", v, err)
-		}
-	}
 	// The digest covers the rules: changing one rule changes it.
 	f, d, _ := LoadFacts("0.11.0")
 	g := f
@@ -37,6 +28,50 @@ func TestLoadFactsVersions(t *testing.T) {
 	g.RuleSets[0].Rules[0].Kind = "replicated"
 	if d2, _ := FactsDigest(g); d2 == d {
 		t.Fatal("the facts digest ignores the sharding rules")
+	}
+}
+
+// TestLoadFactsVersionFallback: a version no pinned range covers gets the
+// nearest range with Fallback set (never refused); only a malformed
+// version is an error.
+func TestLoadFactsVersionFallback(t *testing.T) {
+	cases := []struct {
+		version, label string
+		dist           int
+	}{
+		{"0.11.0", "0.10", 0},
+		{"0.14.0", "0.10", 3},
+		{"0.19.1", "0.10", 8},
+		{"0.1.0", "0.6", 5},
+		{"0.7.3", "0.6", 0},
+		{"0.33.0", "0.21", 12},
+		{"0.40", "0.21", 19},
+	}
+	for _, c := range cases {
+		f, d, err := LoadFacts(c.version)
+		if err != nil || f.Version != c.label || d == "" {
+			t.Errorf("%s: facts %s digest %q err %v, want %s", c.version, f.Version, d, err, c.label)
+			continue
+		}
+		got := 0
+		if f.Fallback != nil {
+			got = f.Fallback.Distance
+		}
+		if got != c.dist {
+			t.Errorf("%s: fallback distance %d, want %d", c.version, got, c.dist)
+		}
+		if n := f.FallbackNote(); (c.dist > 0) != strings.Contains(n, "planned with the facts of "+c.label) {
+			t.Errorf("%s: note %q", c.version, n)
+		}
+		if _, pinned, _ := LoadFacts(f.MinVersion); pinned != d {
+			t.Errorf("%s: the digest is not the pinned entry's", c.version)
+		}
+	}
+	for _, v := range []string{"banana", "latest", ""} {
+		_, _, err := LoadFacts(v)
+		if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "give a release such as") {
+			t.Errorf("%q: err %v, want a one-line error saying how to fix it", v, err)
+		}
 	}
 }
 

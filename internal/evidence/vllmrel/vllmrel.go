@@ -16,10 +16,12 @@ import (
 	"github.com/narwhal-go/narwhal/internal/evidence/store"
 )
 
-// Schema of the index document.
+// Schema of the index document. Version 2 adds a release's date_basis
+// (how its date was established) and allows an unknown date; version 1
+// documents (every date given, no basis) are still read.
 const (
 	Schema        = "narwhal.vllm-releases"
-	SchemaVersion = 1
+	SchemaVersion = 2
 )
 
 //go:embed releases.json
@@ -36,7 +38,11 @@ type Index struct {
 // Release is one vLLM release and the day it was published (UTC).
 type Release struct {
 	Version string `json:"version"`
-	Date    string `json:"date"` // YYYY-MM-DD
+	// Date is YYYY-MM-DD, or "" (v2 only) when it could not be
+	// established; DateBasis then says why.
+	Date string `json:"date"`
+	// DateBasis says how the date was established (v2; "" in v1).
+	DateBasis string `json:"date_basis"`
 }
 
 // Shipped returns the index built into narwhal.
@@ -55,15 +61,12 @@ func Parse(raw []byte) (Index, error) {
 	if err := store.StrictDecode(raw, &ix); err != nil {
 		return ix, fmt.Errorf("release index: %w", err)
 	}
-	if ix.Schema != Schema || ix.SchemaVersion != SchemaVersion {
-		return ix, fmt.Errorf("release index: schema %q version %d: want %q version %d", ix.Schema, ix.SchemaVersion, Schema, SchemaVersion)
+	if ix.Schema != Schema || ix.SchemaVersion < 1 || ix.SchemaVersion > SchemaVersion {
+		return ix, fmt.Errorf("release index: schema %q version %d: want %q version 1 or %d; re-export it in that form", ix.Schema, ix.SchemaVersion, Schema, SchemaVersion)
 	}
 	for i, r := range ix.Releases {
-		if _, err := evidence.ParseVersion(r.Version); err != nil {
+		if err := checkRelease(r, ix.SchemaVersion); err != nil {
 			return ix, fmt.Errorf("release index: releases[%d]: %w", i, err)
-		}
-		if _, err := time.Parse(time.DateOnly, r.Date); err != nil {
-			return ix, fmt.Errorf("release index: releases[%d] (%s): date %q: want YYYY-MM-DD", i, r.Version, r.Date)
 		}
 	}
 	sort.Slice(ix.Releases, func(i, j int) bool {
@@ -74,16 +77,51 @@ func Parse(raw []byte) (Index, error) {
 	return ix, nil
 }
 
+// checkRelease validates one release against the rules of its schema
+// version: v1 needs a date and no basis; v2 needs a basis, and a date
+// unless the basis says it is unknown.
+func checkRelease(r Release, version int) error {
+	if _, err := evidence.ParseVersion(r.Version); err != nil {
+		return err
+	}
+	switch {
+	case version == 1 && r.DateBasis != "":
+		return fmt.Errorf("%s: date_basis needs schema_version 2", r.Version)
+	case version >= 2 && r.DateBasis == "":
+		return fmt.Errorf("%s: date_basis is empty; say how the date was established (or why it is unknown)", r.Version)
+	case r.Date == "" && version >= 2:
+		return nil
+	}
+	if _, err := time.Parse(time.DateOnly, r.Date); err != nil {
+		return fmt.Errorf("%s: date %q: want YYYY-MM-DD", r.Version, r.Date)
+	}
+	return nil
+}
+
+// Undated lists the releases whose date is unknown; AsOf never includes
+// them (nothing shows they existed by any given time).
+func (ix Index) Undated() []evidence.Version {
+	out := []evidence.Version{}
+	for _, r := range ix.Releases {
+		if r.Date == "" {
+			v, _ := evidence.ParseVersion(r.Version)
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // Canonical is the index's canonical bytes and digest (it goes into the
 // decision as the freshness snapshot).
 func (ix Index) Canonical() ([]byte, string, error) { return canon.MarshalDigest(ix) }
 
-// AsOf lists the releases published on or before t.
+// AsOf lists the releases published on or before t (undated releases
+// are left out).
 func (ix Index) AsOf(t time.Time) []evidence.Version {
 	out := []evidence.Version{}
 	for _, r := range ix.Releases {
-		d, _ := time.Parse(time.DateOnly, r.Date)
-		if !d.After(t) {
+		d, err := time.Parse(time.DateOnly, r.Date)
+		if err == nil && !d.After(t) {
 			v, _ := evidence.ParseVersion(r.Version)
 			out = append(out, v)
 		}
