@@ -80,6 +80,9 @@ GPU, an unsupported vLLM version); nothing is written on bad input.`,
 	fl.Float64Var(&f.req.GPUMemoryGiB, "gpu-memory-gib", 0, "total memory per GPU in GiB, for a card the table lacks (overrides the table's)")
 	fl.IntVar(&l.TP, "tp", 1, "tensor-parallel size")
 	fl.IntVar(&l.PP, "pp", 1, "pipeline-parallel size")
+	// --dp and --enable-expert-parallel are vLLM's --data-parallel-size and
+	// --enable-expert-parallel:
+	// https://github.com/vllm-project/vllm/blob/99d7eb5d6a512cfcc5a2b104f24ebf2d6cda772b/vllm/engine/arg_utils.py
 	fl.IntVar(&l.DP, "dp", 1, "data-parallel size (vLLM --data-parallel-size): DP ranks of TP × PP GPUs each; figures stay per GPU")
 	fl.BoolVar(&l.EnableExpertParallel, "enable-expert-parallel", false, "vLLM --enable-expert-parallel: MoE experts placed whole over EP = TP × DP ranks (without it they split TP × DP ways)")
 	fl.Int64Var(&l.MaxModelLen, "max-model-len", 0, "context length to plan for (0: the model's max_position_embeddings)")
