@@ -225,7 +225,10 @@ func TestPlanParallelFlags(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("text plan exit %d", code)
 	}
-	testkit.Mentions(t, "text", text, "tp 1 × pp 1 × dp 8 = 8 GPUs", "expert parallel over 8 ranks", "per GPU", "dp > 1")
+	testkit.Mentions(t, "text", text, "on 8 × H100", "tp 1 × pp 1 × dp 8 = 8 GPUs", "expert parallel over 8 ranks", "per GPU", "dp > 1")
+	if strings.Contains(text, "the hardware lists") {
+		t.Errorf("the hardware count ignores the DP ranks:\n%s", text)
+	}
 }
 
 // A parallel size below 1 is bad input: exit 2, one line, nothing written.
