@@ -18,6 +18,29 @@ type adviceFlags struct {
 	maxModelLen int64
 	utilization float64
 	gpuGiB      float64
+	dp          int  // vLLM --data-parallel-size
+	ep          bool // vLLM --enable-expert-parallel
+}
+
+// checkLayout refuses a layout the fleet's engines cannot hold: a DP size
+// below 1, the layout flags without --model-dir, or TP × DP GPUs beyond
+// hardware.accelerators_per_engine.
+func checkLayout(cfg *fleet.Config, f adviceFlags) error {
+	if f.dp < 1 {
+		return cli.Usage("--dp must be ≥ 1, got %d", f.dp)
+	}
+	if f.modelDir == "" && (f.dp > 1 || f.ep) {
+		return cli.Usage("--dp and --enable-expert-parallel size engines with the memory calculator: add --model-dir")
+	}
+	h := cfg.Hardware
+	if h == nil || h.AcceleratorsPerEngine < 1 {
+		return nil
+	}
+	if need := max(1, h.TensorParallel) * f.dp; need > h.AcceleratorsPerEngine {
+		return cli.Invalid(fmt.Errorf("hardware.accelerators_per_engine %d: tensor_parallel %d × --dp %d needs %d; raise it or lower --dp",
+			h.AcceleratorsPerEngine, max(1, h.TensorParallel), f.dp, need))
+	}
+	return nil
 }
 
 // memoryAdvice plans the fleet's model on the fleet's hardware
@@ -26,6 +49,9 @@ type adviceFlags struct {
 // that does not fit, or a prediction that is unknown, is refused: a plan
 // must not start engines the calculator says will fail.
 func memoryAdvice(cfg *fleet.Config, f adviceFlags) (*launch.MemoryAdvice, string, error) {
+	if err := checkLayout(cfg, f); err != nil {
+		return nil, "", err
+	}
 	if f.modelDir == "" {
 		return nil, "", nil
 	}
@@ -33,7 +59,8 @@ func memoryAdvice(cfg *fleet.Config, f adviceFlags) (*launch.MemoryAdvice, strin
 		return nil, "", cli.Invalid(fmt.Errorf("--model-dir needs the fleet's hardware.accelerator (the GPU the engines run on) to plan memory"))
 	}
 	req := planner.Request{ModelDir: f.modelDir, GPU: cfg.Hardware.Accelerator, GPUMemoryGiB: f.gpuGiB,
-		Launch: memory.LaunchConfig{TP: cfg.Hardware.TensorParallel, MaxModelLen: f.maxModelLen, GPUMemoryUtilization: f.utilization}}
+		Launch: memory.LaunchConfig{TP: cfg.Hardware.TensorParallel, DP: f.dp, EnableExpertParallel: f.ep,
+			MaxModelLen: f.maxModelLen, GPUMemoryUtilization: f.utilization}}
 	if k := cfg.EngineContract; k != nil && k.VLLMVersion != "" {
 		req.VLLMVersion = k.VLLMVersion
 	}
@@ -62,5 +89,6 @@ func memoryAdvice(cfg *fleet.Config, f adviceFlags) (*launch.MemoryAdvice, strin
 	}
 	note := fmt.Sprintf("memory advice (narwhal plan, %s): --max-model-len %d --gpu-memory-utilization %g; %d KV tokens per engine, margin %d MiB per GPU",
 		p.Status, length, p.Launch.GPUMemoryUtilization, p.KVCapacityTokens, p.MarginBytes>>20)
-	return &launch.MemoryAdvice{MaxModelLen: length, GPUMemoryUtilization: p.Launch.GPUMemoryUtilization}, note, nil
+	adv := &launch.MemoryAdvice{MaxModelLen: length, GPUMemoryUtilization: p.Launch.GPUMemoryUtilization, DataParallel: f.dp, ExpertParallel: f.ep}
+	return adv, note, nil
 }

@@ -39,7 +39,14 @@ for the model's headers on hardware.accelerator at hardware.tensor_parallel
 and the contract's vLLM version: the largest feasible context unless
 --max-model-len asks for one. A model the calculator says does not fit, or
 cannot predict, is refused (exit 1). The fleet schema has no model
-directory field, so it is a flag.`
+directory field, so it is a flag.
+
+--dp and --enable-expert-parallel (with --model-dir) plan each engine as
+vLLM's --data-parallel-size and --enable-expert-parallel do, and the
+command carries them: tensor_parallel × dp GPUs per engine (refused above
+hardware.accelerators_per_engine), figures per GPU. With dp > 1 the
+calculator has no non-torch calibration, so the advice is unknown and
+refused (exit 1) with that reason.`
 
 func newPlanCmd() *cobra.Command {
 	var o planOpts
@@ -58,6 +65,8 @@ func newPlanCmd() *cobra.Command {
 	c.Flags().StringVar(&o.adv.modelDir, "model-dir", "", "the model's directory (config.json, *.safetensors): size every engine with the memory calculator")
 	c.Flags().Int64Var(&o.adv.maxModelLen, "max-model-len", 0, "with --model-dir: the context to plan for (0: the largest feasible)")
 	c.Flags().Float64Var(&o.adv.utilization, "gpu-memory-utilization", 0, "with --model-dir: the fraction of GPU memory vLLM may use (0: the version's default)")
+	c.Flags().IntVar(&o.adv.dp, "dp", 1, "with --model-dir: vLLM --data-parallel-size per engine (tensor_parallel × dp GPUs); the command carries it")
+	c.Flags().BoolVar(&o.adv.ep, "enable-expert-parallel", false, "with --model-dir: vLLM --enable-expert-parallel (MoE experts whole over tensor_parallel × dp ranks); the command carries it")
 	c.Flags().Float64Var(&o.adv.gpuGiB, "gpu-memory-gib", 0, "with --model-dir: GPU memory in GiB when hardware.accelerator is not in the built-in table")
 	return c
 }

@@ -38,6 +38,17 @@ uncertainty band, the memory left for the KV cache under
 --gpu-memory-utilization, how many KV tokens and blocks that holds, the
 largest feasible --max-model-len and the concurrency at it.
 
+Parallel layouts follow vLLM: --tp splits attention and dense layers,
+--pp splits the layers into stages, --dp runs that many replicas, each
+holding a full TP copy of the non-expert weights. A fused-MoE layer spans
+all TP × DP GPUs: with --enable-expert-parallel each EP = TP × DP rank
+holds experts/EP whole experts (the first experts % EP ranks one more),
+without it every expert is split TP × DP ways. Every figure is per GPU
+(the heaviest rank), never summed over DP ranks; the layout needs
+TP × PP × DP GPUs. With DP > 1 the non-torch memory has no calibration,
+so the plan is unknown with that reason, but weights and KV bytes per
+token are still derived per rank.
+
 Every figure says how it is known: derived from the headers, predicted by
 a formula calibrated against measured startup logs (named by digest), or
 unknown with the reason — a mechanism or method this build does not
@@ -55,6 +66,8 @@ store could not be written, 2 bad input (a malformed header, an unknown
 GPU, an unsupported vLLM version); nothing is written on bad input.`,
 		Example: `  narwhal plan --model-dir /models/Llama-3.1-8B-Instruct --gpu h100-sxm
   narwhal plan --model-dir /models/Llama-3.1-70B --gpu a100-80gb --tp 4 --max-model-len 32768
+  narwhal plan --model-dir /models/Llama-3.1-70B --gpu h100-sxm --tp 8
+  narwhal plan --model-dir /models/Qwen3-30B-A3B --gpu h100-sxm --dp 8 --enable-expert-parallel
   narwhal plan --model-dir /models/m --gpu-memory-gib 48 --format json
   narwhal plan --model-dir /models/m --gpu l40s --compare-log vllm-startup.log`,
 		Args: cobra.NoArgs,
@@ -67,6 +80,11 @@ GPU, an unsupported vLLM version); nothing is written on bad input.`,
 	fl.Float64Var(&f.req.GPUMemoryGiB, "gpu-memory-gib", 0, "total memory per GPU in GiB, for a card the table lacks (overrides the table's)")
 	fl.IntVar(&l.TP, "tp", 1, "tensor-parallel size")
 	fl.IntVar(&l.PP, "pp", 1, "pipeline-parallel size")
+	// --dp and --enable-expert-parallel are vLLM's --data-parallel-size and
+	// --enable-expert-parallel:
+	// https://github.com/vllm-project/vllm/blob/99d7eb5d6a512cfcc5a2b104f24ebf2d6cda772b/vllm/engine/arg_utils.py
+	fl.IntVar(&l.DP, "dp", 1, "data-parallel size (vLLM --data-parallel-size): DP ranks of TP × PP GPUs each; figures stay per GPU")
+	fl.BoolVar(&l.EnableExpertParallel, "enable-expert-parallel", false, "vLLM --enable-expert-parallel: MoE experts placed whole over EP = TP × DP ranks (without it they split TP × DP ways)")
 	fl.Int64Var(&l.MaxModelLen, "max-model-len", 0, "context length to plan for (0: the model's max_position_embeddings)")
 	fl.Float64Var(&l.GPUMemoryUtilization, "gpu-memory-utilization", 0, "fraction of each GPU's total memory vLLM may use (0: the version's default)")
 	fl.StringVar(&l.KVCacheDType, "kv-cache-dtype", "", "auto, fp8, fp8_e4m3 or fp8_e5m2 (empty: auto)")
@@ -85,6 +103,9 @@ GPU, an unsupported vLLM version); nothing is written on bad input.`,
 
 func runPlan(cmd *cobra.Command, f planFlags) error {
 	if err := cli.CheckFormat(f.format); err != nil {
+		return err
+	}
+	if err := checkLayout(f.req.Launch); err != nil {
 		return err
 	}
 	if f.marginGiB < 0 {
@@ -116,6 +137,20 @@ func runPlan(cmd *cobra.Command, f planFlags) error {
 	writeSupportFirst(cmd.OutOrStdout(), "narwhal plan", sup)
 	writePlanText(cmd.OutOrStdout(), res, out, f.storeDir)
 	writeComparisons(cmd.OutOrStdout(), cmp)
+	return nil
+}
+
+// checkLayout refuses a parallel size below 1 (vLLM's sizes are ≥ 1; 0
+// would otherwise silently mean the default).
+func checkLayout(l memory.LaunchConfig) error {
+	for _, s := range []struct {
+		flag string
+		v    int
+	}{{"--tp", l.TP}, {"--pp", l.PP}, {"--dp", l.DP}} {
+		if s.v < 1 {
+			return cli.Usage("%s must be ≥ 1, got %d", s.flag, s.v)
+		}
+	}
 	return nil
 }
 

@@ -155,3 +155,95 @@ func TestPlanCompareLog(t *testing.T) {
 		t.Errorf("text output lacks the comparison:\n%s", text)
 	}
 }
+
+func modelDir(t *testing.T, s fixture.Spec) string {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := fixture.Write(dir, s); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// --dp and --enable-expert-parallel (vLLM's --data-parallel-size and
+// --enable-expert-parallel): the plan states per-GPU weights of one rank,
+// never the fleet's sum, and EP on a dense model is a note, not an error.
+func TestPlanParallelFlags(t *testing.T) {
+	// Qwen3-30B-A3B at TP 1 × DP 8 with EP, by hand from the fixture
+	// shapes: attention whole, 128/8 experts of 3·768·2048, norms and
+	// router, untied vocab 151936 × 2048, final norm, BF16, rope cache.
+	const q3DP8 = (48*((4096*2048+512*2048+512*2048+2048*4096)+128*3*768*2048/8+(2*2048+2*128+128*2048))+
+		2*151936*2048+2048)*2 + 40960*128*2
+	qwen := modelDir(t, fixture.Build(fixture.Qwen3_30B_A3B(), 2))
+	llama := llamaDir(t)
+	cases := []struct {
+		name    string
+		args    []string
+		weights int64 // 0: not checked
+		gpus    int
+		note    string
+	}{
+		{"qwen dp8 ep", []string{"--model-dir", qwen, "--dp", "8", "--enable-expert-parallel"}, q3DP8, 8, "expert parallel"},
+		{"llama tp8", []string{"--model-dir", llama, "--tp", "8"}, 0, 8, ""},
+		{"ep on dense", []string{"--model-dir", llama, "--tp", "2", "--enable-expert-parallel"}, 0, 2, "no experts"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"plan", "--gpu", "h100-sxm", "--format", "json", "--store", t.TempDir()}, c.args...)
+			code, out, errb := runCLI(t, args...)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", code, out, errb)
+			}
+			var env struct {
+				Data struct {
+					Prediction struct {
+						WeightBytesPerRank struct {
+							Bytes  int64  `json:"bytes"`
+							Status string `json:"status"`
+						} `json:"weight_bytes_per_rank"`
+						GPUsNeeded int      `json:"gpus_needed"`
+						Notes      []string `json:"notes"`
+					} `json:"prediction"`
+				} `json:"data"`
+			}
+			if err := json.Unmarshal([]byte(out), &env); err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			p := env.Data.Prediction
+			if c.weights != 0 && p.WeightBytesPerRank.Bytes != c.weights {
+				t.Errorf("weights per GPU %d (%s), want %d", p.WeightBytesPerRank.Bytes, p.WeightBytesPerRank.Status, c.weights)
+			}
+			if p.GPUsNeeded != c.gpus {
+				t.Errorf("gpus needed %d, want %d", p.GPUsNeeded, c.gpus)
+			}
+			if c.note != "" && !strings.Contains(strings.Join(p.Notes, "\n"), c.note) {
+				t.Errorf("notes %q lack %q", p.Notes, c.note)
+			}
+		})
+	}
+	code, text, _ := runCLI(t, "plan", "--gpu", "h100-sxm", "--store", t.TempDir(), "--model-dir", qwen, "--dp", "8", "--enable-expert-parallel")
+	if code != 0 {
+		t.Fatalf("text plan exit %d", code)
+	}
+	testkit.Mentions(t, "text", text, "on 8 × H100", "tp 1 × pp 1 × dp 8 = 8 GPUs", "expert parallel over 8 ranks", "per GPU", "dp > 1")
+	if strings.Contains(text, "the hardware lists") {
+		t.Errorf("the hardware count ignores the DP ranks:\n%s", text)
+	}
+}
+
+// A parallel size below 1 is bad input: exit 2, one line, nothing written.
+func TestPlanParallelBadInput(t *testing.T) {
+	model := llamaDir(t)
+	for _, c := range []struct{ flag, v string }{{"--dp", "0"}, {"--dp", "-2"}, {"--tp", "0"}, {"--pp", "0"}} {
+		t.Run(c.flag+"="+c.v, func(t *testing.T) {
+			st := t.TempDir()
+			code, _, errb := runCLI(t, "plan", "--store", st, "--model-dir", model, "--gpu", "h100-sxm", c.flag, c.v)
+			if code != 2 || !strings.Contains(errb, c.flag+" must be ≥ 1") || strings.Count(strings.TrimSpace(errb), "\n") != 0 {
+				t.Errorf("exit %d, stderr %q; want 2 and one line naming %s", code, errb, c.flag)
+			}
+			if n := len(storeRecords(t, st)); n != 0 {
+				t.Errorf("bad input wrote %d files", n)
+			}
+		})
+	}
+}

@@ -22,6 +22,7 @@ func writePlanText(w io.Writer, res planner.Result, out planner.Outcome, dir str
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "  %s\t%s\n", k, v) }
 	row("fits", verdictLine(p, res.StatedMargin))
+	row("layout", layoutLine(p))
 	row("requested", fmt.Sprintf("%s per GPU (%.2f × total)", units.GiB(p.RequestedBytes), p.Launch.GPUMemoryUtilization))
 	row("weights", component(p.WeightBytesPerRank)+" per GPU")
 	row("activation peak", component(p.ActivationPeak))
@@ -50,6 +51,9 @@ func writePlanText(w io.Writer, res planner.Result, out planner.Outcome, dir str
 	row("record", fmt.Sprintf("%s in %s", out.RecordDigest, dir))
 	if len(p.UnknownReasons) > 0 {
 		row("unknown", strings.Join(p.UnknownReasons, "; "))
+	}
+	for _, n := range p.Notes {
+		row("note", n)
 	}
 	for _, warn := range res.Warnings {
 		row("warning", warn)
@@ -161,4 +165,14 @@ func figureError(f memory.FigureError) string {
 		return "— " + string(f.Reason)
 	}
 	return fmt.Sprintf("%+.1f%%", *f.RelError*100)
+}
+
+// layoutLine names the parallel layout and that every figure is per GPU.
+func layoutLine(p memory.Prediction) string {
+	l := p.Launch
+	ep := "no expert parallel"
+	if l.EnableExpertParallel {
+		ep = fmt.Sprintf("expert parallel over %d ranks", l.TP*l.DP)
+	}
+	return fmt.Sprintf("tp %d × pp %d × dp %d = %d GPUs, %s; figures per GPU", l.TP, l.PP, l.DP, p.GPUsNeeded, ep)
 }

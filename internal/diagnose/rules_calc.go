@@ -65,6 +65,10 @@ func overlay(l, o memory.LaunchConfig) memory.LaunchConfig {
 	}
 	setI(&l.TP, o.TP)
 	setI(&l.PP, o.PP)
+	setI(&l.DP, o.DP)
+	if o.EnableExpertParallel {
+		l.EnableExpertParallel = true
+	}
 	setI64(&l.MaxModelLen, o.MaxModelLen)
 	setI64(&l.MaxNumSeqs, o.MaxNumSeqs)
 	setI64(&l.MaxNumBatchedTokens, o.MaxNumBatchedTokens)

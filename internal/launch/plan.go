@@ -38,6 +38,11 @@ type Options struct {
 type MemoryAdvice struct {
 	MaxModelLen          int64
 	GPUMemoryUtilization float64
+	// DataParallel (> 1) and ExpertParallel are the layout the advice was
+	// computed for; the command carries them as vLLM's
+	// --data-parallel-size and --enable-expert-parallel.
+	DataParallel   int
+	ExpertParallel bool
 }
 
 // Engine is one engine's plan.
@@ -106,6 +111,12 @@ func enginePlan(cfg *fleet.Config, e fleet.Engine, o Options, scPort int) (Engin
 	if m := o.Memory; m != nil {
 		argv = append(argv, "--max-model-len", strconv.FormatInt(m.MaxModelLen, 10),
 			"--gpu-memory-utilization", strconv.FormatFloat(m.GPUMemoryUtilization, 'f', -1, 64))
+		if m.DataParallel > 1 {
+			argv = append(argv, "--data-parallel-size", strconv.Itoa(m.DataParallel))
+		}
+		if m.ExpertParallel {
+			argv = append(argv, "--enable-expert-parallel")
+		}
 	}
 	if k := cfg.EngineContract; k != nil {
 		if k.ModelDtype != "" {

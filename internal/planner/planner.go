@@ -195,7 +195,7 @@ func hardware(req Request) (memory.HardwareSpec, error) {
 	if req.GPU == "" && req.GPUMemoryGiB == 0 {
 		return memory.HardwareSpec{}, bad("--gpu is required (a card name such as h100-sxm), or --gpu-memory-gib for a card the table lacks")
 	}
-	hw, err := memory.ResolveHardware(req.GPU, req.GPUMemoryGiB, max(1, req.Launch.TP)*max(1, req.Launch.PP))
+	hw, err := memory.ResolveHardware(req.GPU, req.GPUMemoryGiB, max(1, req.Launch.TP)*max(1, req.Launch.PP)*max(1, req.Launch.DP))
 	if err != nil {
 		return memory.HardwareSpec{}, &InputError{Err: err}
 	}

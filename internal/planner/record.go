@@ -42,7 +42,7 @@ func execution(res Result, p memory.Prediction) (execfp.Input, string, error) {
 		in.GPU.ComputeCapability = ptr(hw.ComputeCapability)
 	}
 	tp, pp, dp := max(1, l.TP), max(1, l.PP), max(1, l.DP)
-	in.GPU.Count = ptr(tp * pp)
+	in.GPU.Count = ptr(tp * pp * dp) // one engine with -dp runs every DP rank
 	ep := 1
 	if l.EnableExpertParallel {
 		ep = tp * dp

@@ -136,8 +136,32 @@ func (pl *planner) resolve() error {
 	if n := pl.in.Hardware.Count; n > 0 && n < pl.p.GPUsNeeded {
 		pl.note(fmt.Sprintf("the topology needs %d GPUs, the hardware lists %d", pl.p.GPUsNeeded, n))
 	}
+	pl.parallelNotes(l)
 	pl.class = activationClass(pl.a.Mechanism, pl.a.FFN, pl.a.Multimodal)
 	return pl.dtypes()
+}
+
+// parallelNotes says what data and expert parallelism mean for the
+// figures. vLLM reads enable_expert_parallel only where it builds a
+// fused-MoE layer, and uses it only when tp × dp > 1
+// (FusedMoEParallelConfig.make, use_ep); elsewhere the flag is accepted
+// and has no effect, so it is a note, not an error.
+// https://github.com/vllm-project/vllm/blob/00c1c6a2054b7027369c2a460cc2181a9b86293d/vllm/model_executor/layers/fused_moe/config.py
+func (pl *planner) parallelNotes(l LaunchConfig) {
+	if l.DP > 1 {
+		pl.note(fmt.Sprintf("figures are per GPU, per DP rank: each of the %d DP ranks holds its own weights and KV cache (tp %d × pp %d × dp %d = %d GPUs)",
+			l.DP, l.TP, l.PP, l.DP, l.TP*l.PP*l.DP))
+	}
+	switch {
+	case !l.EnableExpertParallel:
+	case pl.a.MoE == nil:
+		pl.note("--enable-expert-parallel has no effect: the model has no experts (vLLM accepts the flag; only fused-MoE layers read it)")
+	case l.TP*l.DP == 1:
+		pl.note("--enable-expert-parallel has no effect at tp × dp = 1: vLLM uses expert parallelism only across more than one device")
+	default:
+		n, _ := localExperts(pl.a.MoE.NumExperts, l.TP*l.DP)
+		pl.note(fmt.Sprintf("expert parallel: EP = tp × dp = %d ranks; the heaviest holds %d of %d experts whole", l.TP*l.DP, n, pl.a.MoE.NumExperts))
+	}
 }
 
 // fillLaunch gives the parallelism, memory share, context length and batch

@@ -43,7 +43,14 @@ func (w WeightBreakdown) Total() int64 {
 	return w.TensorBytes + w.VocabPaddingBytes + w.MXFP4PaddingBytes + w.RopeCacheBytes + w.MLAAbsorbedBytes + w.KernelExtraBytes
 }
 
-// topology is the resolved parallel layout.
+// topology is the resolved parallel layout. TP shards attention and
+// dense layers; every DP rank holds a whole TP copy of them. The fused-MoE
+// layer instead spans every TP × DP device (FusedMoEParallelConfig.make,
+// flatten_tp_across_dp_and_pcp): with --enable-expert-parallel, EP = TP ×
+// DP ranks each hold whole experts; without it, every expert is split
+// TP × DP ways on its intermediate dimension ("When TP = 1, DP = 2 and
+// EP = False … the tensors are sharded across 2 devices").
+// https://github.com/vllm-project/vllm/blob/00c1c6a2054b7027369c2a460cc2181a9b86293d/vllm/model_executor/layers/fused_moe/config.py
 type topology struct {
 	TP, PP, DP, EP int
 	// Stages are the [start, end) layer ranges of each pipeline stage.
@@ -63,6 +70,15 @@ func newTopology(l LaunchConfig, layers int64) (topology, error) {
 	}
 	t.Stages = ppStages(layers, t.PP)
 	return t, nil
+}
+
+// moeTP is how many ways the fused-MoE layer splits each expert: 1 under
+// expert parallelism (whole experts), else TP × DP.
+func (t topology) moeTP() int64 {
+	if t.EP > 1 {
+		return 1
+	}
+	return int64(t.TP * t.DP)
 }
 
 // ppStages splits layers as vLLM's get_pp_indices does: layers // pp per
@@ -447,7 +463,7 @@ func (wc weightCalc) vocab(t artifact.Tensor, b int64, m tensorMatch) (WeightBre
 }
 
 // expert places one expert's tensor: whole on its EP rank (EP rank 0 is
-// the heaviest), else split like a column/row linear.
+// the heaviest), else split like a column/row linear over TP × DP.
 func (wc weightCalc) expert(t artifact.Tensor, b int64, m tensorMatch) (WeightBreakdown, error) {
 	if wc.arch.MoE == nil || m.expert < 0 || m.expert >= wc.arch.MoE.NumExperts {
 		return WeightBreakdown{}, fmt.Errorf("tensor %s: expert index outside the config's expert count", t.Name)
@@ -463,12 +479,12 @@ func (wc weightCalc) expert(t artifact.Tensor, b int64, m tensorMatch) (WeightBr
 	if m.rule.Kind == "expert_row" {
 		dim = m.param.InDim
 	}
-	v, err := splitDim(t, b, dim, int64(wc.topo.TP))
+	v, err := splitDim(t, b, dim, wc.topo.moeTP())
 	return WeightBreakdown{TensorBytes: v, Tensors: 1}, err
 }
 
 // fusedExpert splits an all-experts tensor: ExpertDim by EP, or TPDim by
-// TP, then pads an MXFP4 intermediate dimension per partition.
+// TP × DP, then pads an MXFP4 intermediate dimension per partition.
 func (wc weightCalc) fusedExpert(t artifact.Tensor, b int64, m tensorMatch) (WeightBreakdown, error) {
 	moe := wc.arch.MoE
 	r := m.rule
@@ -483,11 +499,11 @@ func (wc weightCalc) fusedExpert(t artifact.Tensor, b int64, m tensorMatch) (Wei
 		v = b / moe.NumExperts * n
 	} else {
 		var err error
-		if v, err = splitDim(t, b, r.TPDim, int64(wc.topo.TP)); err != nil {
+		if v, err = splitDim(t, b, r.TPDim, wc.topo.moeTP()); err != nil {
 			return WeightBreakdown{}, err
 		}
 		if r.TPDim >= 0 {
-			perPart = inter / int64(wc.topo.TP)
+			perPart = inter / wc.topo.moeTP()
 		}
 	}
 	out := WeightBreakdown{TensorBytes: v, Tensors: 1}
