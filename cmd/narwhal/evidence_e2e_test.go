@@ -68,21 +68,13 @@ func (c *chain) cli(want int, args ...string) map[string]any {
 func startChain(t *testing.T) *chain {
 	dir := t.TempDir()
 	c := &chain{t: t, dir: dir, st: filepath.Join(dir, "evidence"), at: time.Now().UTC().Truncate(time.Second).Add(time.Minute)}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready, done := make(chan string, 1), make(chan error, 1)
-	o := devfleet.Options{Dir: dir, Engines: 2, Ready: func(u string) { ready <- u },
-		OnEngines: func(f *simengine.Fleet) { c.engines = f }}
-	go func() { done <- devfleet.Run(ctx, o, &bytes.Buffer{}) }()
-	select {
-	case c.base = <-ready:
-	case err := <-done:
-		cancel()
+	run, err := devfleet.Start(devfleet.Options{Dir: dir, Engines: 2,
+		OnEngines: func(f *simengine.Fleet) { c.engines = f }}, &bytes.Buffer{})
+	if err != nil {
 		t.Fatalf("dev fleet: %v", err)
-	case <-time.After(15 * time.Second):
-		cancel()
-		t.Fatal("dev fleet did not become ready")
 	}
-	c.stop = func() { cancel(); <-done }
+	c.base = run.Base
+	c.stop = func() { _ = run.Stop() }
 	c.fleetPath = filepath.Join(dir, "fleet.json")
 	return c
 }

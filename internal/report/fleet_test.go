@@ -22,25 +22,15 @@ import (
 // the expected series.
 func TestSweepAgainstDevFleetAccountsForEveryRequest(t *testing.T) {
 	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	ready, done := make(chan string, 1), make(chan error, 1)
-	go func() {
-		done <- devfleet.Run(ctx, devfleet.Options{Dir: dir, Ready: func(u string) { ready <- u }}, &bytes.Buffer{})
-	}()
-	var base string
-	select {
-	case base = <-ready:
-	case err := <-done:
-		cancel()
+	run, err := devfleet.Start(devfleet.Options{Dir: dir}, &bytes.Buffer{})
+	if err != nil {
 		t.Fatalf("dev fleet did not start: %v", err)
-	case <-time.After(20 * time.Second):
-		cancel()
-		t.Fatal("dev fleet not ready in 20 s")
 	}
+	base := run.Base
 	benchPath := filepath.Join(dir, "bench.jsonl")
 	recs := runSweep(t, base, benchPath)
-	cancel() // the router drains: every terminal row is written before Run returns
-	if err := <-done; err != nil {
+	// The router drains: every terminal row is written before Run returns.
+	if err := run.Stop(); err != nil {
 		t.Fatalf("dev fleet did not stop cleanly: %v", err)
 	}
 	runs, err := Load([]string{benchPath, filepath.Join(dir, "journal.jsonl")}, Options{})
