@@ -69,6 +69,10 @@ type Facts struct {
 	EngineVersion  *EngineVersion  `json:"engine_version"`
 	EngineEra      *EngineEra      `json:"engine_era"`
 	Architecture   *Architecture   `json:"architecture"`
+	// ArchitectureRegistered: the "not supported for now" message's own list
+	// of supported architectures names Architecture (vLLM registers it and
+	// could not import it); nil when the log does not say.
+	ArchitectureRegistered *bool `json:"architecture_registered"`
 }
 
 // ComputeCapability is a CUDA compute capability, e.g. 8.0.

@@ -13,20 +13,21 @@ import (
 type capKind uint8
 
 const (
-	ckGiB      capKind = iota // a decimal in GiB
-	ckGBisGiB                 // a decimal printed "GB" but divided by 2^30 (V0 loaders)
-	ckMem                     // a decimal and, in the next group, its unit
-	ckCount                   // tokens or blocks, thousands separators allowed
-	ckInt                     // a plain (possibly negative) integer
-	ckIntish                  // an integer that may be printed as a float ("32768.0")
-	ckRatio                   // a decimal ratio
-	ckCCInt                   // a capability as vLLM's int: 75 → 7.5
-	ckCCDot                   // a capability as "7.5"
-	ckText                    // enum or identifier text, validated by sanitize
-	ckArchList                // "['A', 'B']" → the first name
-	ckVersion                 // a vLLM version
-	ckConst                   // no group: sets the capture's constant text
-	ckConstInt                // no group: sets the capture's constant integer
+	ckGiB        capKind = iota // a decimal in GiB
+	ckGBisGiB                   // a decimal printed "GB" but divided by 2^30 (V0 loaders)
+	ckMem                       // a decimal and, in the next group, its unit
+	ckCount                     // tokens or blocks, thousands separators allowed
+	ckInt                       // a plain (possibly negative) integer
+	ckIntish                    // an integer that may be printed as a float ("32768.0")
+	ckRatio                     // a decimal ratio
+	ckCCInt                     // a capability as vLLM's int: 75 → 7.5
+	ckCCDot                     // a capability as "7.5"
+	ckText                      // enum or identifier text, validated by sanitize
+	ckArchList                  // "['A', 'B']" → the first name
+	ckArchListed                // the first name of group, and whether group+1 lists it (i = 1) or not (0)
+	ckVersion                   // a vLLM version
+	ckConst                     // no group: sets the capture's constant text
+	ckConstInt                  // no group: sets the capture's constant integer
 )
 
 type capture struct {
@@ -82,9 +83,14 @@ func (c capture) value(m []string) (val, *extractError) {
 	case ckText:
 		return textValue(c.field, m[c.group])
 	case ckArchList:
-		first, _, _ := strings.Cut(m[c.group], ",")
-		first = strings.Trim(strings.TrimSpace(first), `'"`)
-		return textValue(c.field, first)
+		return textValue(c.field, firstArch(m[c.group]))
+	case ckArchListed:
+		first := firstArch(m[c.group])
+		if first == "" {
+			return val{}, &extractError{field: c.field, reason: RejectMalformed}
+		}
+		listed := strings.Contains(m[c.group+1], "'"+first+"'") || strings.Contains(m[c.group+1], `"`+first+`"`)
+		return val{i: boolInt(listed)}, nil
 	}
 	v, ok := scalarValue(c.kind, m[c.group])
 	if !ok {
@@ -179,4 +185,17 @@ func textValue(f fieldID, s string) (val, *extractError) {
 		}
 	}
 	return val{text: s}, nil
+}
+
+// firstArch reads the first name of a Python list body "'A', 'B'".
+func firstArch(list string) string {
+	first, _, _ := strings.Cut(list, ",")
+	return strings.Trim(strings.TrimSpace(first), `'"`)
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }

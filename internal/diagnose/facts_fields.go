@@ -36,6 +36,7 @@ const (
 	fVersion
 	fEra
 	fArch
+	fArchRegistered
 	numFields
 )
 
@@ -50,7 +51,7 @@ var fieldNames = [numFields]Field{
 	fQuant: "quantization", fTP: "tensor_parallel_size", fPP: "pipeline_parallel_size",
 	fHeads: "num_attention_heads", fKVHeads: "num_kv_heads", fPort: "port", fHTTP: "http_status",
 	fExit: "exit_code", fSignal: "signal", fExcClass: "exception_class", fVersion: "engine_version",
-	fEra: "engine_era", fArch: "architecture",
+	fEra: "engine_era", fArch: "architecture", fArchRegistered: "architecture_registered",
 }
 
 // val is one candidate value. text holds log text for enum and identifier

@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -127,7 +128,28 @@ type scanState struct {
 	}
 	seen    []int // per matcher: the last line it was considered on
 	pending []int
+	// wrap is the message a following bare line may continue (a message
+	// wrapped when it was pasted or by a terminal).
+	wrap wrapState
 }
+
+// wrapState is the message that a bare line (no prefix, no header, not
+// code) may continue, with the matchers it already satisfied. A wrap may
+// have cut a word (the parts join as they are) or eaten the space it fell
+// on (they join with one): both readings are kept.
+type wrapState struct {
+	msgs  [2]string // joined with "" and with " "
+	proc  procKey
+	lines int   // physical lines joined
+	hit   []int // matcher indexes whose needles the message already contains
+}
+
+// Wrapped messages: at most this many physical lines and bytes are joined.
+const (
+	maxWrapLines = 4
+	maxWrapBytes = 8 << 10
+	minWrapBytes = 40 // a line shorter than this was not wrapped by width
+)
 
 func newScanState() *scanState {
 	st := &scanState{procs: map[procKey]*procState{}, hitCount: make([]int, len(matchers)), seen: make([]int, len(matchers))}
@@ -170,6 +192,7 @@ func Diagnose(r io.Reader, opt Options) (Diagnosis, error) {
 		n++
 		st.line(raw, n)
 	}
+	st.flushOpenTracebacks()
 	d := st.finish(hw)
 	d.Lines, d.TruncatedLines = n, lr.truncated
 	return d, nil
@@ -224,6 +247,7 @@ func (st *scanState) line(raw []byte, n int) {
 	ps := st.proc(ln.proc)
 	exc, tb := trackTraceback(ps, &ln)
 	if tb == tbInterior {
+		st.wrap.msgs = [2]string{} // code ends any message a bare line could continue
 		return
 	}
 	if tb == tbEnd {
@@ -245,13 +269,76 @@ func (st *scanState) line(raw []byte, n int) {
 			st.pending = append(st.pending, mi)
 		}
 	})
-	if len(st.pending) == 0 {
-		return
-	}
 	slices.Sort(st.pending) // table order, whatever order the needles occur in
 	for _, mi := range st.pending {
 		st.apply(&matchers[mi], mi, &ln, ps)
 	}
+	st.continueWrap(raw, &ln, tb)
+}
+
+// continueWrap joins a bare line to the message before it and runs the
+// matchers whose needles only the joined text contains: vLLM prints its
+// errors on one line, but a pasted or terminal-wrapped log cuts them
+// anywhere, a word or a number included.
+func (st *scanState) continueWrap(raw []byte, ln *line, tb tbResult) {
+	w := &st.wrap
+	if !isBareContinuation(raw, ln, tb) || w.msgs[0] == "" || w.lines >= maxWrapLines || len(w.msgs[1])+len(ln.msg) >= maxWrapBytes {
+		st.startWrap(ln, tb)
+		return
+	}
+	w.msgs[0] += ln.msg
+	w.msgs[1] += " " + ln.msg
+	w.lines++
+	w.hit = append(w.hit, st.pending...)
+	ps := st.proc(w.proc)
+	for _, joined := range w.msgs {
+		found := st.newNeedles(joined, w.hit)
+		w.hit = append(w.hit, found...)
+		jl := *ln
+		jl.msg, jl.proc = joined, w.proc
+		for _, mi := range found {
+			st.seen[mi] = ln.n
+			st.apply(&matchers[mi], mi, &jl, ps)
+		}
+	}
+}
+
+// startWrap makes ln the message later bare lines may continue.
+func (st *scanState) startWrap(ln *line, tb tbResult) {
+	w := &st.wrap
+	w.msgs, w.proc, w.lines, w.hit = [2]string{}, ln.proc, 1, append(w.hit[:0], st.pending...)
+	if tb != tbInterior && len(ln.msg) >= minWrapBytes && len(ln.msg) <= maxWrapBytes {
+		w.msgs = [2]string{ln.msg, ln.msg}
+	}
+}
+
+// newNeedles returns, in table order, the matchers whose needles s
+// contains and that are not in have.
+func (st *scanState) newNeedles(s string, have []int) []int {
+	var out []int
+	needleAC.scan(s, func(id int32) {
+		mi := acNeedleOf[id]
+		if !slices.Contains(have, mi) && !slices.Contains(out, mi) {
+			out = append(out, mi)
+		}
+	})
+	slices.Sort(out)
+	return out
+}
+
+// isBareContinuation: a line with no process prefix, no log header and no
+// traceback role, that is not indented code, can only be the rest of the
+// line before it.
+func isBareContinuation(raw []byte, ln *line, tb tbResult) bool {
+	if tb != tbNone || ln.proc.kind != 0 || ln.level != lvlNone || ln.msg == "" {
+		return false
+	}
+	// One leading space is a wrap that fell before a space; more is code
+	// or an indented block.
+	if len(raw) > 1 && (raw[0] == ' ' || raw[0] == '\t') && (raw[1] == ' ' || raw[1] == '\t') {
+		return false
+	}
+	return !strings.HasPrefix(ln.msg, tracebackHead)
 }
 
 // apply runs one matcher whose needle the line contains.
@@ -300,6 +387,47 @@ func (st *scanState) addRejections(r []Rejection) {
 	for _, x := range r {
 		if len(st.rejected) < maxRejections {
 			st.rejected = append(st.rejected, x)
+		}
+	}
+}
+
+// flushOpenTracebacks reads the tracebacks the log ended inside (a paste
+// cut before the exception line): where the innermost frame's statement
+// is a raise, its class and string literals stand for the exception the
+// log does not show, and the matchers read that message. Processes are
+// taken in key order, so the result does not depend on map order.
+func (st *scanState) flushOpenTracebacks() {
+	keys := make([]procKey, 0, len(st.procs))
+	for k, ps := range st.procs {
+		if ps.tb != nil {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b procKey) int {
+		if a.kind != b.kind {
+			return int(a.kind) - int(b.kind)
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+	for _, k := range keys {
+		ps := st.procs[k]
+		exc, ok := ps.tb.openRaise(k, ps.phase)
+		ps.tb = nil
+		if !ok || len(st.exceptions) >= maxExceptions {
+			continue
+		}
+		st.exceptions = append(st.exceptions, exc)
+		ps.lastExc = len(st.exceptions) - 1
+		ln := line{n: exc.line, proc: k, level: lvlError, msg: exc.msg}
+		st.pending = st.pending[:0]
+		needleAC.scan(ln.msg, func(id int32) {
+			if mi := acNeedleOf[id]; !slices.Contains(st.pending, mi) {
+				st.pending = append(st.pending, mi)
+			}
+		})
+		slices.Sort(st.pending)
+		for _, mi := range st.pending {
+			st.apply(&matchers[mi], mi, &ln, ps)
 		}
 	}
 }

@@ -68,7 +68,7 @@ func TestCorpusCorrections(t *testing.T) {
 		"nccl_v1":                      {gpu: "", changes: []string{}, needs: []string{"root_cause:network"}},
 		"nixl_decode":                  {gpu: "", changes: []string{}, needs: []string{"fleet:engine_contract"}},
 		"nixl_hash":                    {gpu: "", changes: []string{}, needs: []string{"fleet:engine_contract"}},
-		"noblocks_v0":                  {gpu: "", changes: []string{}, needs: []string{"log_fact:kv_available_bytes"}},
+		"noblocks_v0":                  {gpu: "", changes: []string{}, needs: []string{"model_dir:kv_bytes_per_token", "model_dir:activation_peak"}},
 		"noblocks_v1":                  {gpu: "", changes: []string{}, needs: []string{"model_dir:kv_bytes_per_token", "model_dir:activation_peak"}},
 		"port_oserror":                 {gpu: "", changes: []string{}, needs: []string{"operator_choice:port"}},
 		"port_uvicorn":                 {gpu: "", changes: []string{}, needs: []string{"operator_choice:port"}},

@@ -75,6 +75,14 @@ func ruleUnsupportedArch(c *ruleCtx) {
 	if a := c.f.Architecture; a != nil {
 		arch = a.String()
 	}
+	if r := c.f.ArchitectureRegistered; r != nil && *r {
+		// The message's own list names it: this vLLM registers the
+		// architecture and could not load its model class, so another
+		// release is not the fix; the error logged before it is.
+		c.action(ActionRootCause, arch+" is in this vLLM's model registry (the message lists it) but failed to load: fix the error logged before it (a missing package, an incompatible transformers or torch version) rather than changing the engine version")
+		c.need(NeedRootCause, "import_error", "the import error is logged before this message, not in it")
+		return
+	}
 	c.action(ActionEngineVersion, arch+" is not in this vLLM's model registry: use a vLLM release that supports it (remote code is never enabled by a diagnosis)")
 	c.need(NeedOperatorChoice, "engine_version", "which engine release supports the architecture is not in the log")
 }

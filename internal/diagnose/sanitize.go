@@ -117,6 +117,10 @@ func (s *sanitizer) sanitize(v *vals) Facts {
 	out.EngineVersion = s.version(v[fVersion])
 	out.EngineEra = textFact(s, fEra, v[fEra], RejectNotInEnum, parseEra)
 	out.Architecture = textFact(s, fArch, v[fArch], RejectBadIdentifier, ParseArchitecture)
+	if x := v[fArchRegistered]; x.set && out.Architecture != nil {
+		reg := x.i == 1
+		out.ArchitectureRegistered = &reg
+	}
 	return out
 }
 

@@ -1,6 +1,9 @@
 package diagnose
 
-import "strings"
+import (
+	"regexp"
+	"strings"
+)
 
 // Python traceback tracking. Each process has its own tracker, so the
 // tracebacks of interleaved ranks ("(VllmWorker TP0 pid=1)" and
@@ -64,6 +67,48 @@ func (e *exception) innermost() string {
 type tbBuilder struct {
 	modules []string
 	sigs    sig
+	// The innermost frame's source statement when it is a raise: if the
+	// log ends before the exception line (a paste cut short), the string
+	// literals of that statement are the message it raised.
+	raiseLine  int
+	raiseClass string
+	raiseText  []string
+}
+
+// maxRaiseText bounds the literals kept of one raise statement.
+const maxRaiseText = 2 << 10
+
+var raiseStmt = regexp.MustCompile(`^\s*raise ([A-Za-z_][A-Za-z0-9_.]{0,127})\(`)
+var pyLiteral = regexp.MustCompile(`[fr]?"((?:[^"\\]|\\.){0,512})"|[fr]?'((?:[^'\\]|\\.){0,512})'`)
+
+// source reads a source line of the innermost frame.
+func (tb *tbBuilder) source(ln *line) {
+	if tb.raiseLine == 0 {
+		m := raiseStmt.FindStringSubmatch(ln.msg)
+		if m == nil {
+			return
+		}
+		tb.raiseLine, tb.raiseClass = ln.n, m[1]
+	}
+	for _, m := range pyLiteral.FindAllStringSubmatch(ln.msg, -1) {
+		if n := len(strings.Join(tb.raiseText, "")); n+len(m[1])+len(m[2]) <= maxRaiseText {
+			tb.raiseText = append(tb.raiseText, m[1]+m[2])
+		}
+	}
+}
+
+// openRaise is the exception an unterminated traceback was raising, and
+// its message from the raise statement's literals; ok is false when the
+// innermost frame's statement is not a raise.
+func (tb *tbBuilder) openRaise(proc procKey, ph phase) (exception, bool) {
+	if tb == nil || tb.raiseLine == 0 {
+		return exception{}, false
+	}
+	class := tb.raiseClass
+	if i := strings.LastIndexByte(class, '.'); i >= 0 {
+		class = class[i+1:]
+	}
+	return exception{line: tb.raiseLine, proc: proc, class: class, msg: strings.Join(tb.raiseText, ""), modules: tb.modules, sigs: tb.sigs, phase: ph}, true
 }
 
 // procState is one process's scan state.
@@ -94,12 +139,19 @@ func trackTraceback(ps *procState, ln *line) (exception, tbResult) {
 		ps.tb = &tbBuilder{}
 		return exception{}, tbNone
 	}
+	if ps.tb == nil && strings.HasPrefix(msg, "  File \"") && strings.Contains(msg, "\", line ") {
+		// A traceback whose head was cut off (a paste that starts mid-way):
+		// its frames still say where the exception was raised.
+		ps.tb = &tbBuilder{}
+	}
 	if ps.tb != nil {
 		switch {
 		case strings.HasPrefix(msg, "  File \""):
 			ps.tb.frame(msg)
+			ps.tb.raiseLine, ps.tb.raiseText = 0, ps.tb.raiseText[:0]
 			return exception{}, tbInterior
 		case msg == "" || msg[0] == ' ' || msg[0] == '\t' || strings.HasPrefix(msg, "^"):
+			ps.tb.source(ln)
 			return exception{}, tbInterior // source lines, carets, blank separators
 		}
 		tb := ps.tb

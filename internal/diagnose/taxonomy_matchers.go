@@ -66,42 +66,46 @@ func cint(f fieldID, i int64) capture            { return capture{field: f, kind
 
 // Wordings (one per matcher; a closed set).
 const (
-	WordV1KVNeeded         Wording = "v1_kv_cache_needed_larger_than_available"
-	WordV0KVTokens         Wording = "v0_max_seq_len_larger_than_kv_cache_tokens"
-	WordNoCacheBlocks      Wording = "no_available_memory_for_cache_blocks"
-	WordAutoFitFailed      Wording = "cannot_auto_fit_max_model_len"
-	WordFreeOnStartup      Wording = "free_memory_on_startup_below_utilization"
-	WordMaxLenDerived      Wording = "max_model_len_greater_than_derived"
-	WordCUDAOOM            Wording = "cuda_out_of_memory"
-	WordCUDAErrorOOM       Wording = "cuda_error_out_of_memory"
-	WordArchNotSupported   Wording = "model_architectures_not_supported"
-	WordTransformersArch   Wording = "transformers_does_not_recognize_architecture"
-	WordQuantMethodCC      Wording = "quantization_method_not_supported_for_gpu"
-	WordQuantSchemeCC      Wording = "quantization_scheme_not_supported_for_gpu"
-	WordBF16CC             Wording = "bfloat16_needs_compute_capability_8"
-	WordFloat16NotSupp     Wording = "model_type_does_not_support_float16"
-	WordTPHeads            Wording = "attention_heads_not_divisible_by_tp"
-	WordNCCLError          Wording = "nccl_error"
-	WordDistError          Wording = "torch_distributed_error"
-	WordAddrInUse          Wording = "address_already_in_use"
-	WordGatedRepo          Wording = "gated_repo"
-	WordChatTemplate       Wording = "missing_chat_template"
-	WordNIXLHash           Wording = "nixl_compatibility_hash_mismatch"
-	WordNIXLDecode         Wording = "nixl_handshake_payload_decode_failed"
-	WordNIXLEngineID       Wording = "nixl_remote_engine_id_mismatch"
-	WordNIXLLayout         Wording = "nixl_heterogeneous_tp_kv_layout"
-	WordNIXLBlockSize      Wording = "nixl_hma_remote_block_size"
-	WordEngineFatal        Wording = "engine_core_fatal_error"
-	WordEngineDead         Wording = "engine_dead_error"
-	WordV0EngineDead       Wording = "v0_background_loop_errored"
-	WordKilled             Wording = "process_killed"
-	WordExit137            Wording = "exit_code_sigkill"
-	WordDiedUnexpectedly   Wording = "process_died_unexpectedly"
-	wordNativeCrash        Wording = "native_crash"
-	wordShutdown           Wording = "shutdown"
-	wordFacts              Wording = "facts"
-	wordPhase              Wording = "phase"
-	wordEngineDiedCoreProc Wording = "failed_core_proc_exit"
+	WordV1KVNeeded          Wording = "v1_kv_cache_needed_larger_than_available"
+	WordV0KVTokens          Wording = "v0_max_seq_len_larger_than_kv_cache_tokens"
+	WordNoCacheBlocks       Wording = "no_available_memory_for_cache_blocks"
+	WordAutoFitFailed       Wording = "cannot_auto_fit_max_model_len"
+	WordNegativeKVBudget    Wording = "negative_kv_cache_budget"
+	WordFreeOnStartup       Wording = "free_memory_on_startup_below_utilization"
+	WordMaxLenDerived       Wording = "max_model_len_greater_than_derived"
+	WordCUDAOOM             Wording = "cuda_out_of_memory"
+	WordCUDAErrorOOM        Wording = "cuda_error_out_of_memory"
+	WordLinearWeightsOOM    Wording = "failed_to_create_linear_weights"
+	WordArchNotSupported    Wording = "model_architectures_not_supported"
+	WordTransformersArch    Wording = "transformers_does_not_recognize_architecture"
+	WordQuantMethodCC       Wording = "quantization_method_not_supported_for_gpu"
+	WordQuantSchemeCC       Wording = "quantization_scheme_not_supported_for_gpu"
+	WordBF16CC              Wording = "bfloat16_needs_compute_capability_8"
+	WordFloat16NotSupp      Wording = "model_type_does_not_support_float16"
+	WordTPHeads             Wording = "attention_heads_not_divisible_by_tp"
+	WordNCCLError           Wording = "nccl_error"
+	WordDistError           Wording = "torch_distributed_error"
+	WordAddrInUse           Wording = "address_already_in_use"
+	WordGatedRepo           Wording = "gated_repo"
+	WordChatTemplate        Wording = "missing_chat_template"
+	WordNIXLHash            Wording = "nixl_compatibility_hash_mismatch"
+	WordNIXLDecode          Wording = "nixl_handshake_payload_decode_failed"
+	WordNIXLEngineID        Wording = "nixl_remote_engine_id_mismatch"
+	WordNIXLLayout          Wording = "nixl_heterogeneous_tp_kv_layout"
+	WordNIXLBlockSize       Wording = "nixl_hma_remote_block_size"
+	WordNIXLHandshakeFailed Wording = "nixl_handshake_failed"
+	WordHubUnauthorized     Wording = "hub_unauthorized_401"
+	WordEngineFatal         Wording = "engine_core_fatal_error"
+	WordEngineDead          Wording = "engine_dead_error"
+	WordV0EngineDead        Wording = "v0_background_loop_errored"
+	WordKilled              Wording = "process_killed"
+	WordExit137             Wording = "exit_code_sigkill"
+	WordDiedUnexpectedly    Wording = "process_died_unexpectedly"
+	wordNativeCrash         Wording = "native_crash"
+	wordShutdown            Wording = "shutdown"
+	wordFacts               Wording = "facts"
+	wordPhase               Wording = "phase"
+	wordEngineDiedCoreProc  Wording = "failed_core_proc_exit"
 )
 
 var matchers = []matcher{
@@ -116,6 +120,14 @@ var matchers = []matcher{
 		res: []rx{re(`max seq len \(([0-9]+)\) is larger than the maximum number of tokens that can be stored in KV cache \(([0-9]+)\)`,
 			cp(1, fMaxLen, ckInt), cp(2, fKVTokens, ckInt))}},
 	{wording: WordNoCacheBlocks, family: FamilyNoKVCacheMemory, needles: []string{"No available memory for the cache blocks"}},
+	// A negative KV budget is the failure itself even where the log stops
+	// before vLLM's "No available memory" error (a cut paste, an engine
+	// core that died first): V1 gpu_worker.py "Available KV cache memory:
+	// %.2f GiB", V0 worker.py "the rest of the memory reserved for KV Cache
+	// is %.2fGiB" (0.6.6–0.8) and "kv_cache_size=%.2fGiB" (0.6.4–0.6.5);
+	// sources in memory/vllmlog_patterns.go [g1] and [p0].
+	{wording: WordNegativeKVBudget, family: FamilyNoKVCacheMemory, needles: []string{"Available KV cache memory: -", "reserved for KV Cache is -", "kv_cache_size=-"},
+		res: []rx{re(`(?:Available KV cache memory: |reserved for KV Cache is |kv_cache_size=)(-[0-9]+(?:\.[0-9]+)?) ?GiB`, cp(1, fKVAvailable, ckGiB))}},
 	{wording: WordAutoFitFailed, family: FamilyNoKVCacheMemory, needles: []string{"Cannot auto-fit max_model_len: not enough GPU memory"}},
 	{wording: WordFreeOnStartup, family: FamilyStartupFreeMemory, needles: []string{"on startup is less than desired GPU memory utilization"},
 		res: []rx{re(`Free memory on device(?: [A-Za-z]+:[0-9]+)? \(`+reDec+`/`+reDec+` GiB\) on startup is less than desired GPU memory utilization \(`+reDec+`, `+reDec+` GiB\)`,
@@ -136,16 +148,39 @@ var matchers = []matcher{
 				cp(1, fTotal, ckMem), cp(3, fPTAllocated, ckMem), cp(5, fFree, ckMem)),
 		}},
 	{wording: WordCUDAErrorOOM, family: familyOOM, needles: []string{"CUDA error: out of memory"}},
+	// UnquantizedLinearMethod.create_weights catches the allocator's OOM,
+	// logs "Failed to create unquantized linear weights: %s" and raises
+	// RuntimeError("Failed to create unquantized linear weights. This may be
+	// caused by insufficient memory to allocate the weight."): a weight
+	// allocation by construction, whatever the stack shows
+	// (vllm/model_executor/layers/linear.py at
+	// 9e109c9887e38c51fc16b0da89760c5bd7c293c9; real log
+	// vllm-project/vllm#28143).
+	{wording: WordLinearWeightsOOM, family: FamilyOOMWeightLoad, needles: []string{"Failed to create unquantized linear weights"},
+		res: []rx{opt(`Tried to allocate `+reMem, cp(1, fTried, ckMem)), opt(`total capacity of `+reMem+` of which `+reMem+` is free`, cp(1, fTotal, ckMem), cp(3, fFree, ckMem))}},
 
 	// Configuration the engine or the GPU refuses.
+	// The message may reach us cut (a pasted line, a container's line
+	// limit): the architecture list is optional, the wording is not. When
+	// the "Supported architectures" list that follows names the model's own
+	// architecture, vLLM registers it and failed to import it.
 	{wording: WordArchNotSupported, family: FamilyUnsupportedArch, needles: []string{"are not supported for now"},
-		res: []rx{re(`Model architectures \[([^\]]{1,200})\] are not supported for now`, cp(1, fArch, ckArchList))}},
+		res: []rx{
+			re(`(?:Model architectures|are not supported for now\. Supported architectures)`),
+			opt(`Model architectures \[([^\]]{1,200})\] are not supported for now`, cp(1, fArch, ckArchList)),
+			opt(`Model architectures \[([^\]]{1,200})\] are not supported for now\. Supported architectures: (?:dict_keys\()?\[([^\]]*)`,
+				cp(1, fArchRegistered, ckArchListed)),
+		}},
 	{wording: WordTransformersArch, family: FamilyUnsupportedArch, needles: []string{"but Transformers does not recognize this architecture"}},
 	{wording: WordQuantMethodCC, family: FamilyQuantCapability, needles: []string{"is not supported for the current GPU. Minimum capability"},
 		res: []rx{re(`The quantization method (\S{1,64}) is not supported for the current GPU\. Minimum capability: ([0-9]+)\. Current capability: ([0-9]+)`,
 			cp(1, fQuant, ckText), cp(2, fReqCC, ckCCInt), cp(3, fCC, ckCCInt))}},
-	{wording: WordQuantSchemeCC, family: FamilyQuantCapability, needles: []string{"Quantization scheme is not supported for the current GPU"},
-		res: []rx{re(`Min capability: ([0-9]+)\. Current capability: ([0-9]+)`, cp(1, fReqCC, ckCCInt), cp(2, fCC, ckCCInt))}},
+	// compressed-tensors raises RuntimeError with three string arguments, so
+	// Python prints the message as a tuple: "('Quantization scheme is not
+	// supported for ', 'the current GPU. Min capability: 80. ', 'Current
+	// capability: 75.')" (the exact-match form says "Required capability").
+	{wording: WordQuantSchemeCC, family: FamilyQuantCapability, needles: []string{"Quantization scheme is not supported for"},
+		res: []rx{re(`(?:Min|Required) capability: (?:', ')?([0-9]+)\. ?(?:', ')?Current capability: ([0-9]+)`, cp(1, fReqCC, ckCCInt), cp(2, fCC, ckCCInt))}},
 	{wording: WordBF16CC, family: FamilyBF16Unsupported, needles: []string{"Bfloat16 is only supported on GPUs with compute capability"},
 		res: []rx{
 			re(`compute capability of at least ([0-9]+\.[0-9]+)`, cp(1, fReqCC, ckCCDot), cconst(fDType, "bfloat16")),
@@ -166,6 +201,11 @@ var matchers = []matcher{
 		}},
 	{wording: WordNCCLError, family: FamilyDistributedInit, needles: []string{"NCCL error:", "NCCL error in:"}},
 	{wording: WordDistError, family: FamilyDistributedInit, needles: []string{"DistNetworkError", "DistBackendError", "DistStoreError"}},
+	// A bare 401 from the hub: huggingface_hub's RepositoryNotFoundError and
+	// requests' HTTPError say neither "gated" nor "restricted" (a private or
+	// gated repository without a token, or a bad token).
+	{wording: WordHubUnauthorized, family: FamilyGatedRepo, needles: []string{"401 Client Error"},
+		res: []rx{re(`401 Client Error[.:]? ?(?:Unauthorized for url: https?://(?:huggingface\.co|hf\.co)/|\(Request ID:)`, cint(fHTTP, 401))}},
 	{wording: WordGatedRepo, family: FamilyGatedRepo, needles: []string{"Cannot access gated repo", "GatedRepoError", "You are trying to access a gated repo", "is restricted and you are not in the authorized list", "is restricted. You must have access to it and be authenticated"},
 		res: []rx{opt(`\b(401|403) Client Error`, cp(1, fHTTP, ckInt))}},
 	{wording: WordChatTemplate, family: FamilyMissingChatTemplate, needles: []string{"default chat template is no longer allowed", "ChatTemplateResolutionError", "must provide a chat template", "tokenizer.chat_template is not set"}},
@@ -174,6 +214,12 @@ var matchers = []matcher{
 	{wording: WordNIXLEngineID, family: FamilyNIXLHandshake, needles: []string{"Remote NIXL agent engine ID mismatch"}},
 	{wording: WordNIXLLayout, family: FamilyNIXLHandshake, needles: []string{"Heterogeneous TP expects same kv_cache_layout"}},
 	{wording: WordNIXLBlockSize, family: FamilyNIXLHandshake, needles: []string{"HMA does not support different remote block size"}},
+	// Since vllm-project/vllm pull 32031 (2026-01) every NIXL failure is one
+	// "NIXL transfer failure: <failure_type> | Context: {…}" line; the
+	// handshake kinds are handshake_setup_failed and handshake_failed. The
+	// older text was "Handshake with <engine id> failed".
+	{wording: WordNIXLHandshakeFailed, family: FamilyNIXLHandshake, needles: []string{"NIXL transfer failure: handshake_", "Handshake with "},
+		res: []rx{re(`NIXL transfer failure: handshake_(?:setup_)?failed\b|Handshake with \S{1,128} failed`)}},
 
 	// Engine death and the kernel's OOM killer.
 	{wording: WordEngineFatal, family: FamilyEngineDead, needles: []string{"EngineCore encountered a fatal error", "Engine core died", "EngineCore encountered an issue"}},
@@ -224,6 +270,7 @@ var matchers = []matcher{
 	}},
 	{wording: wordFacts, needles: []string{"01 Client Error", "03 Client Error"}, res: []rx{opt(`\b(401|403) Client Error`, cp(1, fHTTP, ckInt))}},
 	{wording: wordFacts, needles: []string{"Resolved architecture: "}, res: []rx{opt(`Resolved architecture: (\S{1,128})`, cp(1, fArch, ckText))}},
+	{wording: wordFacts, needles: []string{"reserved for KV Cache is ", "kv_cache_size="}, res: []rx{opt(`(?:reserved for KV Cache is |kv_cache_size=)`+reDec+` ?GiB`, cp(1, fKVAvailable, ckGiB))}},
 	{wording: wordFacts, needles: []string{"Model loading took "}, res: []rx{opt(`Model loading took `+reDec+` GiB`, cp(1, fWeights, ckGiB)), opt(`Model loading took `+reDec+` GB`, cp(1, fWeights, ckGBisGiB))}, phase: phaseLoaded},
 	{wording: wordFacts, needles: []string{"Loading model weights took "}, res: []rx{opt(`Loading model weights took `+reDec+` GB`, cp(1, fWeights, ckGBisGiB))}, phase: phaseLoaded},
 	{wording: wordFacts, needles: []string{"Available KV cache memory: "}, res: []rx{opt(`Available KV cache memory: `+reDec+` GiB`, cp(1, fKVAvailable, ckGiB))}},
