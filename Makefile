@@ -10,7 +10,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X github.com/narwhal-go/narwhal/internal/version.Version=$(VERSION)
 FUZZTIME    ?= 60s
 
-.PHONY: all build run observe demo bench test lint fmt-check vet staticcheck gotest claims node-deps node-checks sigstore-check fuzz tools promtool etcd chromium uvicorn image clean help
+.PHONY: all build run observe demo bench test corpus-tables lint fmt-check vet staticcheck gotest claims node-deps node-checks sigstore-check fuzz tools promtool etcd chromium uvicorn image clean help
 
 all: build
 
@@ -90,6 +90,12 @@ claims: ## the simulator's adaptive-vs-static claim on the demo trace
 
 gotest: ## go tests with the race detector (fuzz seed corpora included)
 	$(GO) test -race -count=1 -timeout 12m ./...
+
+# The real-log corpus tables in docs/memory-plan.md and docs/diagnose.md;
+# make test runs the same tests and fails when a figure falls below its
+# bound.
+corpus-tables: ## regenerate the real-log corpus tables in docs/
+	NARWHAL_WRITE_TABLES=1 $(GO) test -count=1 -run 'TestCorpusStartup$$|TestFailureCorpus$$' ./internal/evidence/memory/ ./internal/diagnose/
 
 NODE_DIR := scripts/node
 

@@ -79,7 +79,7 @@ func ruleUnsupportedArch(c *ruleCtx) {
 		// The message's own list names it: this vLLM registers the
 		// architecture and could not load its model class, so another
 		// release is not the fix; the error logged before it is.
-		c.action(ActionRootCause, arch+" is in this vLLM's model registry (the message lists it) but failed to load: fix the error logged before it (a missing package, an incompatible transformers or torch version) rather than changing the engine version")
+		c.action(ActionRootCause, arch+" is in this vLLM's model registry (the message lists it) but was not resolved: fix the error logged before it (a failed import: a missing package, an incompatible transformers or torch version), or name the implementation explicitly as vLLM's troubleshooting guide says under \"Model not supported\"; another engine version is not the fix")
 		c.need(NeedRootCause, "import_error", "the import error is logged before this message, not in it")
 		return
 	}
