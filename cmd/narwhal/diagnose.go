@@ -162,8 +162,16 @@ func (in *diagnoseInputs) readGPU(f diagnoseFlags) error {
 	return nil
 }
 
+// options names the GPU to the diagnosis only when the table knows it: a
+// card the table lacks, given with --gpu-memory-gib, is checked by its
+// memory alone, as plan takes it (memory.ResolveHardware is the one
+// resolver).
 func (in diagnoseInputs) options(f diagnoseFlags) diagnose.Options {
-	return diagnose.Options{GPU: f.gpu, GPUTotalBytes: in.gpuTotal}
+	opt := diagnose.Options{GPU: f.gpu, GPUTotalBytes: in.gpuTotal}
+	if _, err := memory.LookupGPU(f.gpu); err != nil {
+		opt.GPU = ""
+	}
+	return opt
 }
 
 // diagnoseRun is one diagnosis and what it wrote.

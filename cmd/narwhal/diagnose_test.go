@@ -290,3 +290,25 @@ func TestDiagnoseStreamsBoundedMemory(t *testing.T) {
 		t.Fatalf("heap grew by %d MiB diagnosing a %d MiB log", grew>>20, size>>20)
 	}
 }
+
+// A card the GPU table lacks is diagnosed by the memory the operator gives,
+// as plan takes it; a name the table knows, in the forms nvidia-smi and
+// vLLM print, resolves with or without it.
+func TestDiagnoseGPUResolvesAsPlan(t *testing.T) {
+	dir := t.TempDir()
+	logPath, _ := dgLog(t, dir, "broken.log", dgBoot(nil, 131072))
+	for _, args := range [][]string{
+		{"--gpu", "Radeon Pro W7900", "--gpu-memory-gib", "44.98"},
+		{"--gpu", "A10", "--gpu-memory-gib", "22.49"},
+		{"--gpu", "NVIDIA H100 80GB HBM3"},
+		{"--gpu", "NVIDIA A100-SXM4-80GB"},
+		{"--gpu-memory-gib", "22.49"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, _, errOut := run(t, append([]string{"diagnose", logPath, "--store", filepath.Join(dir, "ev")}, args...)...)
+			if code != cli.ExitOK {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+		})
+	}
+}
