@@ -273,7 +273,29 @@ func (st *scanState) line(raw []byte, n int) {
 	for _, mi := range st.pending {
 		st.apply(&matchers[mi], mi, &ln, ps)
 	}
+	if tb == tbEnd && exc.raise != "" {
+		// The statement that raised says what the exception line may have
+		// lost (a paste cut inside the class name).
+		st.scanText(exc.raise, &line{n: n, proc: ln.proc, level: lvlError}, ps)
+	}
 	st.continueWrap(raw, &ln, tb)
+}
+
+// scanText runs the matchers on text as if it were the message of ln, at
+// most once per matcher and line.
+func (st *scanState) scanText(text string, ln *line, ps *procState) {
+	ln.msg = text
+	var found []int
+	needleAC.scan(text, func(id int32) {
+		if mi := acNeedleOf[id]; st.seen[mi] != ln.n && !slices.Contains(found, mi) {
+			found = append(found, mi)
+		}
+	})
+	slices.Sort(found)
+	for _, mi := range found {
+		st.seen[mi] = ln.n
+		st.apply(&matchers[mi], mi, ln, ps)
+	}
 }
 
 // continueWrap joins a bare line to the message before it and runs the
@@ -418,16 +440,6 @@ func (st *scanState) flushOpenTracebacks() {
 		}
 		st.exceptions = append(st.exceptions, exc)
 		ps.lastExc = len(st.exceptions) - 1
-		ln := line{n: exc.line, proc: k, level: lvlError, msg: exc.msg}
-		st.pending = st.pending[:0]
-		needleAC.scan(ln.msg, func(id int32) {
-			if mi := acNeedleOf[id]; !slices.Contains(st.pending, mi) {
-				st.pending = append(st.pending, mi)
-			}
-		})
-		slices.Sort(st.pending)
-		for _, mi := range st.pending {
-			st.apply(&matchers[mi], mi, &ln, ps)
-		}
+		st.scanText(exc.raise, &line{n: exc.line, proc: k, level: lvlError}, ps)
 	}
 }

@@ -82,9 +82,11 @@ func (st *scanState) resolveOOM() {
 	st.hits = kept
 }
 
-// best returns the hit that names the failure: the family first in the
-// taxonomy order; within a family a strong hit before a weak one, a hit on
-// an exception before a bare log line, then the earliest line. A weak hit
+// best returns the hit that names the failure: a strong hit before a weak
+// one (a process that "died unexpectedly" is only a guess at the OOM
+// killer; a stated engine death is not), then the family first in the
+// taxonomy order; a hit on an exception before a bare log line, then the
+// earliest line. A weak hit
 // (a process that died unexpectedly) counts only when the log shows no
 // root-cause exception, no native crash and no shutdown begun before it.
 func (st *scanState) best() *hit {
@@ -98,7 +100,7 @@ func (st *scanState) best() *hit {
 		if h.exc < 0 {
 			bare = 1
 		}
-		return []int{h.family.rank(), weak, bare, h.line}
+		return []int{weak, h.family.rank(), bare, h.line}
 	}
 	for i := range st.hits {
 		h := &st.hits[i]

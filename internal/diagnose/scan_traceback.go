@@ -53,6 +53,10 @@ type exception struct {
 	sigs    sig
 	phase   phase
 	file    string // the header's file stem of the exception line
+	// raise is the innermost frame's raise statement as "Class: literals"
+	// ("" when that statement is not a raise): what was raised, even when
+	// the exception line itself was cut.
+	raise string
 }
 
 // innermost returns the innermost engine module of the traceback, or "".
@@ -108,7 +112,15 @@ func (tb *tbBuilder) openRaise(proc procKey, ph phase) (exception, bool) {
 	if i := strings.LastIndexByte(class, '.'); i >= 0 {
 		class = class[i+1:]
 	}
-	return exception{line: tb.raiseLine, proc: proc, class: class, msg: strings.Join(tb.raiseText, ""), modules: tb.modules, sigs: tb.sigs, phase: ph}, true
+	return exception{line: tb.raiseLine, proc: proc, class: class, msg: strings.Join(tb.raiseText, ""), modules: tb.modules, sigs: tb.sigs, phase: ph, raise: tb.raised()}, true
+}
+
+// raised is the raise statement as "Class: literals", or "".
+func (tb *tbBuilder) raised() string {
+	if tb.raiseLine == 0 {
+		return ""
+	}
+	return tb.raiseClass + ": " + strings.Join(tb.raiseText, "")
 }
 
 // procState is one process's scan state.
@@ -150,6 +162,11 @@ func trackTraceback(ps *procState, ln *line) (exception, tbResult) {
 			ps.tb.frame(msg)
 			ps.tb.raiseLine, ps.tb.raiseText = 0, ps.tb.raiseText[:0]
 			return exception{}, tbInterior
+		case indentedException(msg):
+			// A traceback printed indented as a block (V0's multiproc worker
+			// logs its frames at two spaces, code at four): the exception
+			// line sits at the frames' indent.
+			msg = strings.TrimLeft(msg, " ")
 		case msg == "" || msg[0] == ' ' || msg[0] == '\t' || strings.HasPrefix(msg, "^"):
 			ps.tb.source(ln)
 			return exception{}, tbInterior // source lines, carets, blank separators
@@ -157,7 +174,7 @@ func trackTraceback(ps *procState, ln *line) (exception, tbResult) {
 		tb := ps.tb
 		ps.tb = nil
 		class, rest := splitException(msg, false)
-		return exception{line: ln.n, proc: ln.proc, class: class, msg: rest, modules: tb.modules, sigs: tb.sigs, phase: ps.phase, file: ln.file}, tbEnd
+		return exception{line: ln.n, proc: ln.proc, class: class, msg: rest, modules: tb.modules, sigs: tb.sigs, phase: ps.phase, file: ln.file, raise: tb.raised()}, tbEnd
 	}
 	if class, rest := splitException(msg, true); class != "" {
 		return exception{line: ln.n, proc: ln.proc, class: class, msg: rest, phase: ps.phase, file: ln.file}, tbEnd
@@ -258,4 +275,14 @@ func exceptionSuffix(s string) bool {
 		}
 	}
 	return false
+}
+
+// indentedException reports a line at a frame's two-space indent that
+// names an exception class ("  torch.distributed.DistStoreError: …").
+func indentedException(msg string) bool {
+	if len(msg) < 3 || msg[0] != ' ' || msg[1] != ' ' || msg[2] == ' ' || msg[2] == '^' {
+		return false
+	}
+	class, _ := splitException(msg[2:], true)
+	return class != ""
 }

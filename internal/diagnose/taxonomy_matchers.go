@@ -101,6 +101,7 @@ const (
 	WordKilled              Wording = "process_killed"
 	WordExit137             Wording = "exit_code_sigkill"
 	WordDiedUnexpectedly    Wording = "process_died_unexpectedly"
+	WordRayOOMKilled        Wording = "ray_memory_monitor_killed"
 	wordNativeCrash         Wording = "native_crash"
 	wordShutdown            Wording = "shutdown"
 	wordFacts               Wording = "facts"
@@ -234,6 +235,10 @@ var matchers = []matcher{
 		}},
 	{wording: wordEngineDiedCoreProc, family: FamilyOOMKilled, needles: []string{"Failed core proc(s):"},
 		res: []rx{re(`Failed core proc\(s\): \{'[A-Za-z0-9_]{1,40}': (-9|137)\}`, cp(1, fExit, ckInt), cint(fSignal, 9))}},
+	// Ray's memory monitor kills a worker before the kernel would: the host
+	// ran out of memory all the same (real logs: vllm-project/vllm#2669,
+	// vllm-project/vllm#1160).
+	{wording: WordRayOOMKilled, family: FamilyOOMKilled, needles: []string{"killed due to memory pressure (OOM)", "Ray killed this worker"}},
 	{wording: WordDiedUnexpectedly, family: FamilyOOMKilled, needles: []string{"died unexpectedly"}, flags: mWeak},
 	{wording: wordShutdown, needles: []string{"KeyboardInterrupt", "Shutting down", "received SIGTERM", "received SIGINT", "Received signal", "shutdown requested"}, flags: mShutdown},
 	{wording: wordNativeCrash, needles: []string{"Segmentation fault", "Fatal Python error", "core dumped", "SIGSEGV", "SIGABRT"}, flags: mCrash},
