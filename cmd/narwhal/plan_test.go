@@ -20,10 +20,12 @@ func llamaDir(t *testing.T) string {
 	return dir
 }
 
+// storeRecords lists the record files of an evidence store (its subject
+// index lives beside them and is not a record).
 func storeRecords(t *testing.T, dir string) []string {
 	t.Helper()
 	var names []string
-	_ = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+	_ = filepath.Walk(filepath.Join(dir, "records"), func(p string, info os.FileInfo, err error) error {
 		if err == nil && !info.IsDir() {
 			names = append(names, p)
 		}

@@ -32,7 +32,8 @@ func (s *Store) PutDocument(raw []byte) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("refusing document: %w", err)
 	}
-	return d, s.write(documentsDir, d, raw)
+	_, err = s.write(documentsDir, d, raw)
+	return d, err
 }
 
 // GetDocument reads a document by digest and re-verifies its bytes.

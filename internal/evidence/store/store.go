@@ -2,6 +2,7 @@
 //
 //	<root>/records/<digest>.json   canonical record bytes, no newline
 //	<root>/releases/<digest>.json  canonical release manifests
+//	<root>/index/v1/<sha256>.seg   subject index segments (a cache, index.go)
 //
 // A file's name is the digest of its bytes. Writes are atomic and
 // idempotent; reads re-verify canonical form and digest, so a file edited
@@ -42,10 +43,19 @@ func (s *Store) Put(raw []byte) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("refusing record: %w", err)
 	}
-	if _, err := DecodeRecord(raw); err != nil {
+	r, err := DecodeRecord(raw)
+	if err != nil {
 		return "", fmt.Errorf("refusing record: %w", err)
 	}
-	return d, s.write(recordsDir, d, raw)
+	created, err := s.write(recordsDir, d, raw)
+	if err != nil || !created {
+		return d, err
+	}
+	// The record is durable; the index is a cache that the next lookup
+	// repairs (it re-indexes any record no segment names), so failing to
+	// update it must not fail the write.
+	_ = s.indexRecord(d, r)
+	return d, nil
 }
 
 // PutRecord encodes and stores r.
@@ -96,7 +106,8 @@ func (s *Store) WriteRelease(name string, digests []string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return d, s.write(releasesDir, d, b)
+	_, err = s.write(releasesDir, d, b)
+	return d, err
 }
 
 // GetRelease reads a manifest by digest and re-verifies it.
@@ -136,24 +147,24 @@ func (s *Store) path(dir, digest string) string {
 	return filepath.Join(s.Root, dir, digest+".json")
 }
 
-// write stores b under its digest. An existing file must hold the same
-// bytes (writes are idempotent); a different one is corruption and is
-// reported, not overwritten.
-func (s *Store) write(dir, digest string, b []byte) error {
+// write stores b under its digest and says whether it created the file.
+// An existing file must hold the same bytes (writes are idempotent); a
+// different one is corruption and is reported, not overwritten.
+func (s *Store) write(dir, digest string, b []byte) (bool, error) {
 	p := s.path(dir, digest)
 	old, err := os.ReadFile(p)
 	switch {
 	case err == nil && bytes.Equal(old, b):
-		return nil
+		return false, nil
 	case err == nil:
-		return fmt.Errorf("%s exists with different bytes: the store is corrupted; run 'narwhal evidence verify %s'", p, s.Root)
+		return false, fmt.Errorf("%s exists with different bytes: the store is corrupted; run 'narwhal evidence verify %s'", p, s.Root)
 	case !errors.Is(err, fs.ErrNotExist):
-		return err
+		return false, err
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return fmt.Errorf("evidence store: %w", err)
+		return false, fmt.Errorf("evidence store: %w", err)
 	}
-	return atomicfile.Write(p, b, 0o644)
+	return true, atomicfile.Write(p, b, 0o644)
 }
 
 // read returns the bytes under digest after checking the name is a digest,
@@ -177,17 +188,25 @@ func (s *Store) read(dir, digest string) ([]byte, error) {
 	return b, nil
 }
 
+// names lists dir's <digest>.json files, sorted. It reads names only
+// (no per-entry stat): every index lookup lists the records, and on a
+// large store that listing is most of a lookup's cost.
 func (s *Store) names(dir string) ([]string, error) {
-	ents, err := os.ReadDir(filepath.Join(s.Root, dir))
+	f, err := os.Open(filepath.Join(s.Root, dir))
 	if errors.Is(err, fs.ErrNotExist) {
 		return []string{}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("evidence store: %w", err)
 	}
+	defer f.Close()
+	ents, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, fmt.Errorf("evidence store: %w", err)
+	}
 	out := []string{}
 	for _, e := range ents {
-		if name, ok := strings.CutSuffix(e.Name(), ".json"); ok && !e.IsDir() {
+		if name, ok := strings.CutSuffix(e, ".json"); ok && !strings.HasPrefix(name, ".") {
 			out = append(out, name)
 		}
 	}

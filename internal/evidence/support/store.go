@@ -8,19 +8,18 @@ import (
 )
 
 // FromStore reads every support observation in a store (the adapter
-// between the file store and Derive).
+// between the file store and Derive). Support records are the ones whose
+// claim quantity is QuantitySupport, so the store's index names them and
+// no other record is read.
 func FromStore(st *store.Store) ([]Observation, error) {
-	ds, err := st.List()
+	found, err := st.Find(store.QuantityTerm(QuantitySupport))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("support: %w", err)
 	}
-	recs := make([]evidence.Record, 0, len(ds))
-	for _, d := range ds {
-		r, _, err := st.Get(d)
-		if err != nil {
-			return nil, fmt.Errorf("support: %w", err)
-		}
-		recs = append(recs, r)
+	recs := make([]evidence.Record, len(found))
+	ds := make([]string, len(found))
+	for i, f := range found {
+		recs[i], ds[i] = f.Record, f.Digest
 	}
 	return Observations(recs, ds), nil
 }
