@@ -104,7 +104,21 @@ var notImplemented = map[string]Mechanism{
 	"RWKV5ForCausalLM": MechLinearAttn, "RWKV6ForCausalLM": MechLinearAttn, "Lfm2ForCausalLM": MechHybridMamba,
 	"T5ForConditionalGeneration": MechEncoderDec, "BartForConditionalGeneration": MechEncoderDec,
 	"WhisperForConditionalGeneration": MechEncoderDec, "MllamaForConditionalGeneration": MechEncoderDec,
-	"BertModel": MechEncoderDec, "RobertaModel": MechEncoderDec, "XLMRobertaModel": MechEncoderDec,
+	// vLLM registers these as embedding models (_EMBEDDING_MODELS in
+	// vllm/model_executor/models/registry.py at
+	// 0002bff0b6cb36a3c8a17364de3303664463c412), not as encoder-decoders.
+	"BertModel": MechPooling, "RobertaModel": MechPooling, "XLMRobertaModel": MechPooling,
+}
+
+// registryNotes say what vLLM's own registry (registry.py at
+// 0002bff0b6cb36a3c8a17364de3303664463c412) does with an architecture the
+// calculator does not implement, where that is more than "not modelled".
+var registryNotes = map[string]string{
+	"T5ForConditionalGeneration":     "vLLM's model registry does not list it, so vLLM refuses it too",
+	"RWKV5ForCausalLM":               "vLLM's model registry does not list it, so vLLM refuses it too",
+	"RWKV6ForCausalLM":               "vLLM's model registry does not list it, so vLLM refuses it too",
+	"BartForConditionalGeneration":   "vLLM lists it under _PREVIOUSLY_SUPPORTED_MODELS: removed in 0.10.2",
+	"MllamaForConditionalGeneration": "vLLM lists it under _PREVIOUSLY_SUPPORTED_MODELS: removed in 0.10.2",
 }
 
 // families is the dispatch table: architecture name → family. Every
@@ -161,6 +175,9 @@ func ParseArch(config []byte) (ArchFacts, error) {
 	}
 	if m, ok := notImplemented[a.Architecture]; ok {
 		a.Mechanism, a.UnknownReason = m, fmt.Sprintf("mechanism %s (%s) is not implemented by the calculator", m, a.Architecture)
+		if note := registryNotes[a.Architecture]; note != "" {
+			a.UnknownReason += "; " + note
+		}
 		return a, nil
 	}
 	c := top

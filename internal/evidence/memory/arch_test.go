@@ -111,3 +111,29 @@ func TestParseArchStrict(t *testing.T) {
 		}
 	}
 }
+
+// Architectures the calculator does not model answer unknown with what
+// vLLM's registry says of them.
+func TestUnmodelledArchitectureReasons(t *testing.T) {
+	for _, c := range []struct {
+		arch   string
+		mech   Mechanism
+		reason string
+	}{
+		{"BertModel", MechPooling, "pooling"},
+		{"XLMRobertaModel", MechPooling, "pooling"},
+		{"T5ForConditionalGeneration", MechEncoderDec, "does not list it"},
+		{"BartForConditionalGeneration", MechEncoderDec, "removed in 0.10.2"},
+		{"WhisperForConditionalGeneration", MechEncoderDec, "not implemented"},
+	} {
+		t.Run(c.arch, func(t *testing.T) {
+			a, err := ParseArch([]byte(`{"architectures":["` + c.arch + `"],"model_type":"x"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Mechanism != c.mech || !strings.Contains(a.UnknownReason, c.reason) {
+				t.Errorf("mechanism %s reason %q, want %s and %q", a.Mechanism, a.UnknownReason, c.mech, c.reason)
+			}
+		})
+	}
+}

@@ -75,6 +75,7 @@ const (
 	MechHybridMamba   Mechanism = "hybrid_mamba"     // Mamba/SSM layers (not implemented)
 	MechLinearAttn    Mechanism = "linear_attention" // linear/recurrent attention (not implemented)
 	MechEncoderDec    Mechanism = "encoder_decoder"  // cross-attention models (not implemented)
+	MechPooling       Mechanism = "pooling"          // embedding / pooling models: no generation KV plan (not implemented)
 	MechUnknown       Mechanism = "unknown"          // not recognised
 )
 
