@@ -204,9 +204,10 @@ var matchers = []matcher{
 	{wording: WordDistError, family: FamilyDistributedInit, needles: []string{"DistNetworkError", "DistBackendError", "DistStoreError"}},
 	// A bare 401 from the hub: huggingface_hub's RepositoryNotFoundError and
 	// requests' HTTPError say neither "gated" nor "restricted" (a private or
-	// gated repository without a token, or a bad token).
+	// gated repository without a token, or a bad token); a paste may end
+	// right after the status (vllm-project/vllm#8331).
 	{wording: WordHubUnauthorized, family: FamilyGatedRepo, needles: []string{"401 Client Error"},
-		res: []rx{re(`401 Client Error[.:]? ?(?:Unauthorized for url: https?://(?:huggingface\.co|hf\.co)/|\(Request ID:)`, cint(fHTTP, 401))}},
+		res: []rx{re(`401 Client Error(?:[.:]? ?(?:Unauthorized for url: https?://(?:huggingface\.co|hf\.co)/|\(Request ID:)|:?$)`, cint(fHTTP, 401))}},
 	{wording: WordGatedRepo, family: FamilyGatedRepo, needles: []string{"Cannot access gated repo", "GatedRepoError", "You are trying to access a gated repo", "is restricted and you are not in the authorized list", "is restricted. You must have access to it and be authenticated"},
 		res: []rx{opt(`\b(401|403) Client Error`, cp(1, fHTTP, ckInt))}},
 	{wording: WordChatTemplate, family: FamilyMissingChatTemplate, needles: []string{"default chat template is no longer allowed", "ChatTemplateResolutionError", "must provide a chat template", "tokenizer.chat_template is not set"}},
