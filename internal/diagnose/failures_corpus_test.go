@@ -13,6 +13,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/diagnose/plan"
 	"github.com/narwhal-go/narwhal/internal/evidence/memory"
+	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
 // failureCase is the sidecar of a real failure log in testdata/failures:
@@ -161,7 +162,7 @@ func TestFailureCorpus(t *testing.T) {
 		}
 	}
 	if os.Getenv("NARWHAL_WRITE_TABLES") == "1" {
-		writeDocSection(t, "../../docs/diagnose.md", "corpus-failures", failureTable(res))
+		testkit.WriteDocSection(t, "../../docs/diagnose.md", "corpus-failures", failureTable(res))
 	}
 	if len(res) < minFailureLogs {
 		t.Errorf("the real-log corpus has %d logs, the issue asks for at least %d", len(res), minFailureLogs)
@@ -223,24 +224,4 @@ func failureTable(res []failureResult) string {
 		b.WriteString(strings.Join(misses, "\n") + "\n")
 	}
 	return b.String()
-}
-
-// writeDocSection replaces the text between <!-- name:begin --> and
-// <!-- name:end --> in a doc.
-func writeDocSection(t *testing.T, path, name, body string) {
-	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	begin, end := "<!-- "+name+":begin -->", "<!-- "+name+":end -->"
-	s := string(raw)
-	i, j := strings.Index(s, begin), strings.Index(s, end)
-	if i < 0 || j < i {
-		t.Fatalf("%s: markers %s … %s missing", path, begin, end)
-	}
-	s = s[:i+len(begin)] + "\n" + body + s[j:]
-	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/narwhal-go/narwhal/internal/evidence/artifact/fixture"
+	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
 // corpusCase is one sidecar of testdata/corpus/startup: a real vLLM
@@ -173,7 +174,7 @@ func TestCorpusStartup(t *testing.T) {
 	tab := corpusTable(rows)
 	t.Log("\n" + tab)
 	if os.Getenv("NARWHAL_WRITE_TABLES") == "1" {
-		writeCorpusSection(t, tab)
+		testkit.WriteDocSection(t, filepath.Join("..", "..", "..", "docs", "memory-plan.md"), "corpus-startup", tab)
 	}
 	// Floors measured on 2026-12-02 (16 cases, 8 with a fixture): 4 of 6
 	// compared weights within ±3 % (both misses are gpt-oss-120b on H100,
@@ -276,25 +277,4 @@ func corpusTable(rows []corpusRow) string {
 	fmt.Fprintf(&s, "| KV in 90 %% band | %d | %d | %d | ≥ 85 %% |\n", len(rows), bN, bOK)
 	fmt.Fprintf(&s, "| unknown (reason stated) | %d | %d | | |\n", len(rows), unknown)
 	return s.String()
-}
-
-// writeCorpusSection rewrites the marked section of docs/memory-plan.md,
-// appending the markers when the document has none yet.
-func writeCorpusSection(t *testing.T, tab string) {
-	const begin, end = "<!-- corpus-startup:begin -->", "<!-- corpus-startup:end -->"
-	path := filepath.Join("..", "..", "..", "docs", "memory-plan.md")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(b)
-	i, j := strings.Index(doc, begin), strings.Index(doc, end)
-	if i < 0 || j < i {
-		doc = strings.TrimRight(doc, "\n") + "\n\n## Real startup logs\n\n" + begin + "\n" + end + "\n"
-		i, j = strings.Index(doc, begin), strings.Index(doc, end)
-	}
-	doc = doc[:i+len(begin)] + "\n" + tab + doc[j:]
-	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
