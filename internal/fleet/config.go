@@ -107,14 +107,19 @@ type Serving struct {
 	QueueTimeoutS     float64 `json:"queue_timeout_s"`
 	PrefillConcurrent int     `json:"prefill_concurrency"`
 	DecodeConcurrent  int     `json:"decode_concurrency"`
-	HandoffTimeoutS   float64 `json:"handoff_timeout_s"`
-	MaxAttempts       int     `json:"max_attempts"`
-	RetryBaseS        float64 `json:"retry_base_s"`
-	RetryCapS         float64 `json:"retry_cap_s"`
-	RetryBudget       int     `json:"retry_budget"`
-	RetryReplenish    float64 `json:"retry_replenish"`
-	MaxRequestBytes   int     `json:"max_request_bytes"`
-	MaxResponseBytes  int     `json:"max_response_bytes"`
+	// DeadlineQueue bounds the requests waiting for room while their TTFT
+	// target can still be met (0: refuse at once); DeadlineQueueKVTokens
+	// bounds their KV (0: the decode pool's capacity).
+	DeadlineQueue         int     `json:"deadline_queue"`
+	DeadlineQueueKVTokens int     `json:"deadline_queue_kv_tokens"`
+	HandoffTimeoutS       float64 `json:"handoff_timeout_s"`
+	MaxAttempts           int     `json:"max_attempts"`
+	RetryBaseS            float64 `json:"retry_base_s"`
+	RetryCapS             float64 `json:"retry_cap_s"`
+	RetryBudget           int     `json:"retry_budget"`
+	RetryReplenish        float64 `json:"retry_replenish"`
+	MaxRequestBytes       int     `json:"max_request_bytes"`
+	MaxResponseBytes      int     `json:"max_response_bytes"`
 }
 
 // Admission modes.

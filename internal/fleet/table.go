@@ -128,6 +128,8 @@ func (s *Serving) fields() []field {
 		integer("queue_capacity", &s.QueueCapacity, 0, policyCount).asPolicy(),
 		integer("prefill_concurrency", &s.PrefillConcurrent, 0, policyCount).asPolicy(),
 		integer("decode_concurrency", &s.DecodeConcurrent, 0, policyCount).asPolicy(),
+		integer("deadline_queue", &s.DeadlineQueue, 1024, policyCount).asPolicy(),
+		integer("deadline_queue_kv_tokens", &s.DeadlineQueueKVTokens, 0, policyCount).asPolicy(),
 		integer("retry_budget", &s.RetryBudget, 10, policyCount).asPolicy(),
 		integer("max_attempts", &s.MaxAttempts, 1, policyAttempts).asPolicy(),
 		integer("max_request_bytes", &s.MaxRequestBytes, 4<<20, policyBytes).asPolicy(),

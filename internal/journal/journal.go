@@ -69,6 +69,11 @@ const (
 	CauseKVCapacity        = "kv_capacity"
 	CauseTPOT              = "tpot"
 	CauseDecode            = "decode"
+	// CauseDeadline: the request waited in the deadline queue until its
+	// TTFT target could no longer be met; CauseQueueFull: the queue was at
+	// its bound when it arrived.
+	CauseDeadline  = "deadline"
+	CauseQueueFull = "queue_full"
 )
 
 // Expiry reasons (terminal expired).
@@ -129,7 +134,7 @@ func RejectedReasons() []string {
 // RefusedCauses lists the refusal causes of the metrics' cause label.
 func RefusedCauses() []string {
 	return []string{CauseQueue, CausePrompt, CauseAggregateUnpriced, CauseSlotWait,
-		CauseKVCapacity, CauseTPOT}
+		CauseKVCapacity, CauseTPOT, CauseDeadline, CauseQueueFull}
 }
 
 // ExpiredReasons lists every documented expiry reason.

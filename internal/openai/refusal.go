@@ -49,6 +49,10 @@ var refusalRules = map[refusalKey]refusalRule{
 	{FirstPrefill, sched.CauseAggregateUnpriced}: {status: 429, terminal: journal.TerminalRefused},
 	{FirstPrefill, sched.CauseKVCapacity}:        {status: 429, terminal: journal.TerminalRefused},
 	{FirstPrefill, sched.CauseTPOT}:              {status: 429, terminal: journal.TerminalRefused},
+	// The deadline queue: waited until the TTFT target could not be met,
+	// or full on arrival. Retry-After is the core's drain projection.
+	{FirstPrefill, sched.CauseDeadline}:  {status: 429, terminal: journal.TerminalRefused},
+	{FirstPrefill, sched.CauseQueueFull}: {status: 429, terminal: journal.TerminalRefused},
 	// The client's to fix: the reference answers 429, which every SDK
 	// retries in vain (Prompt.refusal writes the message).
 	{FirstPrefill, sched.CausePrompt}: {status: 400, code: "prompt_exceeds_ttft_slo", terminal: journal.TerminalRefused},

@@ -37,6 +37,7 @@ type call struct {
 	crossed                  *bool
 	price                    *journal.Price
 	queueWaits               journal.QueueWaits
+	queued                   bool // in the core's deadline queue (run.go, placePrefill)
 
 	ttft, prefilledAt, firstTok, lastTok float64
 	tokens, observed                     int

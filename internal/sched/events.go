@@ -12,6 +12,7 @@ func (c *Core) Track(arrived float64, r Request) *Request {
 	req.arrived, req.forgotten = arrived, false
 	if old := c.requests[r.RID]; old != nil {
 		old.forgotten = true // a stale handle must not act on its successor's rid
+		c.dequeue(old)
 	}
 	c.requests[r.RID] = &req
 	c.ctl.arrival(arrived, &req)
@@ -157,6 +158,7 @@ func (c *Core) tokensOn(now float64, i *Instance, r *Request, n int) {
 func (c *Core) Finished(now float64, rid string) {
 	if r := c.requests[rid]; r != nil {
 		c.unplace(r, now)
+		c.dequeue(r)
 		c.ctl.finished(r)
 		delete(c.requests, rid)
 		r.forgotten = true

@@ -59,7 +59,11 @@ type Refusal struct {
 	// RetryAfter is when the core projects room, in whole seconds; 0 when
 	// waiting will not help (the prompt alone is over the target).
 	RetryAfter int
-	Message    string // what the core found, for a person
+	// Deadline is, for a Wait from the deadline queue, the time (on the
+	// core's scale) after which waiting cannot help: place again then, and
+	// the core answers CauseDeadline. 0 for a seat wait without the queue.
+	Deadline float64
+	Message  string // what the core found, for a person
 }
 
 func (r *Refusal) Error() string { return r.Message }
@@ -80,7 +84,8 @@ const (
 
 // Causes is every refusal cause, for callers that map each one.
 func Causes() []string {
-	return []string{CausePrompt, CauseQueue, CauseAggregateUnpriced, CauseTPOT, CauseKVCapacity, CauseNoEngine, CauseSeats, CauseUntracked}
+	return []string{CausePrompt, CauseQueue, CauseAggregateUnpriced, CauseTPOT, CauseKVCapacity, CauseNoEngine, CauseSeats, CauseUntracked,
+		CauseDeadline, CauseQueueFull}
 }
 
 // candidates returns the live engines of role outside exclude, or under

@@ -63,6 +63,9 @@ type Options struct {
 	// phase (0: no cap). They exist only while the admission queue is on;
 	// a request that finds every candidate full waits for a seat.
 	PrefillSeats, DecodeSeats int
+
+	// Queue bounds the deadline queue (queue.go); zero turns it off.
+	Queue QueueLimits
 }
 
 // OptionsFrom reads Options from a validated fleet.
@@ -79,6 +82,7 @@ func OptionsFrom(c *fleet.Config) Options {
 		CorrectionSamples: r.DecodeCorrectionMinSamples,
 		Policy:            PolicyReactive,
 		Controller:        c.Controller,
+		Queue:             QueueLimitsFrom(c.Serving),
 	}
 	if c.Serving.QueueCapacity > 0 {
 		o.PrefillSeats, o.DecodeSeats = c.Serving.PrefillConcurrent, c.Serving.DecodeConcurrent
@@ -105,6 +109,8 @@ type Request struct {
 	forgotten  bool // no longer the core's request for RID (OutputTokensOf)
 
 	arrived  float64 // Track's time: the TTFT check counts elapsed seconds from it
+	deadline float64 // the latest first placement that can meet the TTFT budget (queue.go)
+	queued   *waiter // its place in the deadline queue, nil when not waiting
 	producer string  // iid of the prefill leg's engine, once dispatched
 	price    float64
 }
@@ -152,6 +158,7 @@ type Core struct {
 	requests  map[string]*Request
 
 	unserved int
+	queue    waitQueue // first placements waiting for room, earliest deadline first
 	ctl      *controller
 	cands    []*Instance // placement's candidates: scratch, as steps never nest
 	pool     []*Instance // admitDecode's decode pool: scratch likewise

@@ -168,6 +168,7 @@ func TestDecodeAvoidsProducer(t *testing.T) {
 
 func TestTTFTAdmission(t *testing.T) {
 	c := newCore(t, "p0:prefill", "d0:decode")
+	c.opt.Queue = QueueLimits{} // the refusals themselves; queue_test.go has the waits
 	// A 100k-token prompt alone takes 1.01 s > 1 s budget.
 	c.Track(0, req("long", 100000, 8))
 	if _, ref := c.Place(0, "long", nil, First); ref == nil || ref.Cause != CausePrompt || ref.RetryAfter != 0 {

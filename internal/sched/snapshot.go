@@ -25,6 +25,7 @@ type Snapshot struct {
 	Load     Loads        `json:"load"`
 	Unserved int          `json:"unserved"`
 	Tracked  int          `json:"tracked"`
+	Queue    QueueView    `json:"queue"`
 }
 
 // Pool lists the iids labelled role.
@@ -40,7 +41,8 @@ func (s *Snapshot) Pool(role fleet.Role) []string {
 
 // Snapshot copies the state out at now.
 func (c *Core) Snapshot(now float64) *Snapshot {
-	s := &Snapshot{At: now, Load: c.PoolLoads(now), Unserved: c.unserved, Tracked: len(c.requests)}
+	s := &Snapshot{At: now, Load: c.PoolLoads(now), Unserved: c.unserved, Tracked: len(c.requests),
+		Queue: c.queueView(now)}
 	for _, i := range c.instances {
 		s.Engines = append(s.Engines, EngineView{
 			IID: i.IID, Role: i.Role, Pin: i.Pin, Live: i.Live,

@@ -35,6 +35,22 @@ func (a Attempt) admits() bool { return a.N <= 1 && !a.FailedOver }
 // A refusal at 3 or 4 still returns the placement, so callers can report
 // its price; any refusal leaves the request undispatched.
 func (c *Core) Place(now float64, rid string, exclude map[string]bool, a Attempt) (Placement, *Refusal) {
+	pl, ref := c.place(now, rid, exclude, a)
+	if c.rec != nil {
+		c.rec(Step{Kind: StepPlace, Now: now, RID: rid, Exclude: sortedSet(exclude), Attempt: a, Placement: pl, Refusal: ref})
+	}
+	return pl, ref
+}
+
+// place is Place without the log. With the deadline queue on, a first
+// admission behind earlier deadlines waits without being priced, and a
+// refusal for the load of the moment becomes a wait (queue.go).
+func (c *Core) place(now float64, rid string, exclude map[string]bool, a Attempt) (Placement, *Refusal) {
+	queued := a.admits() && c.queueOn()
+	if r := c.requests[rid]; queued && r != nil && c.behind(now, r) {
+		return Placement{}, c.queueStep(now, r, &Refusal{Cause: CauseQueue,
+			Message: "requests with earlier deadlines are waiting"})
+	}
 	r, pl, ref := c.choose(now, Prefill, rid, exclude)
 	if ref == nil && a.admits() && c.opt.Predictive {
 		ref = c.admitTTFT(pl, now-r.arrived)
@@ -42,11 +58,12 @@ func (c *Core) Place(now float64, rid string, exclude map[string]bool, a Attempt
 	if ref == nil {
 		ref = c.admitDecode(r)
 	}
-	if ref == nil {
-		c.dispatched(now, pl.IID, rid, Prefill)
+	if queued && r != nil {
+		ref = c.queueStep(now, r, ref)
 	}
-	if c.rec != nil {
-		c.rec(Step{Kind: StepPlace, Now: now, RID: rid, Exclude: sortedSet(exclude), Attempt: a, Placement: pl, Refusal: ref})
+	if ref == nil {
+		c.dequeue(r)
+		c.dispatched(now, pl.IID, rid, Prefill)
 	}
 	return pl, ref
 }
@@ -82,7 +99,9 @@ func (c *Core) choose(now float64, phase Phase, rid string, exclude map[string]b
 	}
 	pl, ref := choose(r, exclude)
 	if ref == nil && !pl.MeetsSLO {
-		c.unserved++
+		if r.queued == nil { // a waiting request's new pricing is not a new placement
+			c.unserved++
+		}
 		pl = c.arrowGrow(now, phase, r, exclude, pl)
 	}
 	return r, pl, ref
