@@ -57,14 +57,27 @@ type errorFields struct {
 	Code    *string `json:"code"`
 }
 
+// ShouldRetryHeader tells OpenAI's SDKs whether to retry an error answer,
+// before their status rules (openai-node 6.30.1, client.js shouldRetry:
+// "true" retries, "false" does not, else 408, 409, 429 and 5xx are
+// retried). Every error carries it: "true"
+// only with a Retry-After (a 429 or 503: room is projected), "false"
+// otherwise — an engine fault reaches the client only after the router
+// placed the request again itself, and a client's own mistake (a 408 or
+// 409 included, which the SDKs would otherwise retry) cannot succeed
+// unchanged.
+const ShouldRetryHeader = "X-Should-Retry"
+
 // Write sends the error. Messages never carry engine URLs or upstream
 // exception text: the detail goes to the journal only (an engine's own
 // 4xx message is passed on only after vllm sanitized it).
 func (e *Error) Write(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
+	h.Set(ShouldRetryHeader, "false")
 	if e.RetryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
+		h.Set(ShouldRetryHeader, "true")
 	}
 	w.WriteHeader(e.Status)
 	_, _ = w.Write(append(e.Event(), '\n'))

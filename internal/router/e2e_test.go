@@ -171,42 +171,63 @@ func TestRefusedWhenThePromptCannotMeetTTFT(t *testing.T) {
 	}
 }
 
+// A request whose TTFT target cannot be met now: with the deadline queue
+// off it is refused at once (cause queue); with it on (the default) it
+// waits until its deadline and only then is refused (cause deadline). Both
+// answers are one 429 with a computed Retry-After that tells the SDK a
+// retry can help.
 func TestRefusedWithRetryAfterWhenTheQueueIsDeep(t *testing.T) {
-	h := newHarness(t, pd, func(c *fleet.Config) { c.SLO.TTFT = 0.5 })
-	// Slow the only prefill engine so the first request stays resident.
-	h.engines.Engines[0].SetFaults(simengine.Faults{LatencyMultiplier: 40})
-	// Each prompt alone is priced at about 0.3 s, within the 0.5 s target;
-	// behind one resident copy it is not.
+	for _, tc := range []struct {
+		name   string
+		queue  int
+		reason string
+		waits  bool
+	}{
+		{"queue off", 0, journal.CauseQueue, false},
+		{"queue on", 1024, journal.CauseDeadline, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, pd, func(c *fleet.Config) { c.SLO.TTFT = 0.5; c.Serving.DeadlineQueue = tc.queue })
+			resp, release := refusedBehindResident(t, h)
+			defer release()
+			if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || resp.Header.Get("X-Should-Retry") != "true" {
+				t.Errorf("status %d, Retry-After %q, X-Should-Retry %q; want 429 with Retry-After, retry allowed",
+					resp.StatusCode, resp.Header.Get("Retry-After"), resp.Header.Get("X-Should-Retry"))
+			}
+			row := h.row(resp.Header.Get("X-Request-Id"))
+			if *row.Reason != tc.reason {
+				t.Errorf("refusal cause %s, want %s", *row.Reason, tc.reason)
+			}
+			if waited := row.QueueWaits.Prefill > 0; waited != tc.waits {
+				t.Errorf("queue_waits.prefill %.3f s; waited %v, want %v", row.QueueWaits.Prefill, waited, tc.waits)
+			}
+		})
+	}
+}
+
+// refusedBehindResident posts a request priced at 0.3 s while a copy of
+// it is resident on the only prefill engine, slowed, and returns the
+// answer; release lets the resident one finish and waits for it. Slowed
+// 6×, the resident prefill (~1.8 s) outlasts the second one's 0.5 s wait.
+func refusedBehindResident(t *testing.T, h *harness) (*http.Response, func()) {
+	h.engines.Engines[0].SetFaults(simengine.Faults{LatencyMultiplier: 6})
 	long := promptPricedAt(0.3)
 	first := make(chan struct{})
 	go func() {
 		defer close(first)
 		h.post(ctx(t), "/v1/completions", map[string]any{"prompt": long, "max_tokens": 1})
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	var resp *http.Response
-	for time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
+	release := func() {
+		h.engines.Engines[0].SetFaults(simengine.Faults{})
+		<-first
+	}
+	eventually(t, "the first request is resident", func() bool {
 		h.router.mu.Lock()
-		resident := h.router.core.Snapshot(0).Engines[1].ResidentPrefill
-		h.router.mu.Unlock()
-		if resident == 0 {
-			continue
-		}
-		resp, _ = h.post(ctx(t), "/v1/completions", map[string]any{"prompt": long, "max_tokens": 1})
-		break
-	}
-	if resp == nil {
-		t.Fatal("the first request never became resident")
-	}
-	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
-		t.Errorf("status %d, Retry-After %q; want 429 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
-	}
-	if row := h.row(resp.Header.Get("X-Request-Id")); *row.Reason != journal.CauseQueue {
-		t.Errorf("refusal cause %s, want queue", *row.Reason)
-	}
-	h.engines.Engines[0].SetFaults(simengine.Faults{})
-	<-first
+		defer h.router.mu.Unlock()
+		return h.router.core.Snapshot(0).Engines[1].ResidentPrefill > 0
+	})
+	resp, _ := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": long, "max_tokens": 1})
+	return resp, release
 }
 
 func TestSeatsFull(t *testing.T) {

@@ -47,8 +47,14 @@ func TestPhaseSeatsQueueRequests(t *testing.T) {
 	}
 }
 
+// Without the deadline queue, a prefill seat wait is bounded by
+// serving.queue_timeout_s (with it, by the request's TTFT deadline:
+// TestDeadlineQueue*).
 func TestPrefillSeatWaitExpires(t *testing.T) {
-	h := newHarness(t, pd, queued(1, 4, 0.2))
+	h := newHarness(t, pd, func(c *fleet.Config) {
+		queued(1, 4, 0.2)(c)
+		c.Serving.DeadlineQueue = 0
+	})
 	h.engines.Engines[0].SetFaults(simengine.Faults{LatencyMultiplier: 40}) // the seat holder is slow (~0.6 s)
 	done := make(chan struct{})
 	go func() {

@@ -19,6 +19,9 @@ type Arm struct {
 	// CacheAware gives the core each engine's resident prefix (warm
 	// prefill pricing); without it every prefill is priced cold.
 	CacheAware bool `json:"cache_aware,omitempty"`
+	// NoQueue turns the core's deadline queue off: a first placement the
+	// admission checks refuse is refused at once (the arm to compare with).
+	NoQueue bool `json:"no_queue,omitempty"`
 }
 
 // Static is the fixed kPnD split.
@@ -68,5 +71,8 @@ func (a Arm) options(base sched.Options) (sched.Options, error) {
 		return base, fmt.Errorf("sim: arm %s: unknown policy %q: use static, reactive or arrow", a.Name, a.Policy)
 	}
 	base.Aggregated = a.Aggregated
+	if a.NoQueue {
+		base.Queue = sched.QueueLimits{}
+	}
 	return base, nil
 }

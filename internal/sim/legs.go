@@ -19,12 +19,60 @@ func (rn *runner) arrive(r *request, a Arrival, idx int) {
 		r.blocks = appendBlockKeys(rn.spareBlockKeys(), a, idx, rn.f.Shape.BlockSize)
 	}
 	r.core = rn.d.arrive(now, r.rid, a.InputLen, a.OutputLen, rn.evidence(r))
-	pl, ref := rn.d.place(now, r.rid)
+	rn.placeFirst(r)
+}
+
+// placeFirst takes r's prefill step and starts its leg, puts it in the
+// deadline queue (it places again when something frees, or at its
+// deadline), or ends it refused.
+func (rn *runner) placeFirst(r *request) {
+	pl, ref := rn.d.place(rn.nowS(), r.rid)
 	rn.observe() // the Arrow policy grows a pool inside the placement step
-	if ref != nil {
+	switch {
+	case ref != nil && ref.Wait && ref.Deadline > 0:
+		if !r.waiting {
+			r.waiting = true
+			rn.q.push(event{at: max(rn.now, nanos(ref.Deadline)), kind: evDeadline, idx: r.idx})
+		}
+		return
+	case ref != nil:
+		r.waiting = false
 		rn.refused(r, ref)
 		return
 	}
+	r.waiting = false
+	rn.startPrefill(r, pl)
+}
+
+// serveQueue places the requests first in the deadline queue while they
+// go: after every event, as the router does whenever something frees.
+// Each pass either places its head, refuses it, or stops.
+func (rn *runner) serveQueue() {
+	for range len(rn.reqs) {
+		rid := rn.d.core.QueueHead()
+		if rid == "" {
+			return
+		}
+		r := &rn.reqs[ridIndex(rid)]
+		rn.placeFirst(r)
+		if r.waiting && rn.d.core.QueueHead() == rid {
+			return
+		}
+	}
+}
+
+// ridIndex is the trace index requestIDs named rid for ("r%07d").
+func ridIndex(rid string) int {
+	n := 0
+	for _, ch := range rid[1:] {
+		n = n*10 + int(ch-'0')
+	}
+	return n
+}
+
+// startPrefill sends r's first leg to the engine pl names.
+func (rn *runner) startPrefill(r *request, pl sched.Placement) {
+	a := r.a
 	e := rn.byIID[pl.IID]
 	r.prod = e
 	if rn.arm.Aggregated {
@@ -71,7 +119,8 @@ func (rn *runner) refused(r *request, ref *sched.Refusal) {
 // (kv_capacity, tpot).
 func admissionCause(cause string) bool {
 	switch cause {
-	case sched.CausePrompt, sched.CauseQueue, sched.CauseAggregateUnpriced, sched.CauseKVCapacity, sched.CauseTPOT:
+	case sched.CausePrompt, sched.CauseQueue, sched.CauseAggregateUnpriced, sched.CauseKVCapacity, sched.CauseTPOT,
+		sched.CauseDeadline, sched.CauseQueueFull:
 		return true
 	}
 	return false

@@ -7,6 +7,7 @@ const (
 	evStep                      // engines[idx]'s step in flight completes
 	evKV                        // reqs[idx]'s KV reached its decode engine
 	evTick                      // monitor interval
+	evDeadline                  // reqs[idx]'s deadline-queue wait ends
 )
 
 // event is one thing that happens at a virtual instant. Events at the same

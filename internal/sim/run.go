@@ -60,6 +60,7 @@ type request struct {
 	prod, cons          *engine
 	prefillID, decodeID string
 	blocks              []blockKey // the prompt's full blocks, with prefix caching
+	waiting             bool       // in the core's deadline queue
 }
 
 // runner is one simulation. Virtual time is integer nanoseconds so that
@@ -210,7 +211,12 @@ func (rn *runner) handle(ev event) error {
 		rn.kvArrived(&rn.reqs[ev.idx])
 	case evTick:
 		rn.tick()
+	case evDeadline:
+		if r := &rn.reqs[ev.idx]; r.waiting && !r.done {
+			rn.placeFirst(r)
+		}
 	}
+	rn.serveQueue()
 	return nil
 }
 
