@@ -27,6 +27,7 @@ type demoOptions struct {
 	workload string
 	plotDir  string
 	html     string
+	burstS   float64
 }
 
 func newDemoCmd() *cobra.Command {
@@ -45,14 +46,23 @@ The same seed gives the same table and byte-identical --json output.
 --workload shared-prefix instead offers multi-turn sessions on a few long
 system prompts to engines with prefix caches, and compares prefill priced
 cold with cache-aware pricing on the same trace; then the same sessions
-with nothing shared, where cache-aware pricing must not lose.`,
+with nothing shared, where cache-aware pricing must not lose.
+
+--workload bursty gathers the moving trace's arrivals into bursts (one every
+--burst-s seconds, the same mean rate) and runs adaptive and the even static
+split with the scheduling core's deadline queue on (the default) and off:
+SLO attainment and goodput per rate, and whether the queue is at least as
+good as none at every rate.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.workload == "shared-prefix" {
 				return runCacheDemo(cmd, o)
 			}
+			if o.workload == "bursty" {
+				return runQueueDemo(cmd, o)
+			}
 			if o.workload != "moving" {
-				return cli.Usage("--workload %q: use moving or shared-prefix", o.workload)
+				return cli.Usage("--workload %q: use moving, shared-prefix or bursty", o.workload)
 			}
 			return runDemo(cmd, o, cmd.Flags().Changed("rates"))
 		},
@@ -67,7 +77,8 @@ with nothing shared, where cache-aware pricing must not lose.`,
 	f.StringVar(&o.plotDir, "plot", "", "also write the report's charts (attainment per rate per arm, adaptive arms' roles over time) as PNG and SVG into this directory")
 	f.StringVar(&o.html, "html", "", "also write the charts and tables as one self-contained HTML page")
 	f.IntVar(&o.workers, "workers", runtime.NumCPU(), "simulations run in parallel (results do not depend on it)")
-	f.StringVar(&o.workload, "workload", "moving", "moving (the three-phase trace) or shared-prefix (multi-turn sessions: cold vs cache-aware prefill pricing)")
+	f.StringVar(&o.workload, "workload", "moving", "moving (the three-phase trace), shared-prefix (multi-turn sessions: cold vs cache-aware prefill pricing) or bursty (the moving trace in bursts: deadline queue on vs off)")
+	f.Float64Var(&o.burstS, "burst-s", 5, "with --workload bursty: seconds between bursts")
 	return cmd
 }
 
@@ -174,6 +185,39 @@ func runCacheDemo(cmd *cobra.Command, o demoOptions) error {
 		}
 		if err := res.WriteTable(cmd.OutOrStdout()); err != nil {
 			return cli.Failed(err)
+		}
+	}
+	return nil
+}
+
+// runQueueDemo is --workload bursty: one sweep, the queue table.
+func runQueueDemo(cmd *cobra.Command, o demoOptions) error {
+	if o.trace != "" || o.plotDir != "" || o.html != "" {
+		return cli.Usage("--workload bursty takes none of --trace, --plot and --html")
+	}
+	if !(o.burstS > 0) {
+		return cli.Usage("--burst-s must be a positive number of seconds")
+	}
+	s, err := o.sweep(cmd.Flags().Changed("rates"))
+	if err != nil {
+		return err
+	}
+	s.Arms, s.BurstS = sim.QueueArms(o.engines), o.burstS
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	res, err := s.Run()
+	if err != nil {
+		return cli.Failed(err)
+	}
+	if err := res.WriteQueueTable(cmd.OutOrStdout()); err != nil {
+		return cli.Failed(err)
+	}
+	if o.jsonPath != "" {
+		b, err := res.JSON()
+		if err != nil {
+			return cli.Failed(err)
+		}
+		if err := atomicfile.Write(o.jsonPath, b, 0o644); err != nil {
+			return cli.Failed(fmt.Errorf("%w: check that the directory exists and is writable", err))
 		}
 	}
 	return nil

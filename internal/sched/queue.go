@@ -12,11 +12,14 @@ import (
 // pool's KV or TPOT, every engine at its seats) waits instead, for as long
 // as its TTFT target can still be met: its deadline is its arrival plus
 // the TTFT budget minus its own prefill on the fastest eligible engine.
-// Waiting requests are served earliest deadline first; a new arrival whose
-// deadline is later than a waiting one's waits behind it, so a burst is
-// served in order instead of whoever happens to ask at the right moment.
 // Past its deadline a request leaves with CauseDeadline: waiting longer
 // could only produce a late first token.
+//
+// Waiting requests are placed again earliest deadline first (Queued is
+// that order; the simulator walks it whenever something frees). The
+// queue never holds back a request that can be placed now: a short prompt
+// that fits goes ahead of a long one that does not, as it would with no
+// queue at all, so the queue only adds requests served in time.
 //
 // The queue is bounded by count and by the KV tokens its requests will
 // hold (a queue longer than the decode pool can take within one TTFT only
@@ -95,7 +98,7 @@ func (q *waitQueue) remove(w *waiter) {
 // waiting here (the router's readiness gate answers the second).
 func waitable(cause string) bool {
 	switch cause {
-	case CauseQueue, CauseKVCapacity, CauseTPOT, CauseSeats, CauseAggregateUnpriced:
+	case CauseQueue, CauseKVCapacity, CauseSeats, CauseAggregateUnpriced:
 		return true
 	}
 	return false
@@ -126,27 +129,6 @@ func (c *Core) queueStep(now float64, r *Request, ref *Refusal) *Refusal {
 	}
 	return &Refusal{Cause: ref.Cause, Wait: true, Deadline: r.deadline, RetryAfter: c.retryAfter(now),
 		Message: "waiting in the deadline queue: " + ref.Message}
-}
-
-// behind reports whether r must wait for earlier deadlines: some other
-// request is queued with a deadline before r's. A request that is not
-// queued gets its deadline here.
-func (c *Core) behind(now float64, r *Request) bool {
-	if r.queued == nil {
-		r.deadline = c.deadlineOf(r)
-	}
-	for _, w := range c.queue.items {
-		switch {
-		case w.r == r:
-			return false
-		case w.deadline < now:
-			// Past its deadline: it leaves with CauseDeadline when its
-			// caller places it again, and holds no one up meanwhile.
-			continue
-		}
-		return w.deadline <= r.deadline
-	}
-	return false
 }
 
 // enqueue adds r, or refuses it when the queue is full.
@@ -236,14 +218,17 @@ func (c *Core) retryAfter(now float64) int {
 	return max(1, int(math.Ceil(c.DrainS(now))))
 }
 
-// QueueHead is the rid of the request first in line, "" when none waits.
-// The simulator places it again whenever something frees.
-func (c *Core) QueueHead() string {
-	if len(c.queue.items) == 0 {
-		return ""
+// Queued appends the rids waiting in the deadline queue to dst, earliest
+// deadline first, and returns it.
+func (c *Core) Queued(dst []string) []string {
+	for _, w := range c.queue.items {
+		dst = append(dst, w.r.RID)
 	}
-	return c.queue.items[0].r.RID
+	return dst
 }
+
+// QueueLen is the number of requests waiting in the deadline queue.
+func (c *Core) QueueLen() int { return len(c.queue.items) }
 
 // QueueView is the queue in a Snapshot.
 type QueueView struct {

@@ -25,8 +25,8 @@ func TestQueueWaitsWhileTheTTFTCanBeMet(t *testing.T) {
 	if ref == nil || !ref.Wait || ref.Cause != CauseQueue || math.Abs(ref.Deadline-(1-own)) > 1e-9 {
 		t.Fatalf("refusal %+v, want a queue wait until %.3f (arrival + ttft − own prefill)", ref, 1-own)
 	}
-	if c.QueueHead() != "small" || c.Snapshot(0).Queue.Depth != 1 {
-		t.Fatalf("head %q depth %d, want small queued", c.QueueHead(), c.Snapshot(0).Queue.Depth)
+	if c.Queued(nil)[0] != "small" || c.Snapshot(0).Queue.Depth != 1 {
+		t.Fatalf("queue %q depth %d, want small queued", c.Queued(nil), c.Snapshot(0).Queue.Depth)
 	}
 	// Two of the three backlog legs finish: 0.5 s ahead, it fits.
 	c.PrefillDone(0.3, "p0", "p0-b0")
@@ -35,8 +35,8 @@ func TestQueueWaitsWhileTheTTFTCanBeMet(t *testing.T) {
 	if ref != nil || pl.IID != "p0" {
 		t.Fatalf("after the backlog drained: %v %+v, want p0", pl.IID, ref)
 	}
-	if c.QueueHead() != "" || c.Snapshot(0.3).Queue.KVTokens != 0 {
-		t.Errorf("placed request still queued: head %q", c.QueueHead())
+	if c.QueueLen() != 0 || c.Snapshot(0.3).Queue.KVTokens != 0 {
+		t.Errorf("placed request still queued: %q", c.Queued(nil))
 	}
 }
 
@@ -52,39 +52,41 @@ func TestQueueDeadlinePasses(t *testing.T) {
 	if ref == nil || ref.Wait || ref.Cause != CauseDeadline || ref.RetryAfter < 1 {
 		t.Fatalf("at its deadline: %+v, want cause deadline with a Retry-After", ref)
 	}
-	if c.QueueHead() != "" {
+	if c.QueueLen() != 0 {
 		t.Errorf("expired request still queued")
 	}
 }
 
+// Waiting requests are offered again earliest deadline first (Queued's
+// order), and the queue never holds back a request that fits now.
 func TestQueueEarliestDeadlineFirst(t *testing.T) {
 	c := newCore(t, "p0:prefill", "d0:decode")
 	backlog(c, "p0", 3, 49000)
 	// a's long prompt leaves it less time to wait: its deadline is earlier
 	// than b's, which arrived later with a short one.
+	c.Track(0, req("b", 100, 8))   // own 0.011 s: deadline 0.989
 	c.Track(0, req("a", 40000, 8)) // own 0.41 s: deadline 0.59
-	c.Track(0.1, req("b", 100, 8)) // own 0.011 s: deadline 1.089
-	c.Place(0, "a", nil, First)
-	c.Place(0.1, "b", nil, First)
-	c.Track(0.2, req("late", 100, 8)) // deadline 1.189, behind both
-	if c.QueueHead() != "a" {
-		t.Fatalf("head %q, want a (earliest deadline)", c.QueueHead())
+	c.Track(0.1, req("c", 100, 8)) // deadline 1.089
+	for _, id := range []string{"b", "a", "c"} {
+		if _, ref := c.Place(0.1, id, nil, First); ref == nil || !ref.Wait {
+			t.Fatalf("%s: %+v, want a wait", id, ref)
+		}
 	}
-	// The backlog clears: b would fit, but a is first in line.
-	for k := 0; k < 3; k++ {
-		c.PrefillDone(0.3, "p0", fmt.Sprintf("p0-b%d", k))
+	if got := c.Queued(nil); fmt.Sprint(got) != "[a b c]" {
+		t.Fatalf("queue order %v, want [a b c] (earliest deadline first)", got)
 	}
-	if _, ref := c.Place(0.3, "b", nil, First); ref == nil || !ref.Wait {
-		t.Fatalf("b placed ahead of a: %+v", ref)
+	// Two backlog legs finish: a (0.41 s) cannot meet its target behind
+	// the last one, b can, and goes although a is first in line.
+	c.PrefillDone(0.2, "p0", "p0-b0")
+	c.PrefillDone(0.2, "p0", "p0-b1")
+	if _, ref := c.Place(0.2, "a", nil, First); ref == nil || !ref.Wait {
+		t.Fatalf("a: %+v, want it still waiting", ref)
 	}
-	if _, ref := c.Place(0.3, "late", nil, First); ref == nil || !ref.Wait {
-		t.Fatalf("a newcomer with a later deadline jumped the queue: %+v", ref)
+	if pl, ref := c.Place(0.2, "b", nil, First); ref != nil || pl.IID != "p0" {
+		t.Fatalf("b held back behind a: %v %+v", pl.IID, ref)
 	}
-	if pl, ref := c.Place(0.3, "a", nil, First); ref != nil || pl.IID != "p0" {
-		t.Fatalf("head a: %v %+v, want placed", pl.IID, ref)
-	}
-	if c.QueueHead() != "b" {
-		t.Errorf("head after a: %q, want b", c.QueueHead())
+	if got := c.Queued(nil); fmt.Sprint(got) != "[a c]" {
+		t.Errorf("queue after b: %v, want [a c]", got)
 	}
 }
 
@@ -135,7 +137,7 @@ func TestQueueForgetsFinishedRequests(t *testing.T) {
 	c.Track(0, req("gone", 100, 8))
 	c.Place(0, "gone", nil, First)
 	c.Finished(0.1, "gone") // the client went away while it waited
-	if c.QueueHead() != "" || c.Snapshot(0.1).Queue.Depth != 0 {
+	if c.QueueLen() != 0 || c.Snapshot(0.1).Queue.Depth != 0 {
 		t.Fatalf("a finished request is still queued")
 	}
 	// A request tracked again under the same rid starts afresh.

@@ -43,13 +43,12 @@ func (c *Core) Place(now float64, rid string, exclude map[string]bool, a Attempt
 }
 
 // place is Place without the log. With the deadline queue on, a first
-// admission behind earlier deadlines waits without being priced, and a
-// refusal for the load of the moment becomes a wait (queue.go).
+// admission's refusal for the load of the moment becomes a wait
+// (queue.go).
 func (c *Core) place(now float64, rid string, exclude map[string]bool, a Attempt) (Placement, *Refusal) {
 	queued := a.admits() && c.queueOn()
-	if r := c.requests[rid]; queued && r != nil && c.behind(now, r) {
-		return Placement{}, c.queueStep(now, r, &Refusal{Cause: CauseQueue,
-			Message: "requests with earlier deadlines are waiting"})
+	if r := c.requests[rid]; queued && r != nil && r.queued == nil {
+		r.deadline = c.deadlineOf(r)
 	}
 	r, pl, ref := c.choose(now, Prefill, rid, exclude)
 	if ref == nil && a.admits() && c.opt.Predictive {

@@ -44,19 +44,18 @@ func (rn *runner) placeFirst(r *request) {
 	rn.startPrefill(r, pl)
 }
 
-// serveQueue places the requests first in the deadline queue while they
-// go: after every event, as the router does whenever something frees.
-// Each pass either places its head, refuses it, or stops.
+// serveQueue places the requests waiting in the deadline queue again,
+// earliest deadline first, after every event: as the router wakes its
+// waiters whenever something frees. Each either goes, is refused, or
+// waits on.
 func (rn *runner) serveQueue() {
-	for range len(rn.reqs) {
-		rid := rn.d.core.QueueHead()
-		if rid == "" {
-			return
-		}
-		r := &rn.reqs[ridIndex(rid)]
-		rn.placeFirst(r)
-		if r.waiting && rn.d.core.QueueHead() == rid {
-			return
+	if rn.d.core.QueueLen() == 0 {
+		return
+	}
+	rn.waiting = rn.d.core.Queued(rn.waiting[:0])
+	for _, rid := range rn.waiting {
+		if r := &rn.reqs[ridIndex(rid)]; r.waiting && !r.done {
+			rn.placeFirst(r)
 		}
 	}
 }

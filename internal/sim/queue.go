@@ -3,11 +3,11 @@ package sim
 type evKind uint8
 
 const (
-	evArrival evKind = iota + 1 // arrivals[idx] arrives
-	evStep                      // engines[idx]'s step in flight completes
-	evKV                        // reqs[idx]'s KV reached its decode engine
-	evTick                      // monitor interval
-	evDeadline                  // reqs[idx]'s deadline-queue wait ends
+	evArrival  evKind = iota + 1 // arrivals[idx] arrives
+	evStep                       // engines[idx]'s step in flight completes
+	evKV                         // reqs[idx]'s KV reached its decode engine
+	evTick                       // monitor interval
+	evDeadline                   // reqs[idx]'s deadline-queue wait ends
 )
 
 // event is one thing that happens at a virtual instant. Events at the same

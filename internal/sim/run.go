@@ -76,8 +76,9 @@ type runner struct {
 	now     int64
 	tr      Trace
 	reqs    []request
-	next    int // next arrival index
-	open    int // requests not yet terminal
+	waiting []string // serveQueue's scratch: the queue's rids in order
+	next    int      // next arrival index
+	open    int      // requests not yet terminal
 	tickNS  int64
 	endNS   int64 // offer window end
 	capNS   int64 // drain bound

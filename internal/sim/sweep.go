@@ -20,6 +20,9 @@ type Sweep struct {
 	// Sessions generates a shared-prefix trace at each rate instead of
 	// Segments (sessions.go).
 	Sessions *Sessions
+	// BurstS gathers a generated trace's arrivals into bursts, one every
+	// BurstS seconds (Trace.Bursty); 0 leaves them Poisson.
+	BurstS float64
 	// Target is the attainment a rate must reach to count as sustained.
 	Target float64
 	// Workers run arms in parallel; results do not depend on it.
@@ -51,6 +54,7 @@ const (
 // TraceInfo says what was offered.
 type TraceInfo struct {
 	Source    string    `json:"source"` // generated, sessions or replay
+	BurstS    float64   `json:"burst_s,omitempty"`
 	Segments  []Segment `json:"segments,omitempty"`
 	Sessions  *Sessions `json:"sessions,omitempty"`
 	DurationS float64   `json:"duration_s"` // at the first rate
@@ -126,7 +130,7 @@ func (s Sweep) rates() []float64 {
 // traces builds the trace each rate runs.
 func (s Sweep) traces() ([]Trace, TraceInfo, error) {
 	var out []Trace
-	info := TraceInfo{Source: "generated", Segments: s.Segments}
+	info := TraceInfo{Source: "generated", Segments: s.Segments, BurstS: s.BurstS}
 	if s.Replay != nil {
 		info = TraceInfo{Source: "replay"}
 	} else if s.Sessions != nil {
@@ -145,6 +149,9 @@ func (s Sweep) traces() ([]Trace, TraceInfo, error) {
 			var err error
 			if tr, err = Generate(s.Segments, rate, s.Seed); err != nil {
 				return nil, info, err
+			}
+			if s.BurstS > 0 {
+				tr = tr.Bursty(s.BurstS)
 			}
 		}
 		out = append(out, tr)

@@ -117,3 +117,22 @@ func draw(r ports.Rng, mean, sigma float64, hi int) int {
 	v := mean * math.Exp(sigma*r.NormFloat64()-sigma*sigma/2)
 	return min(hi, max(1, int(math.Round(v))))
 }
+
+// Bursty gathers t's arrivals into bursts: every arrival of each everyS
+// window arrives at the window's start, in its order (a microsecond
+// apart), so the mean rate and the lengths stay t's while the load comes
+// all at once, as a batch job or a retrying client fleet offers it.
+func (t Trace) Bursty(everyS float64) Trace {
+	out := Trace{DurationS: t.DurationS, Arrivals: make([]Arrival, len(t.Arrivals))}
+	window, k := -1.0, 0
+	for i, a := range t.Arrivals {
+		start := math.Floor(a.At/everyS) * everyS
+		if start != window {
+			window, k = start, 0
+		}
+		a.At = start + float64(k)*1e-6
+		k++
+		out.Arrivals[i] = a
+	}
+	return out
+}

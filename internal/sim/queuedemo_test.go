@@ -1,0 +1,59 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+)
+
+// On bursts at rates the fleet sustains, the deadline queue serves at
+// least as many requests in time as refusing at once.
+func TestDeadlineQueueNoWorseOnBursts(t *testing.T) {
+	s := Sweep{Fleet: DemoFleet(4), Arms: QueueArms(4), Seed: 1, Segments: MovingSegments(20),
+		Rates: []float64{2, 3, 4}, BurstS: 5, Target: 0.9, Workers: 2}
+	res, err := s.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pairs := res.QueuePairs()
+	if len(pairs) != 2 {
+		t.Fatalf("%d queue pairs, want adaptive and 2P2D", len(pairs))
+	}
+	for _, p := range pairs {
+		for k, rate := range res.Rates {
+			on, off := p.On.Runs[k], p.Off.Runs[k]
+			if on.Attainment < off.Attainment || on.GoodputRPS < off.GoodputRPS {
+				t.Errorf("%s at %g req/s: queue on %.3f (%.2f rps) < off %.3f (%.2f rps)", p.Arm, rate,
+					on.Attainment, on.GoodputRPS, off.Attainment, off.GoodputRPS)
+			}
+			if off.RefusedBy["deadline"] != 0 || off.RefusedBy["queue_full"] != 0 {
+				t.Errorf("%s no-queue at %g: refused for the queue's causes %v", p.Arm, rate, off.RefusedBy)
+			}
+		}
+	}
+	var b strings.Builder
+	if err := res.WriteQueueTable(&b); err != nil || !strings.Contains(b.String(), "attain on") {
+		t.Errorf("table: %v\n%s", err, b.String())
+	}
+}
+
+// Bursty keeps every arrival and its order, and gathers each window's
+// arrivals at the window's start.
+func TestBurstyGathersArrivals(t *testing.T) {
+	tr, err := Generate(MovingSegments(10), 5, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := tr.Bursty(2)
+	if len(b.Arrivals) != len(tr.Arrivals) || b.DurationS != tr.DurationS {
+		t.Fatalf("bursty changed the trace's size: %d of %d", len(b.Arrivals), len(tr.Arrivals))
+	}
+	for i, a := range b.Arrivals {
+		start := float64(int(tr.Arrivals[i].At/2)) * 2
+		if a.At < start || a.At > start+1e-3 || a.InputLen != tr.Arrivals[i].InputLen {
+			t.Fatalf("arrival %d at %.6f (was %.3f), want at the start of its window %.0f", i, a.At, tr.Arrivals[i].At, start)
+		}
+		if i > 0 && a.At < b.Arrivals[i-1].At {
+			t.Fatalf("arrival %d out of order", i)
+		}
+	}
+}
