@@ -270,3 +270,87 @@ func TestOpenAISDKStreamsThroughTheRouter(t *testing.T) {
 	}
 	t.Logf("OpenAI SDK: %s", out)
 }
+
+// burstResult is what scripts/node/openai-burst.mjs prints.
+type burstResult struct {
+	Calls             int            `json:"calls"`
+	OK                int            `json:"ok"`
+	Failed            map[string]int `json:"failed"`
+	Attempts          int            `json:"attempts"`
+	RetryAfterMissing int            `json:"retry_after_missing"`
+	TTFTP50           *float64       `json:"ttft_p50_s"`
+	TTFTP99           *float64       `json:"ttft_p99_s"`
+}
+
+// A burst of 300 concurrent streamed chats from the official JS SDK at its
+// default retries (2 per call) against the dev fleet make run starts:
+// nearly every call succeeds, because the router queues what it cannot
+// place yet, and every refusal tells the SDK when to come back.
+func TestOpenAISDKBurstIsQueuedNotRefused(t *testing.T) {
+	node, script := nodeScript(t, "openai-burst.mjs")
+	run := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, node, script, run.base+"/v1", "narwhal/sim-llama-3-8b", "300").Output()
+	if err != nil {
+		t.Fatalf("the burst failed: %v\n%s", err, out)
+	}
+	var res burstResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("burst output %q: %v", out, err)
+	}
+	t.Logf("300 concurrent calls: %s", out)
+	run.stop()
+	logOutcomes(t, run.dir)
+	if res.OK < 297 {
+		t.Errorf("%d of 300 calls succeeded (failed %v), want at least 99 %%", res.OK, res.Failed)
+	}
+	// The dev fleet prefills a burst serially (simengine and the core price
+	// each prompt alone): 300 × ~17 ms over two prefill engines is ~2.5 s,
+	// so about 60 % cannot meet the 1 s TTFT target even after waiting; they
+	// leave the queue at their deadline with a 429 and a Retry-After from
+	// the drain projection, and the SDK's one retry is served. Measured
+	// 2026-12-02: 300/300 ok, 479–481 attempts (1.6 per call); at most
+	// one retry per call is what holds here (docs/router.md).
+	if res.Attempts > 2*300 {
+		t.Errorf("%d HTTP attempts for 300 calls, want at most one retry per call", res.Attempts)
+	}
+	if res.RetryAfterMissing > 0 {
+		t.Errorf("%d refusals without Retry-After", res.RetryAfterMissing)
+	}
+}
+
+// nodeScript finds node and scripts/node/name with the SDK installed, or
+// skips (fails under CI) naming make node-deps.
+func nodeScript(t *testing.T, name string) (node, script string) {
+	t.Helper()
+	script, _ = filepath.Abs("../../scripts/node/" + name)
+	sdk, _ := filepath.Abs("../../scripts/node/node_modules/openai/package.json")
+	node, err := exec.LookPath("node")
+	if _, serr := os.Stat(sdk); err != nil || serr != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("node or the openai SDK is missing (make node-deps installs scripts/node): node %v, sdk %v", err, serr)
+		}
+		t.Skip("node or the openai npm package is not installed; make node-deps installs them")
+	}
+	return node, script
+}
+
+// logOutcomes logs the dev fleet journal's rows by terminal and reason.
+func logOutcomes(t *testing.T, dir string) map[string]int {
+	t.Helper()
+	j, err := journal.ReadFile(filepath.Join(dir, "journal.jsonl"))
+	if err != nil {
+		t.Fatalf("journal: %v", err)
+	}
+	by := map[string]int{}
+	for _, r := range j.Requests {
+		k := r.Request.Terminal
+		if r.Request.Reason != nil {
+			k += "/" + *r.Request.Reason
+		}
+		by[k]++
+	}
+	t.Logf("journal rows by outcome: %v", by)
+	return by
+}

@@ -104,6 +104,10 @@ const (
 	// RetryFailover: the leg never reached its engine (connect error), so
 	// it moved to another engine within the same attempt, at no credit.
 	RetryFailover = "failover"
+	// RetryReplaced: the engine answered 5xx, or cut the connection, before
+	// any output; the router placed the leg again on another engine itself
+	// (once per leg, within the TTFT budget), so the client's SDK need not.
+	RetryReplaced = "replaced"
 )
 
 // Token accounting modes (row and meta token_accounting).

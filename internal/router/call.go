@@ -37,7 +37,8 @@ type call struct {
 	crossed                  *bool
 	price                    *journal.Price
 	queueWaits               journal.QueueWaits
-	queued                   bool // in the core's deadline queue (run.go, placePrefill)
+	queued                   bool            // in the core's deadline queue (run.go, placePrefill)
+	replaced                 map[string]bool // the phases the router placed again itself (failover.go)
 
 	ttft, prefilledAt, firstTok, lastTok float64
 	tokens, observed                     int

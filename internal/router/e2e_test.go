@@ -262,21 +262,29 @@ func TestFailedPrefillIsRetriedOnAnotherEngine(t *testing.T) {
 		t.Fatalf("%d %s", resp.StatusCode, out)
 	}
 	row := h.row(resp.Header.Get("X-Request-Id"))
-	if row.Attempts != 2 || *row.PrefillIID != "p1" || len(row.AttemptFailures) != 1 {
+	// The router places the leg again itself, within the attempt.
+	if row.Attempts != 1 || *row.PrefillIID != "p1" || len(row.AttemptFailures) != 1 {
 		t.Fatalf("attempts %d prefill %s failures %+v", row.Attempts, *row.PrefillIID, row.AttemptFailures)
 	}
 	f := row.AttemptFailures[0]
-	if f.Phase != "prefill" || *f.PrefillIID != "p0" || *f.Status != 500 || !f.RetryScheduled || f.RetryReason != "allowed" {
+	if f.Phase != "prefill" || *f.PrefillIID != "p0" || *f.Status != 500 || !f.RetryScheduled || f.RetryReason != journal.RetryReplaced {
 		t.Errorf("failure entry %+v", f)
 	}
 }
 
+// Every engine answers 500: the router places the leg again once, then
+// answers 502 telling the SDK not to retry.
 func TestPrefillFailureWithoutRetriesIs502(t *testing.T) {
 	h := newHarness(t, pd, func(c *fleet.Config) { c.Serving.MaxAttempts = 1 })
-	h.engines.Engines[0].SetFaults(simengine.Faults{HTTP500Rate: 1})
+	for _, e := range h.engines.Engines {
+		e.SetFaults(simengine.Faults{HTTP500Rate: 1})
+	}
 	resp, out := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "x", "max_tokens": 3})
 	if resp.StatusCode != 502 || !strings.Contains(string(out), `"code":"prefill"`) || strings.Contains(string(out), "127.0.0.1") {
 		t.Fatalf("%d %s", resp.StatusCode, out)
+	}
+	if got := resp.Header.Get("X-Should-Retry"); got != "false" {
+		t.Errorf("X-Should-Retry %q, want false: the router already placed it again", got)
 	}
 	row := h.row(resp.Header.Get("X-Request-Id"))
 	if row.Terminal != journal.TerminalFailed || *row.Reason != journal.ReasonEngineError || row.Error == nil {

@@ -15,6 +15,42 @@ import (
 // as a whole new attempt (serving.max_attempts > 1), because a decode
 // engine that received a handoff may already have consumed it.
 
+// Re-placement: an engine that answered 5xx, or cut the connection, before
+// any output reached the client failed this leg only; another engine may
+// well serve it. The router places it again itself, once per leg and only
+// while the TTFT budget is not spent — a prefill leg on another prefill
+// engine within the attempt, a decode leg as a new attempt with a fresh
+// prefill (the failed consumer may have consumed the handoff) — and then
+// answers with x-should-retry: false, so an SDK does not multiply the
+// load by retrying what the router already retried.
+
+// replaceable reports whether e, a leg's failure before any output, may
+// be placed again on another engine.
+func replaceable(e *vllm.Error) bool {
+	return e != nil && (e.Status >= 500 || e.Reason == vllm.ReasonConnection)
+}
+
+// replace records a failed leg on iid that the router places again itself
+// and excludes iid for the rest of the call; false when it may not: the
+// leg already moved once, output started, the client left, or the TTFT
+// budget is spent.
+func (c *call) replace(ctx context.Context, n int, phase string, e *vllm.Error, exclude map[string]bool, iid string) bool {
+	r := c.r
+	budget := r.cfg.SLO.TTFT * (1 + r.cfg.Serving.AdmissionMargin)
+	if ctx.Err() != nil || c.clientGone || c.committed || c.replaced[phase] || !replaceable(e) || r.now()-c.arrived >= budget {
+		return false
+	}
+	if c.replaced == nil {
+		c.replaced = map[string]bool{}
+	}
+	c.replaced[phase] = true
+	r.attemptFailed(phase, e.Reason)
+	exclude[iid] = true
+	c.recordFailure(n, phase, e, 0, journal.RetryReplaced)
+	c.failedOver = true // a re-placement is not a new admission: no TTFT check
+	return true
+}
+
 // neverReached reports whether e is a failure to connect to the engine.
 func neverReached(e *vllm.Error) bool { return e != nil && e.Reason == vllm.ReasonUnreachable }
 

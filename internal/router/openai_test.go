@@ -102,13 +102,17 @@ func TestClientRequestIDIsEchoed(t *testing.T) {
 // Every error type is one of OpenAI's, with narwhal's reason in code.
 func TestErrorTypesAreOpenAIs(t *testing.T) {
 	h := newHarness(t, pd, func(c *fleet.Config) { c.Serving.MaxAttempts = 1 })
-	h.engines.Engines[0].SetFaults(simengine.Faults{HTTP500Rate: 1})
+	for _, e := range h.engines.Engines {
+		e.SetFaults(simengine.Faults{HTTP500Rate: 1})
+	}
 	resp, out := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "x", "max_tokens": 2})
 	e, _ := openAIError(out)
 	if resp.StatusCode != 502 || e.Type != "server_error" || e.Code == nil || *e.Code != "prefill" || e.Message != "Upstream request failed" {
 		t.Errorf("engine fault: %d %s, want 502 server_error code prefill", resp.StatusCode, out)
 	}
-	h.engines.Engines[0].SetFaults(simengine.Faults{})
+	for _, e := range h.engines.Engines {
+		e.SetFaults(simengine.Faults{})
+	}
 
 	h.router.ha.Fence("lease renewal failed")
 	resp, out = h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "x", "max_tokens": 2})

@@ -60,7 +60,7 @@ func (c *call) prefillPhase(ctx context.Context, n int, exclude map[string]bool)
 		if ctx.Err() == nil {
 			r.reportLeg(avail.Failure{IID: p, Err: e})
 		}
-		if !c.failover(ctx, n, "prefill", e, exclude, p) {
+		if !c.failover(ctx, n, "prefill", e, exclude, p) && !c.replace(ctx, n, "prefill", e, exclude, p) {
 			return "", nil, 0, c.legFailed(ctx, n, "prefill", e, exclude, p), false
 		}
 	}
@@ -107,9 +107,14 @@ func (c *call) decodePhase(ctx context.Context, n int, exclude map[string]bool, 
 			c.outputFailed(ctx, e)
 			return false
 		}
-		if !c.failover(ctx, n, "decode", e, exclude, d) {
-			return c.legFailed(ctx, n, "decode", e, exclude, d, p)
+		if c.failover(ctx, n, "decode", e, exclude, d) {
+			continue
 		}
+		if c.replace(ctx, n, "decode", e, exclude, d) {
+			c.prefillIID, c.decodeIID, c.crossed = "", "", nil
+			return true // a new attempt: fresh prefill, another consumer
+		}
+		return c.legFailed(ctx, n, "decode", e, exclude, d, p)
 	}
 }
 
@@ -463,7 +468,8 @@ func (c *call) reserveRetryLocked(n int) (float64, string) {
 func (c *call) recordFailure(n int, phase string, e *vllm.Error, backoff float64, reason string) {
 	f := journal.AttemptFailure{At: c.r.now(), Attempt: n, Phase: phase, Reason: e.Reason,
 		ErrorType: journal.Ptr(e.Class), ErrorMessage: e.Msg, Transient: e.Transient(),
-		OutputStarted: c.committed, RetryScheduled: reason == "allowed" || reason == journal.RetryFailover, RetryReason: reason}
+		OutputStarted: c.committed, RetryScheduled: reason == "allowed" || reason == journal.RetryFailover || reason == journal.RetryReplaced,
+		RetryReason: reason}
 	if c.prefillIID != "" {
 		f.PrefillIID = journal.Ptr(c.prefillIID)
 	}
