@@ -2,10 +2,13 @@ package openai
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
 // vllmFields reads testdata/vllm_request_fields.txt: the field names of
@@ -154,5 +157,40 @@ func TestValidateLogprobs(t *testing.T) {
 		case tc.param != "" && *e.Param != tc.param:
 			t.Errorf("%s: refused naming %s, want %s", tc.name, *e.Param, tc.param)
 		}
+	}
+}
+
+// fieldsTable is docs/router.md's "Request fields" table.
+func fieldsTable() string {
+	var b strings.Builder
+	b.WriteString("| Field | Chat | Completions | Prefill leg | Decode leg | Refused (4xx, `param` = field) | Why |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- |\n")
+	mark := func(in, e Endpoint) string {
+		if in&e != 0 {
+			return "✓"
+		}
+		return ""
+	}
+	for _, f := range Fields {
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s | %s |\n", f.Name, mark(f.In, Chat), mark(f.In, Completion),
+			f.Prefill, f.Decode, f.Refused, f.Note)
+	}
+	return b.String()
+}
+
+// docs/router.md carries the table of Fields as it is
+// (NARWHAL_WRITE_TABLES=1 rewrites it).
+func TestFieldsTableInDocs(t *testing.T) {
+	const doc = "../../docs/router.md"
+	tab := fieldsTable()
+	if os.Getenv("NARWHAL_WRITE_TABLES") == "1" {
+		testkit.WriteDocSection(t, doc, "request-fields", tab)
+	}
+	raw, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), "<!-- request-fields:begin -->\n"+tab+"<!-- request-fields:end -->") {
+		t.Errorf("%s: the request-fields table is stale; run NARWHAL_WRITE_TABLES=1 go test ./internal/openai/ -run TestFieldsTableInDocs", doc)
 	}
 }
