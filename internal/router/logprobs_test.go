@@ -4,10 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
@@ -152,4 +157,52 @@ func TestNoLogprobsUnasked(t *testing.T) {
 			t.Errorf("stream=%v: logprobs nobody asked for: %s", stream, raw)
 		}
 	}
+}
+
+// The official OpenAI JavaScript SDK reads the logprobs a router answers,
+// streamed and not (scripts/node/openai-logprobs.mjs checks them).
+func TestOpenAISDKReadsLogprobs(t *testing.T) {
+	script, _ := filepath.Abs("../../scripts/node/openai-logprobs.mjs")
+	sdk, _ := filepath.Abs("../../scripts/node/node_modules/openai/package.json")
+	node, err := exec.LookPath("node")
+	if _, serr := os.Stat(sdk); err != nil || serr != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("node or the openai SDK is missing (run make test, which installs scripts/node): node %v, sdk %v", err, serr)
+		}
+		t.Skip("node or the openai npm package is not installed; make test installs them")
+	}
+	h := newHarness(t, pd, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, node, script, h.srv.URL+"/v1", model).CombinedOutput()
+	if err != nil {
+		t.Fatalf("the OpenAI SDK run failed: %v\n%s", err, out)
+	}
+	if n := strings.Count(string(out), `"ok":true`); n != 4 {
+		t.Errorf("%d of 4 SDK cases ok:\n%s", n, out)
+	}
+	t.Logf("OpenAI SDK: %s", out)
+	h.noteJournalled(4) // one request per case, sent by the SDK, not h.post
+}
+
+// noteJournalled waits (bounded) until the journal has n rows and counts
+// their request ids as answered, for requests a test sent without h.post.
+func (h *harness) noteJournalled(n int) {
+	h.t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		j, err := journal.ReadFile(h.jpath)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if len(j.Requests) < n {
+			continue
+		}
+		h.mu.Lock()
+		for _, r := range j.Requests {
+			h.rids = append(h.rids, r.Request.RID)
+		}
+		h.mu.Unlock()
+		return
+	}
+	h.t.Fatalf("the journal never reached %d rows", n)
 }
