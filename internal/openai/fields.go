@@ -1,7 +1,5 @@
 package openai
 
-import "strings"
-
 // The request fields vLLM serves, each with what the two-leg path does
 // with it, so no field is silently dropped (issue 28). The names are every
 // field of vLLM's request models at one commit:
@@ -150,7 +148,7 @@ var refusedAlways = func() map[string]string {
 	m := map[string]string{}
 	for _, f := range Fields {
 		if f.Refused == "always" {
-			m[f.Name] = strings.TrimSuffix(f.Note, ".")
+			m[f.Name] = f.Note
 		}
 	}
 	return m

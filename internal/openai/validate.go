@@ -22,7 +22,8 @@ type lookup func(string) (json.RawMessage, bool)
 // values and shapes an engine would refuse only after a leg was paid for
 // (docs/router.md, "Errors"), and returns what the router needs from them.
 // chat says the body is a chat completion; model is the one served model.
-// Fields it does not read pass through.
+// Fields it does not read pass through, to the legs Fields (fields.go)
+// says.
 func Validate(b map[string]json.RawMessage, chat bool, model string) (Request, *Error) {
 	present := func(k string) (json.RawMessage, bool) {
 		v, ok := b[k]
