@@ -31,6 +31,7 @@ type Assembler struct {
 	fnArgs   strings.Builder
 	sawFn    bool
 	sawTools bool
+	lp       logprobs
 }
 
 // NewAssembler folds a chat (chat true) or completions stream of at most
@@ -80,6 +81,7 @@ type chunk struct {
 		FinishReason json.RawMessage `json:"finish_reason"`
 		StopReason   json.RawMessage `json:"stop_reason"`
 		Delta        *chatDelta      `json:"delta"`
+		Logprobs     json.RawMessage `json:"logprobs"`
 	} `json:"choices"`
 }
 
@@ -107,6 +109,11 @@ func (a *Assembler) Event(ev vllm.Event) *vllm.Error {
 		}
 		if c.Delta != nil {
 			a.delta(c.Delta)
+		}
+		if isSet(c.Logprobs) {
+			if err := a.lp.add(a.chat, c.Logprobs); err != nil {
+				return &vllm.Error{Phase: "decode", Reason: vllm.ReasonInvalidResponse, Class: "stream", Msg: "malformed logprobs: " + err.Error()}
+			}
 		}
 	}
 	return nil
@@ -192,7 +199,7 @@ type usageCounts struct {
 type choice struct {
 	FinishReason json.RawMessage `json:"finish_reason"` // null until a chunk sets it
 	Index        int             `json:"index"`
-	Logprobs     json.RawMessage `json:"logprobs"`              // always null
+	Logprobs     json.RawMessage `json:"logprobs"`              // null unless the stream carried logprobs
 	Message      *message        `json:"message,omitempty"`     // chat
 	StopReason   json.RawMessage `json:"stop_reason,omitempty"` // when the engine said
 	Text         *string         `json:"text,omitempty"`        // completions
@@ -221,7 +228,7 @@ type message struct {
 // Body is the assembled response. promptTokens and completionTokens are
 // the router's own counts, sent as usage when the stream reported none.
 func (a *Assembler) Body(promptTokens, completionTokens int) ([]byte, *vllm.Error) {
-	ch := choice{Index: 0, FinishReason: rawOrNull(a.finishR)}
+	ch := choice{Index: 0, FinishReason: rawOrNull(a.finishR), Logprobs: a.lp.body(a.chat)}
 	if isSet(a.stop) {
 		ch.StopReason = a.stop
 	}

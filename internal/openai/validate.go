@@ -22,7 +22,8 @@ type lookup func(string) (json.RawMessage, bool)
 // values and shapes an engine would refuse only after a leg was paid for
 // (docs/router.md, "Errors"), and returns what the router needs from them.
 // chat says the body is a chat completion; model is the one served model.
-// Fields it does not read pass through.
+// Fields it does not read pass through, to the legs Fields (fields.go)
+// says.
 func Validate(b map[string]json.RawMessage, chat bool, model string) (Request, *Error) {
 	present := func(k string) (json.RawMessage, bool) {
 		v, ok := b[k]
@@ -44,6 +45,9 @@ func Validate(b map[string]json.RawMessage, chat bool, model string) (Request, *
 		return q, e
 	}
 	if e := validateOptions(present, q.Stream); e != nil {
+		return q, e
+	}
+	if e := validateFields(present, chat); e != nil {
 		return q, e
 	}
 	if asked != "" && asked != model {
@@ -283,4 +287,74 @@ func validateNonStreaming(present lookup) *Error {
 		}
 	}
 	return nil
+}
+
+// validateFields refuses the fields the two-leg path cannot serve (the
+// Refused column of Fields), and checks the logprobs fields the decode
+// leg answers, so the request fails before a leg is paid for.
+func validateFields(present lookup, chat bool) *Error {
+	for _, f := range Fields {
+		why, always := refusedAlways[f.Name]
+		if _, set := present(f.Name); always && set {
+			return Unsupported(f.Name, fmt.Sprintf("%s is not supported through this router: %s; remove %s", f.Name, why, f.Name))
+		}
+	}
+	if v, ok := present("use_beam_search"); ok {
+		var on bool
+		if json.Unmarshal(v, &on) != nil {
+			return InvalidType("use_beam_search", "use_beam_search must be a boolean")
+		}
+		if on {
+			return Unsupported("use_beam_search", "use_beam_search is not supported through this router: vLLM's beam search runs its own "+
+				"generation loop, which the prefill/decode split cannot serve; remove use_beam_search")
+		}
+	}
+	wants, e := validateLogprobs(present, chat)
+	if e != nil {
+		return e
+	}
+	if v, ok := present("echo"); ok {
+		var on bool
+		if json.Unmarshal(v, &on) != nil {
+			return InvalidType("echo", "echo must be a boolean")
+		}
+		if on && wants {
+			return Unsupported("echo", "echo with logprobs asks for the prompt's logprobs, which this router cannot return "+
+				"(the prompt is computed on the prefill leg); send echo or logprobs, not both")
+		}
+	}
+	return nil
+}
+
+// validateLogprobs checks chat's logprobs (a boolean) and top_logprobs (an
+// integer ≥ -1, only with logprobs), or completions' logprobs (an integer
+// ≥ 0), as vLLM's check_logprobs does, and says whether logprobs are
+// asked for.
+func validateLogprobs(present lookup, chat bool) (bool, *Error) {
+	v, ok := present("logprobs")
+	if !chat {
+		if !ok {
+			return false, nil
+		}
+		if n, isInt := intValue(v); !isInt || n < 0 {
+			return false, InvalidType("logprobs", "logprobs must be an integer ≥ 0 on /v1/completions (the number of top tokens per position)")
+		}
+		return true, nil
+	}
+	var on bool
+	if ok && json.Unmarshal(v, &on) != nil {
+		return false, InvalidType("logprobs", "logprobs must be a boolean on /v1/chat/completions (use top_logprobs for the count)")
+	}
+	if t, set := present("top_logprobs"); set {
+		n, isInt := intValue(t)
+		switch {
+		case !isInt:
+			return false, InvalidType("top_logprobs", "top_logprobs must be an integer")
+		case n < -1:
+			return false, InvalidValue("top_logprobs", fmt.Sprintf("top_logprobs must be ≥ 0 (or -1 for all), got %d", n))
+		case n != 0 && !on:
+			return false, InvalidValue("top_logprobs", "top_logprobs needs logprobs: true")
+		}
+	}
+	return on, nil
 }

@@ -26,6 +26,8 @@ type genBody struct {
 	} `json:"stream_options"`
 	Stop             json.RawMessage `json:"stop"`
 	ReturnTokenIDs   bool            `json:"return_token_ids"`
+	Logprobs         json.RawMessage `json:"logprobs"` // chat: a boolean; completions: the top count
+	TopLogprobs      *int            `json:"top_logprobs"`
 	RequestID        string          `json:"request_id"`
 	KVTransferParams map[string]any  `json:"kv_transfer_params"`
 }
@@ -42,6 +44,8 @@ type gen struct {
 	stream       bool
 	includeUsage bool
 	tokenIDs     bool // return_token_ids: each choice carries the ids it generated
+	logprobs     bool // each choice carries its tokens' logprobs (logprobs.go)
+	topLogprobs  int  // candidates per token: chat top_logprobs, completions logprobs
 	stops        []string
 	prefillLeg   bool
 	decode       *decodeParams
@@ -104,6 +108,9 @@ func (e *Engine) parse(r *http.Request, chat bool) (g gen, status int, typ, msg 
 	g.chat, g.stream, g.minTokens = chat, b.Stream, b.MinTokens
 	g.includeUsage = b.StreamOptions != nil && b.StreamOptions.IncludeUsage
 	g.tokenIDs = b.ReturnTokenIDs
+	if g.logprobs, g.topLogprobs, refusal = parseLogprobs(&b, chat); refusal != "" {
+		return bad("%s", refusal)
+	}
 	e.assignIDs(&g, r, b.RequestID)
 	e.kvParams(&g, b.KVTransferParams)
 	return g, 0, "", ""

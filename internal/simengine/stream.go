@@ -25,6 +25,9 @@ type genRun struct {
 	sent       int // bytes of text already streamed
 	tokens     int
 	pending    []int64 // ids generated since the last chunk
+	lpPos      []int   // positions of the output tokens, for logprobs
+	lpSent     int     // of lpPos, those a chunk carried
+	lpOffset   int     // text length the chunks' logprobs covered
 	finish     string
 	stopReason any
 	buf        []byte
@@ -144,6 +147,7 @@ func (x *genRun) token(i int) {
 	word := TokenText(x.digest, i)
 	x.text.WriteString(word)
 	x.pending = append(x.pending, Tokenize(word)...)
+	x.lpPos = append(x.lpPos, i)
 	x.tokens++
 	if x.tokens >= g.maxTokens {
 		x.finish = "length"
@@ -214,12 +218,12 @@ func (x *genRun) writeChunk() {
 		}
 	}
 	b, _ := json.Marshal(delta)
-	ids := x.takeIDs()
+	ids, lp := x.takeIDs(), x.takeLogprobs(false)
 	if g.chat {
-		x.event(x.chatChunk(`{"content":`+string(b)+`}`, fin, stop+ids))
+		x.event(x.chatChunkLP(`{"content":`+string(b)+`}`, lp, fin, stop+ids))
 	} else {
 		x.event(x.prefix("text_completion") + `"choices":[{"index":0,"text":` + string(b) +
-			`,"logprobs":null,"finish_reason":` + fin + `,"stop_reason":` + stop + ids + `}]}`)
+			`,"logprobs":` + lp + `,"finish_reason":` + fin + `,"stop_reason":` + stop + ids + `}]}`)
 	}
 }
 
@@ -235,8 +239,13 @@ func (x *genRun) takeIDs() string {
 }
 
 func (x *genRun) chatChunk(delta, fin, stop string) string {
+	return x.chatChunkLP(delta, "null", fin, stop)
+}
+
+// chatChunkLP is a chat chunk whose choice carries logprobs lp.
+func (x *genRun) chatChunkLP(delta, lp, fin, stop string) string {
 	return x.prefix("chat.completion.chunk") + `"choices":[{"index":0,"delta":` + delta +
-		`,"logprobs":null,"finish_reason":` + fin + `,"stop_reason":` + stop + `}]}`
+		`,"logprobs":` + lp + `,"finish_reason":` + fin + `,"stop_reason":` + stop + `}]}`
 }
 
 func (x *genRun) prefix(object string) string {
@@ -283,7 +292,7 @@ func (x *genRun) complete(gen int) {
 		x.event("[DONE]")
 		return
 	}
-	choice := map[string]any{"index": 0, "logprobs": nil, "finish_reason": x.finish, "stop_reason": x.stopReason}
+	choice := map[string]any{"index": 0, "logprobs": json.RawMessage(x.takeLogprobs(true)), "finish_reason": x.finish, "stop_reason": x.stopReason}
 	body := map[string]any{"id": g.id, "created": g.created, "model": e.cfg.Model, "usage": x.usage(),
 		"system_fingerprint": nil, "kv_transfer_params": kvp}
 	if g.chat {
