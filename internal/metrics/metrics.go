@@ -50,6 +50,8 @@ type Metrics struct {
 
 	// Queueing, in-flight and saturation (§1.7, operations §7.4).
 	Queued, QueueCapacity, QueueHighWater, WaitingPrefill, WaitingDecode prometheus.Gauge
+	// The scheduling core's deadline queue (sched/queue.go).
+	DeadlineQueueDepth, DeadlineQueueKVTokens, DeadlineQueueLimit, DeadlineQueueDrain prometheus.Gauge
 	AdmissionInflight, AdmissionInflightLimit                            prometheus.Gauge
 	HTTPRetained, HTTPRetainedLimit, HTTPRetainedHighWater               prometheus.Gauge
 	LoopLag, SizingDelay, SaturationThreshold                            prometheus.Gauge

@@ -72,6 +72,9 @@ func (r *Router) publish(s *sched.Snapshot, highWater int64) {
 	r.metrics.HTTPRetained.Set(float64(r.retained.Load()))
 	r.metrics.AdmissionInflight.Set(float64(len(r.seats)))
 	r.metrics.HTTPRetainedHighWater.Set(float64(highWater))
+	r.metrics.DeadlineQueueDepth.Set(float64(s.Queue.Depth))
+	r.metrics.DeadlineQueueKVTokens.Set(float64(s.Queue.KVTokens))
+	r.metrics.DeadlineQueueDrain.Set(s.Queue.DrainS)
 }
 
 // metricsHandler refreshes the gauges that move between monitor passes,

@@ -86,6 +86,9 @@ type AdmissionState struct {
 	QueueCapacity int     `json:"queue_capacity"`
 	Refused       int     `json:"refused"`
 	Rejected      int     `json:"rejected"`
+	// DeadlineQueue is the core's deadline queue now (depth, KV tokens,
+	// bounds, projected drain).
+	DeadlineQueue sched.QueueView `json:"deadline_queue"`
 }
 
 // ServingState is /narwhal/state.serving: the request path's counters.

@@ -59,7 +59,7 @@ func State(in StateInput) StateDoc {
 		InvalidRequests: st.Invalid, Unserved: snap.Unserved,
 		OutcomeReasons: OutcomeReasons(st.Reasons),
 		Admission: AdmissionState{
-			Inflight: in.Inflight, QueueCapacity: c.Serving.QueueCapacity, Limit: in.Limit,
+			Inflight: in.Inflight, QueueCapacity: c.Serving.QueueCapacity, Limit: in.Limit, DeadlineQueue: snap.Queue,
 			Rejected: st.Rejected, Refused: st.Refused, EngineAuth: c.Engine.AuthMode(),
 			Mode: c.Serving.Admission, Margin: c.Serving.AdmissionMargin,
 		},

@@ -117,7 +117,9 @@ func (h *Hub) viewLocked(s *Snapshot, now time.Time) View {
 	return View{
 		At: now.UTC(), SLO: st.SLO, Engines: engines(s),
 		Pools: Pools{Prefill: len(st.Pools.Prefill), Decode: len(st.Pools.Decode), PrefillLoad: st.Load.Prefill,
-			DecodeLoad: st.Load.Decode, MinPrefill: st.MinPrefill, MinDecode: st.MinDecode, Expand: st.Thresholds.Expand},
+			DecodeLoad: st.Load.Decode, MinPrefill: st.MinPrefill, MinDecode: st.MinDecode, Expand: st.Thresholds.Expand,
+			Queued: st.Admission.DeadlineQueue.Depth, QueueLimit: st.Admission.DeadlineQueue.Limit,
+			QueueDrainS: st.Admission.DeadlineQueue.DrainS},
 		Last1m: window(h.hist.since(now.Add(-time.Minute)), cur),
 		Last5m: window(h.hist.since(now.Add(-5*time.Minute)), cur),
 		Series: h.hist.series(h.stepLocked(now)), Flips: flips(st.Flips, h.reasons),

@@ -65,6 +65,11 @@ type Pools struct {
 	MinPrefill  int     `json:"min_prefill"`
 	MinDecode   int     `json:"min_decode"`
 	Expand      float64 `json:"expand"`
+	// Queued waits in the deadline queue; QueueDrainS is the core's
+	// projection of when it drains.
+	Queued      int     `json:"queued"`
+	QueueLimit  int     `json:"queue_limit"`
+	QueueDrainS float64 `json:"queue_drain_s"`
 }
 
 // Flip is one role change on the timeline.

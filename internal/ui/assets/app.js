@@ -34,6 +34,9 @@ function renderPools(v) {
     $("load-" + role).textContent = load.toFixed(2);
     $("bar-" + role).style.width = Math.min(100, load * 50) + "%"; // 1.0 sits at the dashed mark
   }
+  $("queue-depth").textContent = String(p.queued);
+  $("queue-limit").textContent = p.queue_limit > 0 ? String(p.queue_limit) : "off";
+  $("queue-drain").textContent = p.queued > 0 ? p.queue_drain_s.toFixed(1) + " s" : "–";
 }
 
 function renderLatency(v) {
