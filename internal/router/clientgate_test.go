@@ -247,7 +247,8 @@ func TestNoCORSByDefault(t *testing.T) {
 }
 
 // The client keys never reach the journal, the log (at debug), the state
-// document or the metrics, whether sent right or wrong.
+// document, the dashboard's view or the metrics, whether sent right or
+// wrong.
 func TestClientKeysNeverLeak(t *testing.T) {
 	logs := &testkit.SyncBuffer{}
 	h := keyed(t, logs, appOrigin)
@@ -260,8 +261,9 @@ func TestClientKeysNeverLeak(t *testing.T) {
 	}
 	_, state := h.send("GET", "/narwhal/state", "", nil)
 	_, metrics := h.send("GET", "/metrics", "", nil)
+	_, view := h.send("GET", "/narwhal/ui/view.json", "", nil)
 	jr, _ := readFile(h.jpath)
-	for name, text := range map[string]string{"journal": jr, "log": logs.String(), "state": string(state), "metrics": string(metrics)} {
+	for name, text := range map[string]string{"journal": jr, "log": logs.String(), "state": string(state), "metrics": string(metrics), "dashboard": string(view)} {
 		if text == "" && name != "log" {
 			t.Errorf("%s is empty: the check would pass for nothing", name)
 		}
