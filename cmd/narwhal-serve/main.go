@@ -37,6 +37,7 @@ type flags struct {
 	http                                           httpguard.Options
 	evidence                                       router.EvidenceOptions
 	otlpTraces                                     string
+	apiKeyEnv                                      []string
 }
 
 func newRoot() *cobra.Command {
@@ -48,7 +49,10 @@ not), GET /v1/models, /health, /ready, /metrics, /narwhal/state,
 /narwhal/lifecycle, /narwhal/handoff and the live dashboard /narwhal/ui
 (GET / redirects there), and POST /narwhal/lifecycle/drain
 and /narwhal/lifecycle/readmit (admin: a JSON body, the bearer token of
---admin-token-env, and no cross-site browser Origin).
+--admin-token-env, and no cross-site browser Origin). With --api-key-env
+every /v1/* route needs one of the client keys (Authorization: Bearer);
+/v1/* POSTs need Content-Type: application/json; serving.cors_origins
+lists the browser origins that may call /v1/*.
 
 Every request is sized, admitted only when the TTFT target can be met,
 prefilled on one engine and decoded on another with the KV handed over
@@ -94,6 +98,7 @@ one fleet safely: only the lease holder places work.`
 	fl.IntVar(&f.http.BodyReadsPerClient, "body-reads-per-client", httpguard.DefaultBodyReadsPerClient, "completion bodies one client IP may be sending at once, else 429 (raise it behind a proxy that does not buffer bodies)")
 	fl.DurationVar(&f.http.ReadHeaderTimeout, "read-header-timeout", httpguard.DefaultReadHeaderTimeout, "request headers must arrive within this")
 	fl.DurationVar(&f.http.IdleTimeout, "idle-timeout", httpguard.DefaultIdleTimeout, "close keep-alive connections idle this long")
+	fl.StringSliceVar(&f.apiKeyEnv, "api-key-env", nil, "name of an environment variable holding a client API key that /v1/* requires as Authorization: Bearer KEY (repeat, or comma-separate, for key rotation; default: none, authenticate at the ingress in front)")
 	fl.StringVar(&f.otlpTraces, "otlp-traces-endpoint", "", "export router spans (request, admission, prefill, kv_handoff, decode) over OTLP/HTTP to this URL, e.g. http://127.0.0.1:4318/v1/traces (default: none; traceparent is passed to the engines either way)")
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), f) }
 	return root
@@ -104,6 +109,10 @@ func run(ctx context.Context, f flags) error {
 		return err
 	}
 	log, err := newLogger(f.logFormat)
+	if err != nil {
+		return err
+	}
+	keys, err := clientKeys(f.apiKeyEnv)
 	if err != nil {
 		return err
 	}
@@ -139,7 +148,8 @@ func run(ctx context.Context, f flags) error {
 	}
 	defer tracer.Shutdown(context.Background()) // flushes the last spans
 	r, err := router.New(cfg, profiles, router.Options{Logger: log, Journal: jw, MaxConcurrent: f.maxConcurrent,
-		AdminToken: adminToken, AdminOpen: httpguard.IsLoopback(f.host), HA: ha, HTTP: f.http, Evidence: f.evidence, Tracer: tracer})
+		AdminToken: adminToken, AdminOpen: httpguard.IsLoopback(f.host), HA: ha, HTTP: f.http, Evidence: f.evidence, Tracer: tracer,
+		APIKeys: keys})
 	if err != nil {
 		return cli.Invalid(err)
 	}
@@ -148,6 +158,7 @@ func run(ctx context.Context, f flags) error {
 	if err != nil {
 		return cli.Failed(fmt.Errorf("listen on %s: %w (is another process using the port? choose one with --port)", addr, err))
 	}
+	warnUnauthenticated(log, f.host, keys)
 	log.Info("narwhal-serve listening", "addr", ln.Addr().String(), "model", cfg.Model,
 		"engines", len(cfg.Engines), "journal", jw.Path(), "journal_run", jw.Run(), "version", version.String())
 	return serveUntilSignal(ctx, ln, r, graceful, log)

@@ -157,6 +157,7 @@ func (r *proc) wait(t *testing.T) int {
 func stream(ctx context.Context, base string, tokens int) (string, string, error) {
 	body := fmt.Sprintf(`{"prompt":"hello","max_tokens":%d,"stream":true}`, tokens)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/completions", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return "", "", err
@@ -352,6 +353,7 @@ func TestStandbyTakesOverAndTheOldPrimaryStaysFenced(t *testing.T) {
 func openStream(ctx context.Context, base string, tokens int) (string, error) {
 	body := fmt.Sprintf(`{"prompt":"hello","max_tokens":%d,"stream":true}`, tokens)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/completions", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return "", err

@@ -120,6 +120,9 @@ type Serving struct {
 	RetryReplenish        float64 `json:"retry_replenish"`
 	MaxRequestBytes       int     `json:"max_request_bytes"`
 	MaxResponseBytes      int     `json:"max_response_bytes"`
+	// CORSOrigins are the browser origins (scheme://host[:port]) allowed
+	// to call /v1/*; empty sends no CORS headers at all.
+	CORSOrigins []string `json:"cors_origins"`
 }
 
 // Admission modes.

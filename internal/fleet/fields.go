@@ -3,6 +3,7 @@ package fleet
 import (
 	"math"
 	"strconv"
+	"strings"
 )
 
 // The fleet document is declared once, as tables of fields (table.go).
@@ -27,6 +28,7 @@ const (
 	kURL                 // str: engines[].attestation_url, empty means no sidecar
 	kSection             // sub: a nested object
 	kEngines             // engines: the engine list, read by readEngines
+	kStrings             // strs: a list of strings; null or absent is empty
 )
 
 // field is one key of one section of the fleet document.
@@ -42,6 +44,7 @@ type field struct {
 	num     *float64
 	role    *Role
 	engines *[]Engine
+	strs    *[]string
 	// sub lists a section's fields; nil when an optional section is
 	// absent. open creates an optional section at its defaults.
 	sub  func() []field
@@ -73,6 +76,11 @@ type rule func(ps *problems, path string, f field)
 
 func text(name string, dst *string, def string) field {
 	return field{name: name, kind: kString, str: dst, defStr: def}
+}
+
+// texts is a list of strings whose default is empty.
+func texts(name string, dst *[]string) field {
+	return field{name: name, kind: kStrings, strs: dst}
 }
 
 func flag(name string, dst *bool, def bool) field {
@@ -151,6 +159,8 @@ func applyDefaults(fs []field) {
 			*f.int = int(f.defNum)
 		case kNumber:
 			*f.num = f.defNum
+		case kStrings:
+			*f.strs = nil
 		case kSection:
 			if f.open == nil {
 				applyDefaults(f.sub())
@@ -169,6 +179,9 @@ func (f field) value() float64 {
 
 // shown is an integer or number field's value as a message prints it.
 func (f field) shown() string {
+	if f.kind == kStrings {
+		return "[" + strings.Join(*f.strs, ",") + "]"
+	}
 	if f.kind == kInt {
 		return strconv.Itoa(*f.int)
 	}

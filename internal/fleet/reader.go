@@ -97,7 +97,32 @@ func (s section) read(f field, v any) {
 		s.readObject(f, v)
 	case kEngines:
 		*f.engines = readEngines(s, f.name, v)
+	case kStrings:
+		s.readStrings(f, v)
 	}
+}
+
+// readStrings reads a list of strings; null is the empty list.
+func (s section) readStrings(f field, v any) {
+	if v == nil {
+		*f.strs = nil
+		return
+	}
+	list, ok := v.([]any)
+	if !ok {
+		s.wrongKind(f.name, "a list of strings")
+		return
+	}
+	var out []string
+	for _, e := range list {
+		t, ok := e.(string)
+		if !ok {
+			s.wrongKind(f.name, "a list of strings")
+			return
+		}
+		out = append(out, t)
+	}
+	*f.strs = out
 }
 
 func (s section) readOptBool(f field, v any) {

@@ -124,6 +124,7 @@ func (s *Serving) fields() []field {
 			phaseLimit(ps, "serving.prefill_timeout_s", s.PrefillTimeoutS, s.RequestTimeoutS)
 		}),
 		number("graceful_timeout_s", &s.GracefulTimeoutS, 30.0, nonnegative).with(wholeSeconds),
+		texts("cors_origins", &s.CORSOrigins).with(origins),
 
 		integer("queue_capacity", &s.QueueCapacity, 0, policyCount).asPolicy(),
 		integer("prefill_concurrency", &s.PrefillConcurrent, 0, policyCount).asPolicy(),

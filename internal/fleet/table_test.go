@@ -26,6 +26,8 @@ func destination(f field) any {
 		return f.role
 	case kEngines:
 		return f.engines
+	case kStrings:
+		return f.strs
 	}
 	return nil
 }

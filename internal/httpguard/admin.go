@@ -1,6 +1,7 @@
 // Package httpguard holds the router's HTTP guards: the checks that keep a
 // browser page from driving the admin routes (origin, Sec-Fetch-Site,
-// loopback Host, JSON body), the per-client accounting that bounds how
+// loopback Host, JSON body), the client API keys and CORS rules of /v1/*,
+// the per-client accounting that bounds how
 // many request bodies one address may be sending at once, and which
 // client request ids may be echoed back.
 package httpguard
@@ -62,8 +63,19 @@ func crossSite(req *http.Request) *openai.Error {
 		return openai.Invalid(http.StatusForbidden, "cross_site_request",
 			"cross-site request refused: Sec-Fetch-Site is "+quoteHost(s)+"; send lifecycle actions from curl or a script, not from another web page")
 	}
+	// net/http's own check as well (Go 1.25): the same rules, kept in step
+	// with the browsers by the standard library; the checks above stay for
+	// their messages and for comparing the scheme's port.
+	if err := crossOrigin.Check(req); err != nil {
+		return openai.Invalid(http.StatusForbidden, "cross_site_request",
+			"cross-site request refused by net/http CrossOriginProtection (Origin "+quoteHost(req.Header.Get("Origin"))+"); send lifecycle actions from curl or a script, not from a web page")
+	}
 	return nil
 }
+
+// crossOrigin is net/http's CSRF protection with no exceptions: no
+// trusted origins, no bypass patterns.
+var crossOrigin = http.NewCrossOriginProtection()
 
 // sameOrigin compares the Origin's host:port with the Host the request
 // was sent to, each without a port taking the default of the Origin's

@@ -318,6 +318,7 @@ func TestClientDisconnectAbortsTheLegs(t *testing.T) {
 	c, cancel := context.WithCancel(ctx(t))
 	b := strings.NewReader(`{"prompt":"x","max_tokens":400,"stream":true}`)
 	req, _ := http.NewRequestWithContext(c, http.MethodPost, h.srv.URL+"/v1/completions", b)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -46,6 +46,7 @@ func (r *Router) routes() {
 	// text/plain 404 and 405.
 	m.HandleFunc("/", func(w http.ResponseWriter, q *http.Request) { openai.NotRouted(w, q, known) })
 	r.mux = m
+	r.front = r.gate.wrap(m)
 }
 
 // serveCompletion is one original request, from arrival to its journal row.
@@ -56,6 +57,9 @@ func (r *Router) serveCompletion(w http.ResponseWriter, req *http.Request, chat 
 	defer c.settleUnsettled()
 	defer c.recoverPanic()
 	r.offer(c)
+	if !c.mediaGate() {
+		return
+	}
 	if o, bad := r.controlGate(); bad {
 		c.fail(o)
 		return

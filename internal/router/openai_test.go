@@ -80,6 +80,7 @@ func TestClientRequestIDIsEchoed(t *testing.T) {
 	h := newHarness(t, pd, nil)
 	for _, body := range []string{`{"prompt":"x","max_tokens":2}`, `{"prompt":"x","max_tokens":0}`} {
 		req, _ := http.NewRequest(http.MethodPost, h.srv.URL+"/v1/completions", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("X-Request-Id", "client-abc")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

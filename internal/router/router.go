@@ -69,6 +69,9 @@ type Options struct {
 	// Tracer records router spans (internal/tracing); nil passes
 	// traceparent on to the engines and records nothing.
 	Tracer *tracing.Tracer
+	// APIKeys are the client keys /v1/* accepts (clientgate.go); empty
+	// leaves client authentication to the ingress in front.
+	APIKeys []string
 }
 
 // EvidenceOptions turn on the evidence pass (tierd.Options).
@@ -136,6 +139,8 @@ type Router struct {
 	ui     *ui.Hub         // the live dashboard (dashboard.go)
 
 	mux    *http.ServeMux
+	gate   clientGate   // client keys and CORS of /v1/* (clientgate.go)
+	front  http.Handler // mux behind gate
 	stop   chan struct{}
 	done   chan struct{}
 	closed sync.Once
@@ -169,7 +174,7 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 		engines: map[string]*engine{}, seats: make(chan struct{}, limit),
 		stop: make(chan struct{}), done: make(chan struct{}), freed: make(chan struct{}),
 		adminToken: o.AdminToken, adminOpen: o.AdminOpen,
-		httpOpts: o.HTTP.WithDefaults(), tracer: o.Tracer,
+		httpOpts: o.HTTP.WithDefaults(), tracer: o.Tracer, gate: newClientGate(o.APIKeys, cfg.Serving.CORSOrigins),
 		sat: saturation.New(o.Clock, units.Seconds(cfg.SLO.SaturationThreshold())),
 	}
 	r.bgCtx, r.bgCancel = context.WithCancel(context.Background())
@@ -287,7 +292,7 @@ func (r *Router) lagMeasured(lag, sizing time.Duration) {
 }
 
 // ServeHTTP makes the router an http.Handler.
-func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) { r.mux.ServeHTTP(w, req) }
+func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) { r.front.ServeHTTP(w, req) }
 
 // Metrics is the router's Prometheus collectors, for embedding callers.
 func (r *Router) Metrics() *metrics.Metrics { return r.metrics }
