@@ -1,0 +1,17 @@
+package vllm
+
+import (
+	"context"
+	"net/http"
+)
+
+// Tokenization posts a client's own /tokenize or /detokenize body to the
+// engine and returns the engine's 200 answer as it sent it: the router
+// passes these routes through (docs/router.md, "Tokenizer routes") rather
+// than re-encoding vLLM's TokenizeResponse / DetokenizeResponse, whose
+// fields (count, max_model_len, tokens, token_strs; prompt) it does not
+// own. A status other than 200 is an *Error with the engine's sanitized
+// detail, as for every engine call.
+func (c *Client) Tokenization(ctx context.Context, path string, body []byte) ([]byte, *Error) {
+	return c.call(ctx, "admission", http.MethodPost, path, body, "", c.max)
+}
