@@ -4,11 +4,16 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	sdkresp "github.com/openai/openai-go/v3/responses"
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
@@ -417,4 +422,83 @@ func TestResponsesAdmissionRecordsTheClientRoute(t *testing.T) {
 		}
 	}
 	t.Errorf("no admission record for %s", rid)
+}
+
+// sdkClient is OpenAI's Go SDK pointed at the router, noting every
+// answer's request id for the harness's journal check. No retries: a
+// retried request would hide a wrong status.
+func (h *harness) sdkClient() sdk.Client {
+	return sdk.NewClient(option.WithBaseURL(h.srv.URL+"/v1/"), option.WithAPIKey("unused-by-narwhal"), option.WithMaxRetries(0),
+		option.WithMiddleware(func(q *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+			resp, err := next(q)
+			if err == nil {
+				h.noteRID(resp)
+			}
+			return resp, err
+		}))
+}
+
+// OpenAI's Go SDK (openai-go v3.102.0) creates a Response through the
+// router, with a message-list input, and reads it as its own type.
+func TestResponsesThroughTheGoSDK(t *testing.T) {
+	h := newHarness(t, pd, nil)
+	client := h.sdkClient()
+	r, err := client.Responses.New(ctx(t), sdkresp.ResponseNewParams{
+		Model:           model,
+		Instructions:    sdk.String("answer briefly"),
+		MaxOutputTokens: sdk.Int(6),
+		Input: sdkresp.ResponseNewParamsInputUnion{OfInputItemList: sdkresp.ResponseInputParam{
+			sdkresp.ResponseInputItemParamOfMessage("tell me about narwhals", sdkresp.EasyInputMessageRoleUser),
+		}},
+	})
+	if err != nil {
+		t.Fatalf("Responses.New: %v", err)
+	}
+	want, prompt := chatText(t, h.engines.Engines[1].URL(), []map[string]any{
+		{"role": "system", "content": "answer briefly"}, {"role": "user", "content": "tell me about narwhals"}}, 6)
+	if r.OutputText() != want || r.Status != sdkresp.ResponseStatusIncomplete || r.Usage.OutputTokens != 6 || r.Usage.InputTokens != int64(prompt) {
+		t.Errorf("SDK read text %q status %s usage %+v; want %q, incomplete, %d in, 6 out", r.OutputText(), r.Status, r.Usage, want, prompt)
+	}
+	// A refusal reaches the SDK as an API error naming the field.
+	_, err = client.Responses.New(ctx(t), sdkresp.ResponseNewParams{Model: model,
+		Input: sdkresp.ResponseNewParamsInputUnion{OfString: sdk.String("hi")}, PreviousResponseID: sdk.String("resp_1")})
+	var apiErr *sdk.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "previous_response_id" {
+		t.Errorf("previous_response_id: %v, want a 400 API error with param previous_response_id", err)
+	}
+}
+
+// The Go SDK's streaming variant reads the router's Responses events as
+// its own union type, to response.completed.
+func TestResponsesStreamThroughTheGoSDK(t *testing.T) {
+	h := newHarness(t, pd, nil)
+	client := h.sdkClient()
+	stream := client.Responses.NewStreaming(ctx(t), sdkresp.ResponseNewParams{
+		Model: model, MaxOutputTokens: sdk.Int(5),
+		Input: sdkresp.ResponseNewParamsInputUnion{OfString: sdk.String("tell me about narwhals")},
+	})
+	defer stream.Close()
+	var kinds []string
+	var deltas string
+	var done sdkresp.Response
+	for stream.Next() {
+		ev := stream.Current()
+		kinds = append(kinds, ev.Type)
+		switch ev.Type {
+		case "response.output_text.delta":
+			deltas += ev.Delta
+		case "response.completed":
+			done = ev.AsResponseCompleted().Response
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatalf("stream: %v", err)
+	}
+	want, _ := chatText(t, h.engines.Engines[1].URL(), []map[string]any{{"role": "user", "content": "tell me about narwhals"}}, 5)
+	if deltas != want || done.OutputText() != want || done.Usage.OutputTokens != 5 {
+		t.Errorf("SDK deltas %q, completed %q (usage %+v); want %q and 5 output tokens; events %v", deltas, done.OutputText(), done.Usage, want, kinds)
+	}
+	if len(kinds) < 9 || kinds[0] != "response.created" || kinds[len(kinds)-1] != "response.completed" {
+		t.Errorf("events %v", kinds)
+	}
 }
