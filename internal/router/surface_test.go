@@ -8,6 +8,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -500,5 +503,48 @@ func TestResponsesStreamThroughTheGoSDK(t *testing.T) {
 	}
 	if len(kinds) < 9 || kinds[0] != "response.created" || kinds[len(kinds)-1] != "response.completed" {
 		t.Errorf("events %v", kinds)
+	}
+}
+
+// OpenAI's JavaScript SDK creates a Response through the router, plain
+// and streamed through its ResponseStream accumulator
+// (scripts/node/openai-responses.mjs). make node-deps installs the SDK.
+func TestResponsesThroughTheJSSDK(t *testing.T) {
+	script, _ := filepath.Abs("../../scripts/node/openai-responses.mjs")
+	sdkPkg, _ := filepath.Abs("../../scripts/node/node_modules/openai/package.json")
+	node, err := exec.LookPath("node")
+	if _, serr := os.Stat(sdkPkg); err != nil || serr != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("node or the openai SDK is missing (make node-deps installs scripts/node): node %v, sdk %v", err, serr)
+		}
+		t.Skip("node or the openai npm package is not installed; run make node-deps")
+	}
+	h := newHarness(t, pd, nil)
+	// Every answer the script reads carries a request id with a journal
+	// row; the script cannot report them, so the journal is read instead.
+	out, err := exec.CommandContext(ctx(t), node, script, h.srv.URL+"/v1", model).CombinedOutput()
+	if err != nil {
+		t.Fatalf("the OpenAI JS SDK run failed: %v\n%s", err, out)
+	}
+	t.Logf("OpenAI JS SDK: %s", out)
+	h.noteJournalRIDs(3)
+}
+
+// noteJournalRIDs notes the request ids of the journal's rows, for
+// requests sent by a client the harness cannot see answers of; want is
+// how many rows there must be.
+func (h *harness) noteJournalRIDs(want int) {
+	h.t.Helper()
+	j, err := journal.ReadFile(h.jpath)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if len(j.Requests) != want {
+		h.t.Errorf("journal has %d rows, want %d", len(j.Requests), want)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, r := range j.Requests {
+		h.rids = append(h.rids, r.Request.RID)
 	}
 }
