@@ -245,7 +245,7 @@ func inputMessage(i int, raw json.RawMessage) (chatMessage, *Error) {
 		return chatMessage{}, InvalidType(param, param+" must be a message object with role and content")
 	}
 	if it.Type != nil && *it.Type != "message" {
-		return chatMessage{}, Unsupported(param+".type", fmt.Sprintf("%s is a %q item: this router serves message items only on /v1/responses", param, *it.Type))
+		return chatMessage{}, Unsupported(param+".type", fmt.Sprintf("%s.type is %q: this router serves message items only on /v1/responses; send the conversation as messages", param, *it.Type))
 	}
 	if it.Role == nil || inputRoles[*it.Role] == "" {
 		return chatMessage{}, InvalidValue(param+".role", param+".role must be user, assistant, system or developer")
@@ -280,9 +280,9 @@ func inputText(param string, raw json.RawMessage) (string, *Error) {
 		pp := fmt.Sprintf("%s[%d]", param, j)
 		switch {
 		case p.Type == nil:
-			return "", InvalidType(pp+".type", pp+" needs a type")
+			return "", InvalidType(pp+".type", pp+".type is required (input_text)")
 		case !textPartTypes[*p.Type]:
-			return "", Unsupported(pp+".type", fmt.Sprintf("%s is an %q part: this router serves text only (input_text); send text parts", pp, *p.Type))
+			return "", Unsupported(pp+".type", fmt.Sprintf("%s.type is %q: this router serves text only (no image, audio or file input); send input_text parts", pp, *p.Type))
 		case p.Text == nil:
 			return "", InvalidType(pp+".text", pp+".text must be a string")
 		}
