@@ -20,6 +20,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/simengine"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -546,5 +547,36 @@ func (h *harness) noteJournalRIDs(want int) {
 	defer h.mu.Unlock()
 	for _, r := range j.Requests {
 		h.rids = append(h.rids, r.Request.RID)
+	}
+}
+
+// A Responses stream whose decode engine dies after output started ends
+// with one terminal error event, which the SDKs raise (data with an
+// "error" key, as on chat), and a failed journal row with status 200.
+func TestResponsesStreamFailureAfterOutput(t *testing.T) {
+	h := newHarness(t, pd, nil)
+	h.engines.Engines[1].SetFaults(simengine.Faults{DropAfterTokens: 2}) // d0 dies mid-stream
+	client := h.sdkClient()
+	stream := client.Responses.NewStreaming(ctx(t), sdkresp.ResponseNewParams{
+		Model: model, MaxOutputTokens: sdk.Int(8),
+		Input: sdkresp.ResponseNewParamsInputUnion{OfString: sdk.String("tell me about narwhals")},
+	})
+	defer stream.Close()
+	var kinds []string
+	for stream.Next() {
+		kinds = append(kinds, stream.Current().Type)
+	}
+	err := stream.Err()
+	if err == nil || !strings.Contains(err.Error(), "error") {
+		t.Fatalf("stream ended with %v after %v; want the SDK to raise the router's error event", err, kinds)
+	}
+	if len(kinds) < 5 || kinds[0] != "response.created" || kinds[len(kinds)-1] != "response.output_text.delta" {
+		t.Errorf("events before the failure: %v", kinds)
+	}
+	h.mu.Lock()
+	rid := h.rids[len(h.rids)-1]
+	h.mu.Unlock()
+	if row := h.row(rid); row.Terminal != journal.TerminalFailed || row.Status == nil || *row.Status != 200 {
+		t.Errorf("journal row %+v: want failed with status 200", row)
 	}
 }
