@@ -100,6 +100,11 @@ func FromResponses(b map[string]json.RawMessage) (map[string]json.RawMessage, Re
 	return chat, q, nil
 }
 
+// store: vLLM's ResponsesRequest defaults it to true, but OpenAI's SDKs
+// send it only when the caller sets it (openai-go v3.102.0,
+// responses/response.go: `Store param.Opt[bool] json:"store,omitzero"`),
+// so an absent store is the SDK default and is accepted; store: true
+// asks for a stored response no later call here could retrieve.
 // responsesFieldsServed refuses, by name, every field the translation
 // does not read and that holds something other than a no-op value.
 func responsesFieldsServed(b map[string]json.RawMessage) *Error {
