@@ -25,6 +25,13 @@ func (r *Router) surfaceRoutes() []route {
 		{"POST /detokenize", http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) { r.serveTokenization(w, q, "/detokenize") })},
 		{"POST " + responsesPath, r.traced(func(w http.ResponseWriter, q *http.Request) { r.serveCompletion(w, q, true) })},
 	}
+	// vLLM serves stored responses back (GET /v1/responses/{id}, POST
+	// .../cancel: https://github.com/vllm-project/vllm/blob/f6e93254b87059a005c9043f4c72322994aff95a/vllm/entrypoints/openai/responses/api_router.py);
+	// this router stores none, and says so rather than "Invalid URL".
+	for _, p := range []string{"GET " + responsesPath + "/{id}", "DELETE " + responsesPath + "/{id}",
+		"POST " + responsesPath + "/{id}/cancel", "GET " + responsesPath + "/{id}/input_items"} {
+		table = append(table, route{p, http.HandlerFunc(serveNoStoredResponse)})
+	}
 	for _, p := range poolingPaths {
 		table = append(table, route{"POST " + p, http.HandlerFunc(servePooling)})
 	}
@@ -48,6 +55,13 @@ func servePooling(w http.ResponseWriter, q *http.Request) {
 	openai.Invalid(404, "pooling_not_served", fmt.Sprintf(
 		"%s is a pooling route (embeddings, score, rerank, classify, pooling): this fleet serves generation "+
 			"(POST /v1/completions, /v1/chat/completions, /v1/responses), not pooling; send it to a vLLM serving a pooling model", q.URL.Path)).Write(w)
+}
+
+// serveNoStoredResponse answers a request for a stored response: 404,
+// as for an id never stored, naming why.
+func serveNoStoredResponse(w http.ResponseWriter, q *http.Request) {
+	openai.Invalid(404, "response_not_found", fmt.Sprintf("No response with id %q: this router stores no responses "+
+		"(store: true is refused); keep the Response you were sent", q.PathValue("id"))).Write(w)
 }
 
 // serveTokenization passes a /tokenize or /detokenize body to the live

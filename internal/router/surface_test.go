@@ -161,6 +161,28 @@ func TestPoolingRoutesAnswerNotServed(t *testing.T) {
 	}
 }
 
+// The stored-response routes vLLM serves answer 404 here, saying no
+// responses are stored.
+func TestStoredResponseRoutesAnswerNotFound(t *testing.T) {
+	h := newHarness(t, pd, nil)
+	for _, tc := range []struct{ method, path string }{
+		{"GET", "/v1/responses/resp_1"}, {"DELETE", "/v1/responses/resp_1"},
+		{"POST", "/v1/responses/resp_1/cancel"}, {"GET", "/v1/responses/resp_1/input_items"},
+	} {
+		req, _ := http.NewRequestWithContext(ctx(t), tc.method, h.srv.URL+tc.path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		e := parseError(t, out)
+		if resp.StatusCode != 404 || deref(e.Error.Code) != "response_not_found" || !strings.Contains(e.Error.Message, "stores no responses") {
+			t.Errorf("%s %s: %d %s", tc.method, tc.path, resp.StatusCode, out)
+		}
+	}
+}
+
 // response is the part of a Response object the tests read.
 type response struct {
 	ID     string `json:"id"`
