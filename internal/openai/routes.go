@@ -25,5 +25,5 @@ func NotRouted(w http.ResponseWriter, q *http.Request, known *http.ServeMux) {
 		return
 	}
 	Invalid(404, "not_found",
-		fmt.Sprintf("Invalid URL (%s %s): this router serves POST /v1/completions, POST /v1/chat/completions and GET /v1/models", q.Method, q.URL.Path)).Write(w)
+		fmt.Sprintf("Invalid URL (%s %s): this router serves POST /v1/completions, /v1/chat/completions and /v1/responses, GET /v1/models, and POST /tokenize and /detokenize", q.Method, q.URL.Path)).Write(w)
 }

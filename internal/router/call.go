@@ -53,6 +53,8 @@ type call struct {
 	cacheEv  residency.Evidence      // cached tokens per engine with known residency
 	hashes   residency.Hashes        // the prompt's block hashes, computed once
 	cachePl  *journal.CachePlacement // the warm placement's evidence; nil when priced cold
+
+	resp *responses // the Responses API call this chat call serves (responses.go); nil otherwise
 }
 
 // outcome is how a call ends.

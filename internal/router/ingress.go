@@ -37,6 +37,7 @@ func (r *Router) routes() {
 		{"GET /metrics", r.metricsHandler()},
 	}
 	table = append(table, r.dashboardRoutes()...)
+	table = append(table, r.surfaceRoutes()...)
 	m, known := http.NewServeMux(), http.NewServeMux()
 	for _, rt := range table {
 		m.Handle(rt.pattern, rt.handler)
@@ -76,7 +77,7 @@ func (r *Router) serveCompletion(w http.ResponseWriter, req *http.Request, chat 
 	r.locked(func() { r.stats.RetainedHighWater = max(r.stats.RetainedHighWater, retained) })
 	// A request that cannot succeed hears so before any overload answer
 	// would invite it to retry.
-	if !c.parse(raw) {
+	if raw, ok = c.fromResponses(raw); !ok || !c.parse(raw) {
 		return
 	}
 	if o, bad := r.ingressGate(retained); bad {

@@ -16,6 +16,9 @@ type sink interface {
 }
 
 func newSink(c *call, ready func() bool) sink {
+	if c.resp != nil {
+		return c.resp.sink(c, ready)
+	}
 	if c.q.Stream {
 		return &relay{c: c, ready: ready}
 	}
