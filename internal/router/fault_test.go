@@ -314,3 +314,41 @@ func TestWholeWaveHoldAndWaveReadmission(t *testing.T) {
 		t.Errorf("after the wave readmission: %d %s", resp.StatusCode, out)
 	}
 }
+
+// An engine that answers 500 to every request: each call gets one answer,
+// served elsewhere, and pays at most two prefills (the router's own
+// re-placement), with one journal row per call.
+func TestAlways500EngineCostsAtMostTwoPrefills(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		engine int // index in ppdd: p0 p1 d0 d1
+		phase  string
+	}{
+		{"prefill engine", 0, "prefill"},
+		{"decode engine", 2, "decode"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, ppdd, nil)
+			h.engines.Engines[tc.engine].SetFaults(simengine.Faults{HTTP500Rate: 1})
+			for k := 0; k < 10; k++ {
+				resp, out := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": fmt.Sprintf("call %d", k), "max_tokens": 2})
+				if resp.StatusCode != 200 {
+					t.Fatalf("call %d: %d %s, want it served by a healthy engine", k, resp.StatusCode, out)
+				}
+				row := h.row(resp.Header.Get("X-Request-Id"))
+				prefills := 1 // the one that served
+				for _, f := range row.AttemptFailures {
+					if f.RetryReason != journal.RetryReplaced || f.Phase != tc.phase {
+						t.Errorf("call %d: failure %+v, want one %s leg replaced", k, f, tc.phase)
+					}
+					if f.Phase == "decode" {
+						prefills++ // a decode re-placement prefills again
+					}
+				}
+				if len(row.AttemptFailures) > 1 || prefills > 2 {
+					t.Errorf("call %d: %d failures, %d prefills; want at most one re-placement", k, len(row.AttemptFailures), prefills)
+				}
+			}
+		})
+	}
+}
