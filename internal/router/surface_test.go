@@ -332,6 +332,7 @@ func TestResponsesStreaming(t *testing.T) {
 			}
 			b, _ := json.Marshal(body)
 			req, _ := http.NewRequestWithContext(ctx(t), http.MethodPost, h.srv.URL+"/v1/responses", bytes.NewReader(b))
+			req.Header.Set("Content-Type", "application/json")
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
