@@ -22,7 +22,7 @@ type benchOptions struct {
 	prompt, output            string
 	rate, duration            float64
 	sweep                     []float64
-	limit                     int
+	limit, maxRetries         int
 	seed                      uint64
 	requestTimeout, drain     time.Duration
 	quiet                     bool
@@ -63,10 +63,14 @@ the latest.`,
 	f.DurationVar(&o.requestTimeout, "request-timeout", 120*time.Second, "bound of one request")
 	f.DurationVar(&o.drain, "drain-timeout", 60*time.Second, "how long in-flight requests may take after the last arrival")
 	f.BoolVar(&o.quiet, "quiet", false, "no progress bar")
+	f.IntVar(&o.maxRetries, "max-retries", loadgen.DefaultMaxRetries, "retry each call as OpenAI's SDKs do (x-should-retry, Retry-After, 408/409/429/5xx), at most this often; 0 sends each once. The report shows HTTP attempts per call")
 	return cmd
 }
 
 func runBench(cmd *cobra.Command, o benchOptions) error {
+	if o.maxRetries < 0 {
+		return cli.Usage("--max-retries %d: give 0 (no retries) or more", o.maxRetries)
+	}
 	sched, err := o.schedule()
 	if err != nil {
 		return err
@@ -76,7 +80,7 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 		return err
 	}
 	cfg := loadgen.Config{Router: o.router, Model: o.model, Schedule: sched, Seed: o.seed, Limit: o.limit,
-		RequestTimeout: o.requestTimeout, DrainTimeout: o.drain, Out: out}
+		RequestTimeout: o.requestTimeout, DrainTimeout: o.drain, Out: out, MaxRetries: o.maxRetries}
 	if !o.quiet {
 		cfg.Progress = cmd.ErrOrStderr()
 	}

@@ -65,32 +65,58 @@ func Prompt(salt string, n int) string {
 	return b.String()
 }
 
-// do sends one request and fills rec from the client's view: status,
-// error code, TTFT (send → first token), TPOT ((last − first token) /
-// (tokens − 1)) and end-to-end time.
+// do sends one request, retrying as OpenAI's SDKs would (retry.go), and
+// fills rec from the client's view of the last attempt: status, error
+// code, TTFT (first send → first token), TPOT ((last − first token) /
+// (tokens − 1)), end-to-end time, and the attempts made.
 func (g *Generator) do(ctx context.Context, rec *Record, body []byte) {
 	start := time.Now()
+	for n := 0; ; n++ {
+		rec.Attempts = n + 1
+		h, retry := g.once(ctx, rec, body, start)
+		if !retry || n >= g.cfg.MaxRetries || ctx.Err() != nil {
+			return
+		}
+		g.mu.Lock()
+		wait := retryWait(h, n, g.rng)
+		g.mu.Unlock()
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+		*rec = Record{Kind: rec.Kind, ID: rec.ID, Step: rec.Step, ScheduledS: rec.ScheduledS, SentS: rec.SentS,
+			InputLen: rec.InputLen, WantedLen: rec.WantedLen, ScheduleLag: rec.ScheduleLag, Attempts: rec.Attempts}
+	}
+}
+
+// once is one HTTP attempt. It returns the answer's headers (nil after a
+// connection error) and whether an SDK would try again.
+func (g *Generator) once(ctx context.Context, rec *Record, body []byte, start time.Time) (http.Header, bool) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.cfg.Router+"/v1/completions", bytes.NewReader(body))
 	if err != nil {
 		rec.Outcome, rec.Error = OutcomeTransportError, err.Error()
-		return
+		return nil, false
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Request-Id", rec.ID)
 	resp, err := g.client.Do(req)
 	if err != nil {
 		rec.Outcome, rec.Error = failure(ctx, err), oneLine(err.Error())
-		return
+		return nil, ctx.Err() == nil
 	}
 	defer resp.Body.Close()
 	rec.Status, rec.RouterRID = resp.StatusCode, resp.Header.Get("X-Narwhal-Request-Id")
 	if resp.StatusCode != http.StatusOK {
 		readError(rec, resp.Body)
 		setE2E(rec, start)
-		return
+		return resp.Header, shouldRetry(resp.StatusCode, resp.Header)
 	}
 	g.readStream(ctx, rec, resp.Body, start)
 	setE2E(rec, start)
+	return nil, false
 }
 
 func setE2E(rec *Record, start time.Time) {

@@ -88,6 +88,8 @@ type Record struct {
 	TPOT        *float64 `json:"tpot_s"`
 	E2E         *float64 `json:"e2e_s"`
 	ScheduleLag float64  `json:"schedule_lag_s"`
+	// Attempts is the HTTP attempts made, retries included (0: not sent).
+	Attempts int `json:"attempts"`
 }
 
 // Refusal is how a record's refusal or error is counted: "429

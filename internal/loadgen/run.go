@@ -31,6 +31,9 @@ type Config struct {
 	Progress                     io.Writer // progress bar; nil for none
 	// Client is the HTTP client (tests); nil builds one sized for Limit.
 	Client *http.Client
+	// MaxRetries is how often a call is retried as OpenAI's SDKs retry it
+	// (retry.go); bench's default is theirs, DefaultMaxRetries.
+	MaxRetries int
 }
 
 // Generator runs a Config.
@@ -44,8 +47,9 @@ type Generator struct {
 
 	sent, finished, failed, inflight atomic.Int64
 
-	mu      sync.Mutex // guards records
+	mu      sync.Mutex // guards records and rng
 	records []Record
+	rng     *rand.Rand // the retries' jitter
 }
 
 // New checks cfg and prepares a run.
@@ -66,7 +70,8 @@ func New(cfg Config) (*Generator, error) {
 	if cfg.DrainTimeout <= 0 {
 		cfg.DrainTimeout = cfg.RequestTimeout
 	}
-	g := &Generator{cfg: cfg, client: cfg.Client, out: &sink{w: cfg.Out}}
+	g := &Generator{cfg: cfg, client: cfg.Client, out: &sink{w: cfg.Out},
+		rng: rand.New(rand.NewPCG(cfg.Seed, 0x7e7141e5))}
 	if g.client == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = cfg.Limit, cfg.Limit

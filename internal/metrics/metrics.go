@@ -52,9 +52,9 @@ type Metrics struct {
 	Queued, QueueCapacity, QueueHighWater, WaitingPrefill, WaitingDecode prometheus.Gauge
 	// The scheduling core's deadline queue (sched/queue.go).
 	DeadlineQueueDepth, DeadlineQueueKVTokens, DeadlineQueueLimit, DeadlineQueueDrain prometheus.Gauge
-	AdmissionInflight, AdmissionInflightLimit                            prometheus.Gauge
-	HTTPRetained, HTTPRetainedLimit, HTTPRetainedHighWater               prometheus.Gauge
-	LoopLag, SizingDelay, SaturationThreshold                            prometheus.Gauge
+	AdmissionInflight, AdmissionInflightLimit                                         prometheus.Gauge
+	HTTPRetained, HTTPRetainedLimit, HTTPRetainedHighWater                            prometheus.Gauge
+	LoopLag, SizingDelay, SaturationThreshold                                         prometheus.Gauge
 
 	// Router readiness, lease and monitoring (§3.4, §3.8).
 	RouterReady, LeaseEpoch                          prometheus.Gauge

@@ -109,6 +109,7 @@ func (r *Run) addRecord(rec *loadgen.Record) {
 	r.count(rec.ScheduledS, rec.Step, met, refused)
 	if rec.SentS != nil {
 		r.Counts.Sent++
+		r.Counts.Attempts += max(1, rec.Attempts) // a record from before attempts were counted was sent once
 		r.index.step[rec.ID] = rec.Step
 	} else {
 		r.index.notSent++

@@ -76,6 +76,9 @@ type Counts struct {
 	Met       int            `json:"met"`
 	Refused   int            `json:"refused"`
 	ByOutcome map[string]int `json:"by_outcome"`
+	// Attempts is the bench client's HTTP attempts, its SDK-style retries
+	// included (0 for a journal, which sees each attempt as a request).
+	Attempts int `json:"attempts"`
 }
 
 // Attainment is the share of requests that met the SLO: PerRequest is

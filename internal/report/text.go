@@ -104,6 +104,12 @@ func summaryTable(runs []*Run) Table {
 	}
 	t.add("offered", col(func(r *Run) string { return strconv.Itoa(r.Counts.Offered) })...)
 	t.add("sent", col(func(r *Run) string { return strconv.Itoa(r.Counts.Sent) })...)
+	t.add("HTTP attempts per call", col(func(r *Run) string {
+		if r.Counts.Attempts == 0 || r.Counts.Sent == 0 {
+			return "-"
+		}
+		return fix(float64(r.Counts.Attempts)/float64(r.Counts.Sent), 2)
+	})...)
 	t.add("completed", col(func(r *Run) string { return strconv.Itoa(r.Counts.Completed) })...)
 	t.add("SLO met", col(func(r *Run) string { return strconv.Itoa(r.Counts.Met) })...)
 	t.add("refused (429)", col(func(r *Run) string { return strconv.Itoa(r.Counts.Refused) })...)
