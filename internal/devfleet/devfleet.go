@@ -49,6 +49,9 @@ type Options struct {
 	// OnEngines, when set, receives the simulated engines once they run
 	// (tests restart one to change its build).
 	OnEngines func(*simengine.Fleet)
+	// Tune, when set, changes the generated fleet before it is written
+	// (tests compare settings on the same dev fleet).
+	Tune func(*fleet.Config)
 }
 
 func (o *Options) defaults() {
@@ -92,6 +95,9 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 	}
 	defer closeAll(sidecars)
 	cfg, _ := Fleet(o.Model, engines.URLs(), o.Dir) // the engines' own curves stay theirs: the router gets measured ones
+	if o.Tune != nil {
+		o.Tune(cfg)
+	}
 	contract := simengine.Contract(simengine.DefaultIdentity(o.Model))
 	cfg.EngineContract = &contract
 	for i, s := range sidecars {

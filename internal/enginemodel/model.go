@@ -31,6 +31,15 @@ type Config struct {
 	BlockSize        int // tokens per KV block (vLLM default 16)
 	MaxNumSeqs       int // max running requests (vLLM --max-num-seqs)
 	MaxBatchedTokens int // prompt tokens one prefill step may compute (--max-num-batched-tokens)
+	// StepOverheadS is the part of each request's prefill time that a step
+	// pays once however many requests it prefills: vLLM's scheduler puts
+	// every scheduled request's tokens in one step and one forward
+	// (vllm/v1/core/sched/scheduler.py, Scheduler.schedule, at
+	// 00024d314514900f361ad072af6931e403b7f589: one token_budget per step),
+	// so a profile's intercept, measured one request at a time, is not
+	// paid again for each request batched with it. 0 charges every request
+	// its whole price, as if prefilled alone (the fleet simulator's model).
+	StepOverheadS float64
 	// ReuseBuffers lets the model reuse the slices it hands out: a Step's
 	// IDs and Preempted until the next Next, Complete's events until the
 	// next Complete; and a dropped request's struct serves the next Add.
@@ -242,6 +251,9 @@ func (m *Model) Next() (Step, bool) {
 		var secs float64
 		for _, r := range prefill {
 			secs += m.prefillCost(r)
+		}
+		if k := len(prefill); k > 1 && m.cfg.StepOverheadS > 0 {
+			secs = max(secs/float64(k), secs-float64(k-1)*m.cfg.StepOverheadS)
 		}
 		m.batch = append(m.batch[:0], prefill...)
 		s.IDs = m.plan(m.batch)

@@ -385,3 +385,34 @@ func TestDecodeStepSkipsWhatLeftMidStep(t *testing.T) {
 		}
 	}
 }
+
+// withIntercept is linear with a per-request intercept of 10 ms.
+type withIntercept struct{ linear }
+
+func (withIntercept) PrefillTime(n int) float64 { return 0.01 + 0.001*float64(n) }
+
+// A prefill step of several requests pays the step overhead once.
+func TestBatchedPrefillPaysTheOverheadOnce(t *testing.T) {
+	for _, tc := range []struct {
+		overhead float64
+		want     float64
+	}{
+		{0, 3 * (0.01 + 0.1)}, // each request its whole price
+		{0.01, 0.01 + 3*0.1},  // one intercept for the step
+		{0.5, (3 * 0.11) / 3}, // never below the step's mean request
+	} {
+		m, err := New(Config{Timing: withIntercept{}, KVCapacityTokens: 1 << 16, StepOverheadS: tc.overhead})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			if err := m.Add(Request{ID: fmt.Sprint(i), PromptTokens: 100, MaxTokens: 2}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s, ok := m.Next()
+		if !ok || s.Kind != Prefill || (s.Duration-ms(tc.want)).Abs() > time.Microsecond {
+			t.Errorf("overhead %g: step %v %v, want a prefill of %.4f s", tc.overhead, s.Kind, s.Duration, tc.want)
+		}
+	}
+}

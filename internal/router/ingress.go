@@ -170,13 +170,23 @@ func (r *Router) controlGate() (outcome, bool) {
 	return outcome{}, false
 }
 
+// retryAfter is the core's projection of when its queue and prefill
+// backlog drain, in whole seconds (at least 1): the Retry-After of an
+// overload answer, so that refused clients come back when there is room
+// rather than all at once a second later.
+func (r *Router) retryAfter() int {
+	var n int
+	r.locked(func() { n = r.core.RetryAfter(r.now()) })
+	return n
+}
+
 // ingressGate refuses a read and valid request before it takes a seat:
 // the in-flight ceiling, saturation, and a fleet with no engine to place
 // on.
 func (r *Router) ingressGate(retained int64) (outcome, bool) {
 	if retained > int64(r.limit+r.cfg.Serving.QueueCapacity) {
 		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonInflightLimit,
-			err: openai.Overloaded(journal.ReasonInflightLimit, "router in-flight limit reached", 1)}, true
+			err: openai.Overloaded(journal.ReasonInflightLimit, "router in-flight limit reached", r.retryAfter())}, true
 	}
 	if sat, lag, sizing := r.sat.Saturated(); sat {
 		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonSaturated,
@@ -224,7 +234,7 @@ func (c *call) admit(ctx context.Context) (func(), bool) {
 	}
 	if r.cfg.Serving.QueueCapacity == 0 {
 		c.fail(outcome{terminal: journal.TerminalRejected, reason: journal.ReasonInflightLimit,
-			err: openai.Overloaded(journal.ReasonInflightLimit, "router in-flight limit reached", 1)})
+			err: openai.Overloaded(journal.ReasonInflightLimit, "router in-flight limit reached", r.retryAfter())})
 		return nil, false
 	}
 	c.phase = "queue"

@@ -212,8 +212,10 @@ func (c *Core) DrainS(now float64) float64 {
 	return backlog + work/float64(len(cands))
 }
 
-// retryAfter is DrainS in whole seconds, at least 1: what a refused
+// RetryAfter is DrainS in whole seconds, at least 1: what a refused
 // client is told to wait.
+func (c *Core) RetryAfter(now float64) int { return c.retryAfter(now) }
+
 func (c *Core) retryAfter(now float64) int {
 	return max(1, int(math.Ceil(c.DrainS(now))))
 }

@@ -198,7 +198,8 @@ func Start(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	model, err := enginemodel.New(enginemodel.Config{Timing: cfg.Profile, KVCapacityTokens: cfg.KVCapacityTokens,
-		BlockSize: cfg.BlockSize, MaxNumSeqs: cfg.MaxNumSeqs, MaxBatchedTokens: max(8192, cfg.MaxModelLen)})
+		BlockSize: cfg.BlockSize, MaxNumSeqs: cfg.MaxNumSeqs, MaxBatchedTokens: max(8192, cfg.MaxModelLen),
+		StepOverheadS: max(0, cfg.Profile.TTFTC)}) // a batched prefill step pays the intercept once, as vLLM's does
 	if err != nil {
 		return nil, err
 	}
