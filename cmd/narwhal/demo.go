@@ -203,6 +203,7 @@ func runQueueDemo(cmd *cobra.Command, o demoOptions) error {
 		return err
 	}
 	s.Arms, s.BurstS = sim.QueueArms(o.engines), o.burstS
+	s.Fleet.BatchedPrefill = true // a burst's prompts share prefill steps, as on simengine and vLLM
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	res, err := s.Run()
 	if err != nil {

@@ -8,8 +8,10 @@ import (
 // On bursts at rates the fleet sustains, the deadline queue serves at
 // least as many requests in time as refusing at once.
 func TestDeadlineQueueNoWorseOnBursts(t *testing.T) {
-	s := Sweep{Fleet: DemoFleet(4), Arms: QueueArms(4), Seed: 1, Segments: MovingSegments(20),
-		Rates: []float64{2, 3, 4}, BurstS: 5, Target: 0.9, Workers: 2}
+	f := DemoFleet(4)
+	f.BatchedPrefill = true
+	s := Sweep{Fleet: f, Arms: QueueArms(4), Seed: 1, Segments: MovingSegments(20),
+		Rates: []float64{2, 3, 4, 5}, BurstS: 5, Target: 0.9, Workers: 2}
 	res, err := s.Run()
 	if err != nil {
 		t.Fatal(err)
@@ -19,7 +21,9 @@ func TestDeadlineQueueNoWorseOnBursts(t *testing.T) {
 		t.Fatalf("%d queue pairs, want adaptive and 2P2D", len(pairs))
 	}
 	for _, p := range pairs {
+		gained := false
 		for k, rate := range res.Rates {
+			gained = gained || p.On.Runs[k].Met > p.Off.Runs[k].Met
 			on, off := p.On.Runs[k], p.Off.Runs[k]
 			if on.Attainment < off.Attainment || on.GoodputRPS < off.GoodputRPS {
 				t.Errorf("%s at %g req/s: queue on %.3f (%.2f rps) < off %.3f (%.2f rps)", p.Arm, rate,
@@ -28,6 +32,9 @@ func TestDeadlineQueueNoWorseOnBursts(t *testing.T) {
 			if off.RefusedBy["deadline"] != 0 || off.RefusedBy["queue_full"] != 0 {
 				t.Errorf("%s no-queue at %g: refused for the queue's causes %v", p.Arm, rate, off.RefusedBy)
 			}
+		}
+		if !gained {
+			t.Errorf("%s: the queue served no more requests in time at any rate: it does nothing", p.Arm)
 		}
 	}
 	var b strings.Builder

@@ -123,8 +123,13 @@ func newRunner(f Fleet, arm Arm, tr Trace) (*runner, error) {
 	rn.capNS = rn.endNS + nanos(f.DrainS)
 	for _, e := range cfg.Engines {
 		row, _ := store.Get(e.IID)
+		overhead := 0.0
+		if f.BatchedPrefill {
+			overhead = max(0, row.TTFTC)
+		}
 		m, err := enginemodel.New(enginemodel.Config{Timing: rowTiming{&row, row.DecodeFit()}, KVCapacityTokens: f.Shape.KVCapacityTokens,
-			BlockSize: f.Shape.BlockSize, MaxNumSeqs: f.Shape.MaxNumSeqs, MaxBatchedTokens: f.Shape.MaxBatchedTokens,
+			StepOverheadS: overhead,
+			BlockSize:     f.Shape.BlockSize, MaxNumSeqs: f.Shape.MaxNumSeqs, MaxBatchedTokens: f.Shape.MaxBatchedTokens,
 			ReuseBuffers: true, RefsOnly: true})
 		if err != nil {
 			return nil, fmt.Errorf("sim: engine %s: %w", e.IID, err)

@@ -41,6 +41,11 @@ type Fleet struct {
 	Link    Link      `json:"link"`
 	// PrefixCaching gives every engine a prefix cache (vLLM's default).
 	PrefixCaching bool `json:"prefix_caching,omitempty"`
+	// BatchedPrefill makes a prefill step of several requests pay the
+	// profile's intercept once (enginemodel.Config.StepOverheadS), as
+	// simengine's and vLLM's steps do; off, each request pays its whole
+	// price (the moving demo's published tables).
+	BatchedPrefill bool `json:"batched_prefill,omitempty"`
 	// DrainS bounds how long the simulation runs after the last arrival;
 	// requests still open then count as unfinished misses.
 	DrainS float64 `json:"drain_s"`
