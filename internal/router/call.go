@@ -37,7 +37,7 @@ type call struct {
 	crossed                  *bool
 	price                    *journal.Price
 	queueWaits               journal.QueueWaits
-	queued                   bool            // in the core's deadline queue (run.go, placePrefill)
+	queue                    *queueWait      // while waiting in the core's deadline queue (queue.go)
 	replaced                 map[string]bool // the phases the router placed again itself (failover.go)
 
 	ttft, prefilledAt, firstTok, lastTok float64

@@ -32,6 +32,7 @@ func (r *Router) controlPass() {
 		before = r.core.Control()
 		decisions = r.core.Tick(now)
 		after = r.core.Control()
+		r.serveQueueLocked() // a flip may have made room
 		snap, highWater = r.core.Snapshot(now), r.stats.RetainedHighWater
 	})
 	for _, d := range decisions {

@@ -97,7 +97,8 @@ type Router struct {
 	engines map[string]*engine
 	order   []string // iids, sorted
 
-	// mu guards core, stats (with the retry credits), rng and freed: one of
+	// mu guards core, stats (with the retry credits), rng, freed and
+	// waiting (with each waiter's placement): one of
 	// the two locks a request takes (the other is the journal writer's,
 	// docs/router.md "Locks on the request path"). It is taken only by
 	// locked; what runs under it is short, never blocks, and never calls
@@ -105,8 +106,12 @@ type Router struct {
 	mu    sync.Mutex
 	core  *sched.Core
 	freed chan struct{} // closed (and replaced) whenever a phase seat frees
-	stats routerdoc.Counts
-	rng   ports.Rng
+	// waiting are the calls in the core's deadline queue, by rid; queued
+	// is serveQueueLocked's scratch (queue.go).
+	waiting map[string]*call
+	queued  []string
+	stats   routerdoc.Counts
+	rng     ports.Rng
 
 	retained atomic.Int64 // completion requests from arrival to response end
 	seats    chan struct{}
@@ -172,7 +177,7 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 		cfg: cfg, log: o.Logger, clock: o.Clock, ids: o.IDs, rng: o.Rng, journal: o.Journal,
 		metrics: metrics.New(cfg), epoch: o.Clock.Now(), limit: limit, core: core,
 		engines: map[string]*engine{}, seats: make(chan struct{}, limit),
-		stop: make(chan struct{}), done: make(chan struct{}), freed: make(chan struct{}),
+		stop: make(chan struct{}), done: make(chan struct{}), freed: make(chan struct{}), waiting: map[string]*call{},
 		adminToken: o.AdminToken, adminOpen: o.AdminOpen,
 		httpOpts: o.HTTP.WithDefaults(), tracer: o.Tracer, gate: newClientGate(o.APIKeys, cfg.Serving.CORSOrigins),
 		sat: saturation.New(o.Clock, units.Seconds(cfg.SLO.SaturationThreshold())),
@@ -270,6 +275,7 @@ func (r *Router) locked(f func()) {
 func (r *Router) seatFreedLocked() {
 	close(r.freed)
 	r.freed = make(chan struct{})
+	r.serveQueueLocked()
 }
 
 // now is the router's monotonic time in seconds since it started: the

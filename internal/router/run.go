@@ -120,23 +120,19 @@ func (c *call) decodePhase(ctx context.Context, n int, exclude map[string]bool, 
 
 // placePrefill takes the core's prefill step (sched.Core.Place: the TTFT
 // check on the first admission only, the decode check on every attempt,
-// dispatch). A request the core puts in its deadline queue waits until
-// something frees or its deadline passes, then places again (the core
-// answers the deadline itself); without the queue a request that finds
-// every seat taken waits within serving.queue_timeout_s.
+// dispatch). A request the core puts in its deadline queue waits there
+// (queue.go); without the queue a request that finds every seat taken
+// waits within serving.queue_timeout_s.
 func (c *call) placePrefill(ctx context.Context, n int, exclude map[string]bool) (string, bool) {
 	for {
 		iid, wait, ok := c.tryPrefill(n, exclude)
 		if wait == nil {
 			return iid, ok
 		}
-		var left time.Duration
 		if wait.Deadline > 0 {
-			c.phase = "queue"
-			left = units.Seconds(wait.Deadline - c.r.now())
-		} else {
-			left = units.Seconds(c.r.cfg.Serving.QueueTimeoutS - c.queueWaits.Admission - c.queueWaits.Prefill)
+			return c.awaitQueue(ctx, n, exclude, wait.Deadline)
 		}
+		left := units.Seconds(c.r.cfg.Serving.QueueTimeoutS - c.queueWaits.Admission - c.queueWaits.Prefill)
 		start := c.r.now()
 		freed := c.waitSeat(ctx, wait.freed, left)
 		c.queueWaits.Prefill += c.r.now() - start
@@ -144,16 +140,16 @@ func (c *call) placePrefill(ctx context.Context, n int, exclude map[string]bool)
 		case ctx.Err() != nil:
 			c.ended(ctx)
 			return "", false
-		case !freed && wait.Deadline == 0:
+		case !freed:
 			c.refused(prefillLeg(n), &sched.Refusal{Cause: sched.CauseSeats}, sched.Placement{}) // the wait ran out
 			return "", false
 		}
 	}
 }
 
-// prefillWait is a prefill step that must wait: freed closes when
-// something frees; Deadline is the core's deadline-queue bound (0: a seat
-// wait without the queue).
+// prefillWait is a prefill step that must wait: freed closes when a seat
+// frees; Deadline is the core's deadline-queue bound (0: a seat wait
+// without the queue).
 type prefillWait struct {
 	freed    <-chan struct{}
 	Deadline float64
@@ -177,7 +173,9 @@ func (c *call) waitSeat(ctx context.Context, seat <-chan struct{}, d time.Durati
 }
 
 // tryPrefill takes the prefill step once. wait is non-nil when the step
-// must wait: in the deadline queue, or for a seat.
+// must wait: in the deadline queue (the call is then registered as a
+// waiter, under the same lock, so no freed room can be missed), or for a
+// seat.
 func (c *call) tryPrefill(n int, exclude map[string]bool) (string, *prefillWait, bool) {
 	var pl sched.Placement
 	var ref *sched.Refusal
@@ -188,16 +186,13 @@ func (c *call) tryPrefill(n int, exclude map[string]bool) (string, *prefillWait,
 			c.r.core.SetCacheEvidence(c.rid, ev)
 		}
 		pl, ref, freed = c.placeLocked(n, exclude)
-		if c.queued && (ref == nil || !ref.Wait) {
-			// It left the deadline queue: whoever is next in line may go.
-			c.queued = false
-			c.r.seatFreedLocked()
-			freed = c.r.freed
+		if ref != nil && ref.Wait && ref.Deadline > 0 {
+			c.phase = "queue"
+			c.r.waitLocked(c, n, exclude)
 		}
 	})
 	switch {
 	case ref != nil && ref.Wait:
-		c.queued = c.queued || ref.Deadline > 0
 		return "", &prefillWait{freed: freed, Deadline: ref.Deadline}, false
 	case ref != nil:
 		c.refused(prefillLeg(n), ref, pl)

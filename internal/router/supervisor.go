@@ -24,6 +24,7 @@ func (c coreSide) SetLive(live map[string]bool) {
 		for iid, ok := range live {
 			c.r.core.SetLive(iid, ok)
 		}
+		c.r.serveQueueLocked() // a readmitted engine is room
 	})
 }
 

@@ -16,7 +16,8 @@ import (
 // could only produce a late first token.
 //
 // Waiting requests are placed again earliest deadline first (Queued is
-// that order; the simulator walks it whenever something frees). The
+// that order; the router and the simulator walk it whenever something
+// frees). The
 // queue never holds back a request that can be placed now: a short prompt
 // that fits goes ahead of a long one that does not, as it would with no
 // queue at all, so the queue only adds requests served in time.
@@ -127,7 +128,10 @@ func (c *Core) queueStep(now float64, r *Request, ref *Refusal) *Refusal {
 			return full
 		}
 	}
-	return &Refusal{Cause: ref.Cause, Wait: true, Deadline: r.deadline, RetryAfter: c.retryAfter(now),
+	// No Retry-After for a wait: the caller waits rather than telling a
+	// client, and projecting it costs a pass over the queue, which a
+	// pass placing every waiter again must not pay for each.
+	return &Refusal{Cause: ref.Cause, Wait: true, Deadline: r.deadline,
 		Message: "waiting in the deadline queue: " + ref.Message}
 }
 

@@ -194,6 +194,7 @@ func TestTTFTAdmission(t *testing.T) {
 
 func TestAggregateUnpriced(t *testing.T) {
 	c := newCore(t, "p0:prefill", "d0:decode")
+	c.opt.Queue = QueueLimits{} // the refusal itself; with the queue it waits
 	c.SetLive("p0", false)
 	c.Track(0, req("busy", 100, 8))
 	c.dispatched(0, "d0", "busy", Decode)
