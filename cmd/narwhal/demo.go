@@ -100,14 +100,8 @@ func runDemo(cmd *cobra.Command, o demoOptions, ratesSet bool) error {
 	if err := res.WriteTable(cmd.OutOrStdout()); err != nil {
 		return cli.Failed(err)
 	}
-	if o.jsonPath != "" {
-		b, err := res.JSON()
-		if err != nil {
-			return cli.Failed(err)
-		}
-		if err := atomicfile.Write(o.jsonPath, b, 0o644); err != nil {
-			return cli.Failed(fmt.Errorf("%w: check that the directory exists and is writable", err))
-		}
+	if err := writeResults(o.jsonPath, res); err != nil {
+		return err
 	}
 	if err := writeCharts(cmd, o.plotDir, o.html, report.FromSim(res)); err != nil {
 		return err
@@ -212,14 +206,24 @@ func runQueueDemo(cmd *cobra.Command, o demoOptions) error {
 	if err := res.WriteQueueTable(cmd.OutOrStdout()); err != nil {
 		return cli.Failed(err)
 	}
-	if o.jsonPath != "" {
-		b, err := res.JSON()
-		if err != nil {
-			return cli.Failed(err)
-		}
-		if err := atomicfile.Write(o.jsonPath, b, 0o644); err != nil {
-			return cli.Failed(fmt.Errorf("%w: check that the directory exists and is writable", err))
-		}
+	if err := writeResults(o.jsonPath, res); err != nil {
+		return err
+	}
+	return nil
+}
+
+// writeResults writes the narwhal.sim-results document to path ("" for
+// none), atomically.
+func writeResults(path string, res *sim.Results) error {
+	if path == "" {
+		return nil
+	}
+	b, err := res.JSON()
+	if err != nil {
+		return cli.Failed(err)
+	}
+	if err := atomicfile.Write(path, b, 0o644); err != nil {
+		return cli.Failed(fmt.Errorf("%w: check that the directory exists and is writable", err))
 	}
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/narwhal-go/narwhal/internal/avail"
 	"github.com/narwhal-go/narwhal/internal/httpguard"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/openai"
@@ -308,41 +307,20 @@ func (c *call) size(ctx context.Context) bool {
 	return true
 }
 
-// tokenize asks the live engine with the fewest resident requests, moving
-// to another engine on a transient failure, up to serving.max_attempts.
-// An engine that cannot be reached at all uses no try (failover.go).
+// tokenize counts the prompt on a live engine (onLiveEngine: the least
+// loaded, moving on a transient failure, up to serving.max_attempts).
 func (c *call) tokenize(ctx context.Context) (int, *vllm.Error) {
-	r := c.r
-	body := vllm.TokenizeBody(c.body, r.cfg.Model, c.chat)
-	tried := map[string]bool{}
-	var last *vllm.Error
-	for tries := 0; tries < r.cfg.Serving.MaxAttempts; {
-		iid := r.leastLoaded(tried)
-		if iid == "" {
-			break
-		}
-		tried[iid] = true
-		tctx, cancel := context.WithTimeout(ctx, units.Seconds(r.cfg.Engine.TokenizeTimeoutS))
-		n, ids, e := r.engines[iid].client.TokenizeIDs(tctx, body)
-		cancel()
+	body := vllm.TokenizeBody(c.body, c.r.cfg.Model, c.chat)
+	none := &vllm.Error{Phase: "admission", Reason: journal.ReasonNoEngine, Msg: "no live engine to count the prompt"}
+	var n int
+	_, e := c.r.onLiveEngine(ctx, none, func(ctx context.Context, cl *vllm.Client) *vllm.Error {
+		count, ids, e := cl.TokenizeIDs(ctx, body)
 		if e == nil {
-			c.tokenIDs = ids
-			return n, nil
+			n, c.tokenIDs = count, ids
 		}
-		last = e
-		if ctx.Err() == nil && unanswered(e) {
-			r.reportLeg(avail.Failure{IID: iid, Err: e}) // breaker evidence: a dropped count is a dead engine
-			continue
-		}
-		tries++
-		if !e.Transient() || ctx.Err() != nil {
-			break
-		}
-	}
-	if last == nil {
-		last = &vllm.Error{Phase: "admission", Reason: journal.ReasonNoEngine, Msg: "no live engine to count the prompt"}
-	}
-	return 0, last
+		return e
+	})
+	return n, e
 }
 
 // unanswered reports whether an engine gave no answer at all: the

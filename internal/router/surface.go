@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/avail"
 	"github.com/narwhal-go/narwhal/internal/openai"
 	"github.com/narwhal-go/narwhal/internal/units"
 	"github.com/narwhal-go/narwhal/internal/vllm"
@@ -85,7 +86,8 @@ func (r *Router) serveTokenization(w http.ResponseWriter, q *http.Request, path 
 	ctx, cancel := context.WithTimeout(q.Context(), units.Seconds(r.cfg.Serving.RequestTimeoutS))
 	defer cancel()
 	var answer []byte
-	asked, ve := r.onLiveEngine(ctx, func(ctx context.Context, cl *vllm.Client) (e *vllm.Error) {
+	none := &vllm.Error{Phase: "admission", Reason: vllm.ReasonUnreachable, Msg: "no live engine"}
+	asked, ve := r.onLiveEngine(ctx, none, func(ctx context.Context, cl *vllm.Client) (e *vllm.Error) {
 		answer, e = cl.Tokenization(ctx, path, body)
 		return e
 	})
@@ -149,10 +151,12 @@ func (r *Router) readTokenizationBody(w http.ResponseWriter, q *http.Request) ([
 // onLiveEngine runs try on the live engine with the fewest resident
 // requests, moving to another on a transient failure, up to
 // serving.max_attempts tries; an engine that gave no answer at all uses
-// no try (unanswered). It returns how many engines were asked.
-func (r *Router) onLiveEngine(ctx context.Context, try func(context.Context, *vllm.Client) *vllm.Error) (int, *vllm.Error) {
+// no try (unanswered) and is reported to its breaker (a dropped call is a
+// dead engine). It returns how many engines were asked, and none when
+// there was no live engine to ask.
+func (r *Router) onLiveEngine(ctx context.Context, none *vllm.Error, try func(context.Context, *vllm.Client) *vllm.Error) (int, *vllm.Error) {
 	tried := map[string]bool{}
-	var last *vllm.Error
+	last := none
 	for tries := 0; tries < r.cfg.Serving.MaxAttempts; {
 		iid := r.leastLoaded(tried)
 		if iid == "" {
@@ -167,15 +171,13 @@ func (r *Router) onLiveEngine(ctx context.Context, try func(context.Context, *vl
 		}
 		last = e
 		if ctx.Err() == nil && unanswered(e) {
+			r.reportLeg(avail.Failure{IID: iid, Err: e})
 			continue
 		}
 		tries++
 		if !e.Transient() || ctx.Err() != nil {
 			break
 		}
-	}
-	if last == nil {
-		last = &vllm.Error{Phase: "admission", Reason: vllm.ReasonUnreachable, Msg: "no live engine"}
 	}
 	return len(tried), last
 }
