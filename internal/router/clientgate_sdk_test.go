@@ -149,14 +149,7 @@ func TestBrowserPageCannotDriveCompletions(t *testing.T) {
 		_, _ = io.WriteString(w, "<!doctype html><title>elsewhere</title>")
 	}))
 	defer page.Close()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium),
-		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(t.TempDir()))
-	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer acancel()
-	bctx, bcancel := chromedp.NewContext(actx)
-	defer bcancel()
-	bctx, tcancel := context.WithTimeout(bctx, 40*time.Second)
-	defer tcancel()
+	bctx := headless(t, chromium)
 	if err := chromedp.Do(bctx, chromedp.Navigate(page.URL+"/")); err != nil {
 		t.Fatalf("chromium: %v", err)
 	}
