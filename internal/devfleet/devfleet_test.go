@@ -308,14 +308,21 @@ func TestOpenAISDKBurstIsQueuedNotRefused(t *testing.T) {
 			res := burst(t, node, script, run.base, tc.calls)
 			run.stop()
 			logOutcomes(t, run.dir)
+			if res.RetryAfterMissing > 0 {
+				t.Errorf("%d refusals without Retry-After", res.RetryAfterMissing)
+			}
+			if raceEnabled {
+				// The race detector makes the router several times slower
+				// per request, so the fleet's capacity is another one: the
+				// bounds are held by make test's run of this test without
+				// it (make sdk-burst).
+				return
+			}
 			if float64(res.OK) < tc.minOK*float64(tc.calls) {
 				t.Errorf("%d of %d calls succeeded (failed %v), want at least %.0f %%", res.OK, tc.calls, res.Failed, 100*tc.minOK)
 			}
 			if per := float64(res.Attempts) / float64(tc.calls); per > tc.maxAttempts {
 				t.Errorf("%d HTTP attempts for %d calls (%.2f per call), want at most %.2f", res.Attempts, tc.calls, per, tc.maxAttempts)
-			}
-			if res.RetryAfterMissing > 0 {
-				t.Errorf("%d refusals without Retry-After", res.RetryAfterMissing)
 			}
 		})
 	}
