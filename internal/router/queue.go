@@ -74,7 +74,7 @@ func (c *call) awaitQueue(ctx context.Context, n int, exclude map[string]bool, d
 		a = c.leaveQueue(func() queueAnswer {
 			pl, ref, _ := c.placeLocked(n, exclude)
 			if ref != nil && ref.Wait { // the clock read just before the deadline
-				ref = &sched.Refusal{Cause: sched.CauseDeadline, RetryAfter: ref.RetryAfter, Message: ref.Message}
+				ref = &sched.Refusal{Cause: sched.CauseDeadline, RetryAfter: r.core.RetryAfter(r.now()), Message: ref.Message}
 			}
 			return queueAnswer{pl: pl, ref: ref}
 		})
