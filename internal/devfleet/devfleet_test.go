@@ -251,15 +251,7 @@ func TestRunServesAndWritesItsFiles(t *testing.T) {
 // The official OpenAI JavaScript SDK streams a chat completion through the
 // router. make test installs the SDK (scripts/node); CI fails without it.
 func TestOpenAISDKStreamsThroughTheRouter(t *testing.T) {
-	script, _ := filepath.Abs("../../scripts/node/openai-stream.mjs")
-	sdk, _ := filepath.Abs("../../scripts/node/node_modules/openai/package.json")
-	node, err := exec.LookPath("node")
-	if _, serr := os.Stat(sdk); err != nil || serr != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("node or the openai SDK is missing (run make test, which installs scripts/node): node %v, sdk %v", err, serr)
-		}
-		t.Skip("node or the openai npm package is not installed; make test installs them")
-	}
+	node, script := nodeScript(t, "openai-stream.mjs")
 	run := start(t)
 	base := run.base
 	defer run.stop()
@@ -349,16 +341,8 @@ func burst(t *testing.T, node, script, base string, n int) burstResult {
 // skips (fails under CI) naming make node-deps.
 func nodeScript(t *testing.T, name string) (node, script string) {
 	t.Helper()
-	script, _ = filepath.Abs("../../scripts/node/" + name)
-	sdk, _ := filepath.Abs("../../scripts/node/node_modules/openai/package.json")
-	node, err := exec.LookPath("node")
-	if _, serr := os.Stat(sdk); err != nil || serr != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("node or the openai SDK is missing (make node-deps installs scripts/node): node %v, sdk %v", err, serr)
-		}
-		t.Skip("node or the openai npm package is not installed; make node-deps installs them")
-	}
-	return node, script
+	node, dir := testkit.NodeSDK(t)
+	return node, filepath.Join(dir, name)
 }
 
 // logOutcomes logs the dev fleet journal's rows by terminal and reason.

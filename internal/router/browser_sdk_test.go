@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,13 +22,8 @@ import (
 // SDK on an unlisted origin cannot make the router serve anything.
 func TestJSSDKInABrowserFollowsCORSOrigins(t *testing.T) {
 	chromium := testkit.Tool(t, "chromium", "Debian package chromium: make tools (scripts/apt-install.sh chromium)")
-	sdk, _ := filepath.Abs("../../scripts/node/node_modules/openai")
-	if _, err := os.Stat(filepath.Join(sdk, "index.mjs")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("scripts/node/node_modules/openai is missing (make node-deps installs it)")
-		}
-		t.Skip("scripts/node/node_modules/openai is missing: run make node-deps")
-	}
+	_, dir := testkit.NodeSDK(t)
+	sdk := filepath.Join(dir, "node_modules", "openai")
 	listed, unlisted := sdkPage(t, sdk), sdkPage(t, sdk)
 	h := newHarness(t, pd, func(c *fleet.Config) { c.Serving.CORSOrigins = []string{listed.URL} })
 	f := h.front()

@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -91,11 +90,7 @@ func TestGoSDKKeyOnceNoRetry(t *testing.T) {
 // https://github.com/openai/openai-node/blob/e3a0a9c8b01d0e38e96bfee10ff539aa282db4ed/src/client.ts),
 // an AuthenticationError with the code, then a completion with the key.
 func TestJSSDKKeyOnceNoRetry(t *testing.T) {
-	dir, _ := filepath.Abs("../../scripts/node")
-	node, err := exec.LookPath("node")
-	if _, serr := os.Stat(filepath.Join(dir, "node_modules", "openai", "package.json")); err != nil || serr != nil {
-		t.Skip("node or scripts/node/node_modules is missing: run make node-deps")
-	}
+	node, dir := testkit.NodeSDK(t)
 	h := keyed(t, io.Discard)
 	f := h.front()
 	const script = `

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -162,15 +161,8 @@ func TestNoLogprobsUnasked(t *testing.T) {
 // The official OpenAI JavaScript SDK reads the logprobs a router answers,
 // streamed and not (scripts/node/openai-logprobs.mjs checks them).
 func TestOpenAISDKReadsLogprobs(t *testing.T) {
-	script, _ := filepath.Abs("../../scripts/node/openai-logprobs.mjs")
-	sdk, _ := filepath.Abs("../../scripts/node/node_modules/openai/package.json")
-	node, err := exec.LookPath("node")
-	if _, serr := os.Stat(sdk); err != nil || serr != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("node or the openai SDK is missing (run make test, which installs scripts/node): node %v, sdk %v", err, serr)
-		}
-		t.Skip("node or the openai npm package is not installed; make test installs them")
-	}
+	node, dir := testkit.NodeSDK(t)
+	script := filepath.Join(dir, "openai-logprobs.mjs")
 	h := newHarness(t, pd, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/simengine"
+	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
 // No retry storms, through the real SDKs at their default retries (2):
@@ -48,14 +48,7 @@ func TestGoSDKOneAttemptPerCallWhenAnEngineFails(t *testing.T) {
 }
 
 func TestJSSDKOneAttemptPerCallWhenAnEngineFails(t *testing.T) {
-	dir, _ := filepath.Abs("../../scripts/node")
-	node, err := exec.LookPath("node")
-	if _, serr := os.Stat(filepath.Join(dir, "node_modules", "openai", "package.json")); err != nil || serr != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("node or scripts/node/node_modules is missing (make node-deps installs them)")
-		}
-		t.Skip("node or scripts/node/node_modules is missing: run make node-deps")
-	}
+	node, dir := testkit.NodeSDK(t)
 	h := newHarness(t, ppdd, oneAttempt)
 	f := h.front()
 	h.engines.Engines[0].SetFaults(simengine.Faults{HTTP500Rate: 1}) // p0

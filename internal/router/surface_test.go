@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/simengine"
+	"github.com/narwhal-go/narwhal/internal/testkit"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -534,15 +534,8 @@ func TestResponsesStreamThroughTheGoSDK(t *testing.T) {
 // and streamed through its ResponseStream accumulator
 // (scripts/node/openai-responses.mjs). make node-deps installs the SDK.
 func TestResponsesThroughTheJSSDK(t *testing.T) {
-	script, _ := filepath.Abs("../../scripts/node/openai-responses.mjs")
-	sdkPkg, _ := filepath.Abs("../../scripts/node/node_modules/openai/package.json")
-	node, err := exec.LookPath("node")
-	if _, serr := os.Stat(sdkPkg); err != nil || serr != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("node or the openai SDK is missing (make node-deps installs scripts/node): node %v, sdk %v", err, serr)
-		}
-		t.Skip("node or the openai npm package is not installed; run make node-deps")
-	}
+	node, dir := testkit.NodeSDK(t)
+	script := filepath.Join(dir, "openai-responses.mjs")
 	h := newHarness(t, pd, nil)
 	// Every answer the script reads carries a request id with a journal
 	// row; the script cannot report them, so the journal is read instead.
