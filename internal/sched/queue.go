@@ -53,10 +53,9 @@ func QueueLimitsFrom(s fleet.Serving) QueueLimits {
 
 // waiter is one request in the queue.
 type waiter struct {
-	r        *Request
-	deadline float64
-	seq      uint64 // arrival order among equal deadlines
-	tokens   int    // peak KV counted against the bound
+	r      *Request
+	seq    uint64 // arrival order among equal deadlines (r.deadline, fixed while queued)
+	tokens int    // peak KV counted against the bound
 }
 
 // waitQueue is the waiting requests sorted by (deadline, seq).
@@ -71,9 +70,9 @@ func (q *waitQueue) insert(w *waiter) {
 	w.seq = q.seq
 	at, _ := slices.BinarySearchFunc(q.items, w, func(a, b *waiter) int {
 		switch {
-		case a.deadline < b.deadline:
+		case a.r.deadline < b.r.deadline:
 			return -1
-		case a.deadline > b.deadline:
+		case a.r.deadline > b.r.deadline:
 			return 1
 		case a.seq < b.seq:
 			return -1
@@ -137,7 +136,7 @@ func (c *Core) queueStep(now float64, r *Request, ref *Refusal) *Refusal {
 
 // enqueue adds r, or refuses it when the queue is full.
 func (c *Core) enqueue(r *Request) *Refusal {
-	w := &waiter{r: r, deadline: r.deadline, tokens: r.InputLen + r.WantedLen}
+	w := &waiter{r: r, tokens: r.InputLen + r.WantedLen}
 	if len(c.queue.items) >= c.opt.Queue.Requests {
 		return &Refusal{Cause: CauseQueueFull, RetryAfter: c.retryAfter(0),
 			Message: "the deadline queue is at serving.deadline_queue requests; retry after it drains"}
