@@ -17,8 +17,10 @@ const EventRequestAdmitted = "request_admitted"
 type Admission struct {
 	RID       string  `json:"rid"`
 	ClientRID *string `json:"client_rid"`
-	Arrived   float64 `json:"arrived"`
-	Endpoint  string  `json:"endpoint"`
+	// ClientRIDBytes: as the request row's, when client_rid was cut.
+	ClientRIDBytes *int    `json:"client_rid_bytes,omitempty"`
+	Arrived        float64 `json:"arrived"`
+	Endpoint       string  `json:"endpoint"`
 }
 
 // admissionRow is the row's shape after the envelope: an event row, so
@@ -47,6 +49,9 @@ type queued struct {
 func (w *Writer) Admitted(a Admission) error {
 	if a.RID == "" {
 		return fmt.Errorf("journal %s: admission record with an empty rid", w.name)
+	}
+	if a.ClientRIDBytes == nil {
+		a.ClientRID, a.ClientRIDBytes = capClientRID(a.ClientRID)
 	}
 	body, err := json.Marshal(admissionRow{Event: EventRequestAdmitted, At: a.Arrived, Admission: a})
 	if err != nil {

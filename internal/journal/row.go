@@ -3,6 +3,7 @@ package journal
 import (
 	"fmt"
 	"slices"
+	"unicode/utf8"
 )
 
 // RequestRow is the terminal request row of runtime.md §4.1, written once
@@ -13,7 +14,10 @@ import (
 type RequestRow struct {
 	RID       string  `json:"rid"`
 	ClientRID *string `json:"client_rid"`
-	Arrived   float64 `json:"arrived"`
+	// ClientRIDBytes is the length of the client's id when client_rid was
+	// cut to MaxClientRID bytes; nil when it was kept whole.
+	ClientRIDBytes *int    `json:"client_rid_bytes"`
+	Arrived        float64 `json:"arrived"`
 
 	InputLen   int  `json:"input_len"`
 	InputSized bool `json:"input_sized"`
@@ -120,6 +124,28 @@ type AttemptFailure struct {
 // MaxErrorMessage bounds attempt_failures[].error_message, in characters.
 const MaxErrorMessage = 240
 
+// Bounds of what a client's request can put in a row, so that one request
+// writes a bounded row whatever it sends. MaxClientRID is in bytes, as the
+// router's echo of X-Request-Id (httpguard.Echoable); MaxError, in
+// characters, bounds error (whose detail may quote the client's input).
+const (
+	MaxClientRID = 256
+	MaxError     = 1024
+)
+
+// capClientRID cuts id to at most MaxClientRID bytes, on a character
+// boundary, and returns its original length when it cut.
+func capClientRID(id *string) (*string, *int) {
+	if id == nil || len(*id) <= MaxClientRID {
+		return id, nil
+	}
+	n := MaxClientRID
+	for n > 0 && !utf8.RuneStart((*id)[n]) {
+		n--
+	}
+	return Ptr((*id)[:n]), Ptr(len(*id))
+}
+
 // Ptr returns a pointer to v, for the nullable fields.
 func Ptr[T any](v T) *T { return &v }
 
@@ -207,7 +233,8 @@ func (r *RequestRow) validateRefusedCause() error {
 // normalized returns a copy of r ready to write: the outcome flags and
 // refused_cause derived from the terminal and reason, the writer's token
 // accounting when unset, [] for no failures, error messages cut to
-// MaxErrorMessage characters. The caller's row is not modified.
+// MaxErrorMessage characters, client_rid and error cut to their bounds.
+// The caller's row is not modified.
 func (r *RequestRow) normalized(tokenAccounting string) *RequestRow {
 	c := *r
 	c.Cancelled = c.Cancelled || c.Terminal == TerminalCancelled
@@ -219,6 +246,12 @@ func (r *RequestRow) normalized(tokenAccounting string) *RequestRow {
 	}
 	if c.TokenAccounting == "" {
 		c.TokenAccounting = tokenAccounting
+	}
+	if c.ClientRIDBytes == nil {
+		c.ClientRID, c.ClientRIDBytes = capClientRID(c.ClientRID)
+	}
+	if c.Error != nil && len(*c.Error) > MaxError {
+		c.Error = Ptr(truncateRunes(*c.Error, MaxError))
 	}
 	c.AttemptFailures = make([]AttemptFailure, len(r.AttemptFailures))
 	for i, f := range r.AttemptFailures {

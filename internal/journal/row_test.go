@@ -15,7 +15,7 @@ import (
 // runtime.md §4.1. A rename or a dropped field breaks this test.
 var rowKeys = []string{
 	"schema", "schema_version", "run",
-	"rid", "client_rid", "arrived", "input_len", "input_sized", "wanted_len", "output_len",
+	"rid", "client_rid", "client_rid_bytes", "arrived", "input_len", "input_sized", "wanted_len", "output_len",
 	"ttft_s", "tpot_s", "first_byte_s", "decode_tpot_s", "queue_wait_s", "queue_waits",
 	"admission_price", "duration_s", "attempts", "decode_attempts", "attempt_failures",
 	"decode_tokens_observed", "upstream_seconds", "prefill_iid", "decode_iid", "crossed",
@@ -71,7 +71,7 @@ func TestNilFieldsRenderNull(t *testing.T) {
 	if err := json.Unmarshal([]byte(line), &m); err != nil {
 		t.Fatal(err)
 	}
-	nulls := []string{"client_rid", "wanted_len", "output_len", "ttft_s", "tpot_s", "first_byte_s",
+	nulls := []string{"client_rid", "client_rid_bytes", "wanted_len", "output_len", "ttft_s", "tpot_s", "first_byte_s",
 		"decode_tpot_s", "admission_price", "prefill_iid", "decode_iid", "crossed", "cached_tokens",
 		"cache_placement", "error", "status", "error_type", "error_code", "reason", "cancelled_phase",
 		"refused_cause", "readiness_reason", "trace_id"}
@@ -242,5 +242,53 @@ func TestReasonListsMatchSpec(t *testing.T) {
 	}
 	if slices.Contains(RejectedReasons(), ReasonUnclassified) {
 		t.Fatal("unclassified must not be pre-created")
+	}
+}
+
+// What a client sends cannot make its row large: client_rid is cut to
+// MaxClientRID bytes (on a character boundary) with its length recorded,
+// error to MaxError characters; admission records likewise.
+func TestClientSuppliedStringsAreBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name, id string
+		want     int  // bytes kept
+		cut      bool // client_rid_bytes set
+	}{
+		{"short", "abc", 3, false},
+		{"at the bound", strings.Repeat("a", MaxClientRID), MaxClientRID, false},
+		{"huge", strings.Repeat("a", 900<<10), MaxClientRID, true},
+		{"multibyte at the edge", strings.Repeat("a", MaxClientRID-1) + "é", MaxClientRID - 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			row := completed("r")
+			row.ClientRID = Ptr(tc.id)
+			row.Error = Ptr(strings.Repeat("x", 1<<20))
+			line := writeOne(t, row)
+			var got RequestRow
+			if err := json.Unmarshal([]byte(line), &got); err != nil {
+				t.Fatal(err)
+			}
+			if len(*got.ClientRID) != tc.want || (got.ClientRIDBytes != nil) != tc.cut ||
+				(tc.cut && *got.ClientRIDBytes != len(tc.id)) || !utf8.ValidString(*got.ClientRID) {
+				t.Errorf("client_rid %d bytes, client_rid_bytes %v; want %d bytes, cut %v", len(*got.ClientRID), got.ClientRIDBytes, tc.want, tc.cut)
+			}
+			if len(*got.Error) != MaxError {
+				t.Errorf("error kept %d bytes, want %d", len(*got.Error), MaxError)
+			}
+			if len(line) > 4096 {
+				t.Errorf("a row of %d bytes from one request", len(line))
+			}
+			var buf bytes.Buffer
+			w, err := New(&buf, testOpts(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Admitted(Admission{RID: "r", ClientRID: Ptr(tc.id), Endpoint: "/v1/completions"}); err != nil {
+				t.Fatal(err)
+			}
+			if rec := strings.Split(buf.String(), "\n")[1]; len(rec) > 1024 {
+				t.Errorf("an admission record of %d bytes", len(rec))
+			}
+		})
 	}
 }

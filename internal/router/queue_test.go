@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
 	"sync"
 	"testing"
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/simengine"
+	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
 // A client that leaves while its request waits in the deadline queue
@@ -73,4 +75,34 @@ func TestQueuedRequestLeavesWithItsClient(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// Oversized client request ids do not grow the journal: each row keeps at
+// most journal.MaxClientRID bytes of the id (the echo's bound too).
+func TestOversizedRequestIDsKeepRowsSmall(t *testing.T) {
+	h := newHarness(t, pd, nil)
+	before := fileSize(t, h.jpath)
+	const n = 20
+	for k := 0; k < n; k++ {
+		req, _ := http.NewRequestWithContext(ctx(t), http.MethodPost, h.srv.URL+"/v1/completions", bytes.NewReader([]byte("{not json")))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Request-Id", string(bytes.Repeat([]byte{'a' + byte(k)}, 200<<10)))
+		resp, out := testkit.Do(t, req)
+		h.noteRID(resp)
+		if resp.StatusCode != 400 {
+			t.Fatalf("%d %s", resp.StatusCode, out)
+		}
+	}
+	h.journalRows(n)
+	if grew := fileSize(t, h.jpath) - before; grew > n*4096 {
+		t.Errorf("the journal grew %d bytes for %d requests with 200 KiB ids, want at most 4 KiB each", grew, n)
+	}
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
 }

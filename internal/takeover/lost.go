@@ -135,7 +135,7 @@ func (h *HA) oldRun(run string) *journal.RunTail {
 // arrived is this run's time of closing: the old run's clock does not
 // compare with this one's.
 func lostRow(a journal.Admission, run string, now float64) *journal.RequestRow {
-	return &journal.RequestRow{RID: a.RID, ClientRID: a.ClientRID, Arrived: now, Terminal: journal.TerminalFailed,
+	return &journal.RequestRow{RID: a.RID, ClientRID: a.ClientRID, ClientRIDBytes: a.ClientRIDBytes, Arrived: now, Terminal: journal.TerminalFailed,
 		Reason: journal.Ptr(journal.ReasonRouterLost),
 		Error: journal.Ptr(fmt.Sprintf("the router of journal run %s stopped before this request ended (admitted at %.3fs of that run)",
 			run, a.Arrived))}
