@@ -1,6 +1,7 @@
 package router
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -56,4 +57,44 @@ func (c *call) readBody() ([]byte, bool) {
 		_ = rc.SetReadDeadline(time.Time{})
 	}
 	return raw, true
+}
+
+// ownBodies are the routes that read their body themselves, under their
+// own deadline and the per-client slot (readBody).
+var ownBodies = map[string]bool{"/v1/completions": true, "/v1/chat/completions": true, "/v1/responses": true}
+
+// boundBodies reads every other request's body, if it has one, before its
+// handler runs: up to serving.max_request_bytes, within the body read
+// timeout, on the connection's own deadline. Without it a request that
+// declares a body and never sends it (GET /health with Content-Length: 10)
+// holds its connection and goroutine forever: the handler answers, and the
+// server then waits to discard the body with no deadline. The deadline is
+// lifted before the handler, so a long answer (the dashboard's feed) is
+// not cut by it.
+func (r *Router) boundBodies(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if ownBodies[req.URL.Path] || req.Body == nil || req.Body == http.NoBody ||
+			(req.ContentLength == 0 && len(req.TransferEncoding) == 0) {
+			next.ServeHTTP(w, req)
+			return
+		}
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(r.httpOpts.BodyReadTimeout))
+		limit := int64(r.cfg.Serving.MaxRequestBytes)
+		raw, err := io.ReadAll(io.LimitReader(req.Body, limit+1))
+		switch {
+		case err != nil:
+			w.Header().Set("Connection", "close")
+			openai.Invalid(http.StatusRequestTimeout, "body_read_timeout",
+				fmt.Sprintf("the request body did not arrive within %v; send it in one go", r.httpOpts.BodyReadTimeout)).Write(w)
+			return
+		case int64(len(raw)) > limit:
+			w.Header().Set("Connection", "close")
+			openai.Invalid(http.StatusRequestEntityTooLarge, "request_too_large", "request body exceeds max_request_bytes").Write(w)
+			return
+		}
+		_ = rc.SetReadDeadline(time.Time{})
+		req.Body = io.NopCloser(bytes.NewReader(raw))
+		next.ServeHTTP(w, req)
+	})
 }

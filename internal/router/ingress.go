@@ -46,7 +46,7 @@ func (r *Router) routes() {
 	// text/plain 404 and 405.
 	m.HandleFunc("/", func(w http.ResponseWriter, q *http.Request) { openai.NotRouted(w, q, known) })
 	r.mux = m
-	r.front = r.gate.wrap(m)
+	r.front = r.gate.wrap(r.boundBodies(m))
 }
 
 // serveCompletion is one original request, from arrival to its journal row.

@@ -151,10 +151,12 @@ func TestSlowBodiesDoNotLockOutRealRequests(t *testing.T) {
 	}
 }
 
-// Idle keep-alive connections and slow headers are closed by the server.
+// Idle keep-alive connections, slow headers and bodies declared but never
+// sent are closed by the server.
 func TestIdleAndSlowHeaderConnectionsAreClosed(t *testing.T) {
 	h := newHarness(t, pd, nil, func(o *Options) {
-		o.HTTP = httpguard.Options{IdleTimeout: 300 * time.Millisecond, ReadHeaderTimeout: 300 * time.Millisecond}
+		o.HTTP = httpguard.Options{IdleTimeout: 300 * time.Millisecond, ReadHeaderTimeout: 300 * time.Millisecond,
+			BodyReadTimeout: 300 * time.Millisecond}
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -192,6 +194,34 @@ func TestIdleAndSlowHeaderConnectionsAreClosed(t *testing.T) {
 		}
 		closedWithin(t, conn, br, 3*time.Second)
 	})
+	// A request that declares a body and never sends it, on a route that
+	// reads none: answered 408 and closed within the body read timeout.
+	for _, head := range []string{
+		"GET /health HTTP/1.1\r\nHost: narwhal\r\nContent-Length: 10\r\n\r\n",
+		"GET /nowhere HTTP/1.1\r\nHost: narwhal\r\nContent-Length: 10\r\n\r\n",
+		"POST /narwhal/lifecycle/drain HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n",
+	} {
+		t.Run("zero-byte body "+strings.Fields(head)[1], func(t *testing.T) {
+			conn, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			conn.Write([]byte(head))
+			br := bufio.NewReader(conn)
+			_ = conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("no answer within 3 s: %v", err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusRequestTimeout {
+				t.Errorf("%d, want 408", resp.StatusCode)
+			}
+			closedWithin(t, conn, br, 3*time.Second)
+		})
+	}
 	t.Run("slow headers", func(t *testing.T) {
 		conn, err := net.Dial("tcp", ln.Addr().String())
 		if err != nil {
