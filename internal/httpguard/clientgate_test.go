@@ -200,3 +200,17 @@ func BenchmarkClientKeysAuthorized(b *testing.B) {
 		}
 	}
 }
+
+func TestBearerToken(t *testing.T) {
+	for _, tc := range []struct {
+		header, token string
+		ok            bool
+	}{
+		{"Bearer k", "k", true}, {"bearer k", "k", true}, {"BEARER k", "k", true},
+		{"Basic k", "", false}, {"Bearer", "", false}, {"Bearer ", "", false}, {"", "", false},
+	} {
+		if token, ok := BearerToken(tc.header); token != tc.token || ok != tc.ok {
+			t.Errorf("%q: %q %v, want %q %v", tc.header, token, ok, tc.token, tc.ok)
+		}
+	}
+}

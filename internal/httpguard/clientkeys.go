@@ -42,8 +42,8 @@ func (k ClientKeys) Enabled() bool { return len(k.digests) > 0 }
 // of the keys under the Bearer scheme (any case, as RFC 9110 makes
 // schemes case-insensitive).
 func (k ClientKeys) Authorized(header string) bool {
-	scheme, token, ok := strings.Cut(header, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
+	token, ok := BearerToken(header)
+	if !ok {
 		return false
 	}
 	d := sha256.Sum256([]byte(token))
@@ -52,6 +52,17 @@ func (k ClientKeys) Authorized(header string) bool {
 		match |= subtle.ConstantTimeCompare(d[:], want[:])
 	}
 	return match == 1
+}
+
+// BearerToken is the credential of an Authorization header value under
+// the Bearer scheme, matched in any case (RFC 9110 §11.1: the scheme is
+// case-insensitive); false for any other scheme or an empty token.
+func BearerToken(header string) (string, bool) {
+	scheme, token, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return "", false
+	}
+	return token, true
 }
 
 // KeyRefusal is the 401 for a request without a valid key, or nil. It

@@ -25,7 +25,7 @@ func (r *Router) admin(h http.HandlerFunc) http.HandlerFunc {
 			e.Write(w)
 			return
 		}
-		if !open && subtle.ConstantTimeCompare([]byte(req.Header.Get("Authorization")), []byte("Bearer "+r.adminToken)) != 1 {
+		if token, _ := httpguard.BearerToken(req.Header.Get("Authorization")); !open && subtle.ConstantTimeCompare([]byte(token), []byte(r.adminToken)) != 1 {
 			w.Header().Set("WWW-Authenticate", "Bearer")
 			openai.Invalid(http.StatusUnauthorized, "invalid_admin_token", "lifecycle actions need the admin token: send -H 'Authorization: Bearer TOKEN' with the token (the value of the variable --admin-token-env names; make run prints it)").Write(w)
 			return

@@ -192,3 +192,25 @@ func adminPost(t *testing.T, url, body, token string, headers map[string]string)
 	b, _ := io.ReadAll(resp.Body)
 	return resp, b
 }
+
+// The admin token is read under the Bearer scheme in any case (RFC 9110:
+// schemes are case-insensitive), and only under it.
+func TestAdminTokenSchemeInAnyCase(t *testing.T) {
+	h := newHarness(t, ppdd, func(c *fleet.Config) { fastRecovery(c); completeContract(c) })
+	h.router.adminToken = "s3cret"
+	for _, tc := range []struct {
+		auth   string
+		status int
+	}{
+		{"Basic s3cret", 401},
+		{"bearer wrong", 401},
+		{"bearer", 401},
+		{"bearer s3cret", 200},
+	} {
+		hdr := map[string]string{"Authorization": tc.auth, "Content-Type": "application/json"}
+		resp, body := adminPost(t, h.srv.URL+"/narwhal/lifecycle/drain", `{"iid":"d1"}`, "", hdr)
+		if resp.StatusCode != tc.status {
+			t.Errorf("Authorization %q: %d %s, want %d", tc.auth, resp.StatusCode, body, tc.status)
+		}
+	}
+}
