@@ -103,3 +103,29 @@ func TestFeedEndsOnClose(t *testing.T) {
 		t.Errorf("feed sent %d views and ended by %v; want it to end on Close", views, ctx.Err())
 	}
 }
+
+// Asset paths the embedded file system cannot hold are 404s, not the
+// file server's 500; real assets are served.
+func TestAssetPaths(t *testing.T) {
+	h := New(&fakeSource{}, Options{Refresh: time.Hour})
+	srv := httptest.NewServer(h.Handler())
+	defer srv.Close()
+	for _, tc := range []struct {
+		path   string
+		status int
+	}{
+		{Path + "/app.js", 200},
+		{Path + "/%c0%ae", 404},
+		{Path + "/%c0%ae%c0%ae/app.js", 404},
+		{Path + "/nope.js", 404},
+	} {
+		resp, err := http.Get(srv.URL + tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.status {
+			t.Errorf("GET %s: %d, want %d", tc.path, resp.StatusCode, tc.status)
+		}
+	}
+}

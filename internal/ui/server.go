@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -34,6 +35,13 @@ func (h *Hub) Handler() http.Handler {
 	})
 	mux.Handle("GET "+Path+"/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		guard(w)
+		// A name fs.FS cannot hold (invalid UTF-8 such as %c0%ae, dot
+		// segments) is not an asset: 404, where the file server would
+		// answer its open error as a 500.
+		if name := strings.TrimPrefix(r.URL.Path, Path+"/"); name != "" && !fs.ValidPath(name) {
+			http.NotFound(w, r)
+			return
+		}
 		static.ServeHTTP(w, r)
 	}))
 	return mux
