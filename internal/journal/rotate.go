@@ -4,20 +4,37 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A rotated journal is a set of files: <path>.1, <path>.2, … (oldest
 // first) and <path> itself, the one being written. Each file is a whole
 // journal: it starts with a meta row, and a run that spans files repeats
-// its run id and start time there with the next part number. Rotation
-// never renames an older file again, so a reader that listed the set
-// sees every row once, whatever rotates meanwhile, except rows written
-// after it opened the active file.
+// its run id and start time there with the next part number.
+//
+// Several writers may share one journal (a primary and its standby
+// beside it, each its own run). Rotation is then serialised by an
+// advisory lock on <path>.lock; under it a writer renames the active
+// file aside only if it is still the file at <path> (else another writer
+// rotated it: this one joins the new file), and the rename never
+// replaces a file, so no rotated file is ever renamed over. A writer
+// that did not rotate notices within followEvery that its file moved
+// and joins the new one with a meta row of its own; until then its rows
+// land in the just-rotated file, still in the set. Rotation never
+// renames an older file again, so a reader that listed the set sees
+// every row once.
+
+// followEvery bounds how long a writer keeps appending to a file another
+// writer sharing the journal rotated away.
+const followEvery = 250 * time.Millisecond
 
 // rotateLocked closes the full file, moves it aside and starts the next
 // part with its own meta row. Called with mu held.
@@ -25,6 +42,12 @@ func (w *Writer) rotateLocked() error {
 	if err := w.swapFileLocked(); err != nil {
 		return err
 	}
+	return w.partLocked()
+}
+
+// partLocked starts the run's next part in the file just opened: a meta
+// row with the next part number. Called with mu held.
+func (w *Writer) partLocked() error {
 	w.meta.Part++
 	line, err := metaLine(w.meta)
 	if err != nil {
@@ -33,34 +56,144 @@ func (w *Writer) rotateLocked() error {
 	return w.writeLocked(line)
 }
 
-// swapFileLocked renames the active file to the next free <path>.<N> and
-// opens a fresh file at path. Called with mu held.
+// swapFileLocked renames the active file to the next free <path>.<N>,
+// unless another writer already did, and opens the file at path. Called
+// with mu held.
 func (w *Writer) swapFileLocked() error {
 	if w.path == "" || w.closer == nil {
 		return nil
 	}
-	files, err := SetFiles(w.path)
+	unlock, err := lockSet(w.path)
 	if err != nil {
-		return fmt.Errorf("rotate journal %s: %w", w.path, err)
+		return err
 	}
-	next := len(files) // the rotated ones, plus 1
-	if n := len(files) - 1; n > 0 {
-		next = rotatedIndex(w.path, files[n-1]) + 1
+	defer unlock()
+	moved, err := w.movedLocked()
+	if err != nil {
+		return err
 	}
+	if !moved {
+		if err := renameAside(w.path); err != nil {
+			return err
+		}
+	}
+	return w.reopenLocked()
+}
+
+// followLocked joins the file at path when another writer rotated this
+// one's away, checking at most every followEvery. Called with mu held.
+func (w *Writer) followLocked() error {
+	if w.path == "" || w.closer == nil {
+		return nil
+	}
+	now := time.Now()
+	if now.Sub(w.followed) < followEvery {
+		return nil
+	}
+	w.followed = now
+	moved, err := w.movedLocked()
+	if err != nil || !moved {
+		return err
+	}
+	if err := w.reopenLocked(); err != nil {
+		return err
+	}
+	return w.partLocked()
+}
+
+// movedLocked says the writer's open file is no longer the one at path.
+// Called with mu held.
+func (w *Writer) movedLocked() (bool, error) {
+	f, ok := w.closer.(*os.File)
+	if !ok {
+		return false, nil
+	}
+	mine, err := f.Stat()
+	if err != nil {
+		return false, fmt.Errorf("journal %s: %w", w.path, err)
+	}
+	cur, err := os.Stat(w.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, nil // renamed aside, its successor not created yet
+	}
+	if err != nil {
+		return false, fmt.Errorf("journal %s: %w; check the directory's permissions", w.path, err)
+	}
+	return !os.SameFile(mine, cur), nil
+}
+
+// reopenLocked closes the writer's file and opens (or creates) the one
+// at path. Called with mu held.
+func (w *Writer) reopenLocked() error {
 	if err := w.closer.Close(); err != nil {
 		return fmt.Errorf("rotate journal %s: close: %w", w.path, err)
 	}
 	w.closer = nil
-	aside := w.path + "." + strconv.Itoa(next)
-	if err := os.Rename(w.path, aside); err != nil {
-		return fmt.Errorf("rotate journal %s to %s: %w; check the directory's permissions", w.path, aside, err)
-	}
-	f, err := os.OpenFile(w.path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	f, size, err := openAppend(w.path)
 	if err != nil {
-		return fmt.Errorf("rotate journal %s: reopen: %w; check the directory's permissions", w.path, err)
+		return fmt.Errorf("rotate journal %s: reopen: %w", w.path, err)
 	}
-	w.w, w.closer, w.fileBytes = f, f, 0
+	w.w, w.closer, w.fileBytes = f, f, size
 	return nil
+}
+
+// renameAside renames path to the first free <path>.<N> after the set's
+// last, never over an existing file. The caller holds the set's lock.
+func renameAside(path string) error {
+	files, err := SetFiles(path)
+	if err != nil {
+		return fmt.Errorf("rotate journal %s: %w", path, err)
+	}
+	next := 1
+	if n := len(files) - 1; n > 0 {
+		next = rotatedIndex(path, files[n-1]) + 1
+	}
+	for range 64 {
+		aside := path + "." + strconv.Itoa(next)
+		err := renameNoReplace(path, aside)
+		if !errors.Is(err, fs.ErrExist) {
+			if err != nil {
+				return fmt.Errorf("rotate journal %s to %s: %w; check the directory's permissions", path, aside, err)
+			}
+			return nil
+		}
+		next++ // written by something outside the lock: take the next
+	}
+	return fmt.Errorf("rotate journal %s: 64 names after %s.%d are taken; move old rotated files away", path, path, next-64)
+}
+
+// renameNoReplace renames old to new, failing with fs.ErrExist when new
+// exists. Where the kernel cannot rename without replacing, it checks
+// first: the set's lock keeps other journal writers out of the gap.
+func renameNoReplace(old, new string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, old, unix.AT_FDCWD, new, unix.RENAME_NOREPLACE)
+	if !errors.Is(err, unix.ENOSYS) && !errors.Is(err, unix.EINVAL) {
+		if errors.Is(err, unix.EEXIST) {
+			return fs.ErrExist
+		}
+		return err
+	}
+	if _, err := os.Lstat(new); err == nil {
+		return fs.ErrExist
+	}
+	return os.Rename(old, new)
+}
+
+// lockSet takes the advisory lock that serialises rotation among the
+// writers sharing the journal at path, and returns its release.
+func lockSet(path string) (func(), error) {
+	f, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("rotate journal %s: lock: %w; check the directory's permissions", path, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("rotate journal %s: lock %s.lock: %w", path, path, err)
+	}
+	return func() {
+		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		f.Close()
+	}, nil
 }
 
 // rotatedIndex is N of <path>.<N>, 0 when name is not a rotated file of

@@ -53,7 +53,7 @@ type Writer struct {
 	name     string
 	started  time.Time
 	maxBytes int64
-	mu       sync.Mutex // guards w, closer, closed, written, fileBytes, meta
+	mu       sync.Mutex // guards w, closer, closed, written, fileBytes, meta, followed
 	w        io.Writer
 	closer   io.Closer // nil when the caller owns w
 	closed   bool
@@ -63,6 +63,10 @@ type Writer struct {
 	// is the meta row the next rotated file starts with.
 	fileBytes int64
 	meta      Meta
+	// followed is when the writer last checked that its file is still
+	// the one at path: another router sharing the journal may have
+	// rotated it (rotate.go).
+	followed time.Time
 
 	// The group commit's queue is lock-free (admission.go):
 	// mu above is the writer's one lock.
@@ -303,6 +307,10 @@ func (w *Writer) writeRaw(line []byte) error {
 	defer w.mu.Unlock()
 	if w.closed {
 		return fmt.Errorf("journal %s: %w", w.name, ErrClosed)
+	}
+	if err := w.followLocked(); err != nil {
+		w.closed = true
+		return err
 	}
 	if w.maxBytes > 0 && w.fileBytes > 0 && w.fileBytes+int64(len(line)) > w.maxBytes {
 		if err := w.rotateLocked(); err != nil {
