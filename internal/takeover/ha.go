@@ -60,6 +60,10 @@ type HA struct {
 	blocked  atomic.Pointer[string]         // why failover or control is blocked; nil or "" when it is not
 	follower atomic.Pointer[state.Follower] // while standby
 	writer   *Writer
+	// named says the document at StatePath names this router's journal
+	// run: until it does, a crash would leave this run's admitted
+	// requests to no one (lost.go, Admitted).
+	named atomic.Bool
 }
 
 // New builds the HA side of router rt. It starts nothing: Resume and

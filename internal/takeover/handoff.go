@@ -259,7 +259,11 @@ func (h *HA) write() error {
 	if h.cfg.StatePath == "" || !h.Controls() {
 		return nil
 	}
-	return state.Write(h.cfg.StatePath, h.Handoff())
+	if err := state.Write(h.cfg.StatePath, h.Handoff()); err != nil {
+		return err
+	}
+	h.named.Store(true)
+	return nil
 }
 
 // WriteHandoff writes the document now and returns what went wrong, for

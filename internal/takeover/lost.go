@@ -21,10 +21,19 @@ import (
 
 // Admitted writes a request's admission record. A journal that cannot
 // take it is logged; the request is still served, as it is when its
-// terminal row cannot be written.
+// terminal row cannot be written. The run's first admission first writes
+// the handoff document naming the run, so that a router killed the
+// moment after it admitted leaves a document that sends its successor to
+// this run's records, not to the run before.
 func (h *HA) Admitted(a journal.Admission) {
 	if h.cfg.Journal == nil {
 		return
+	}
+	if h.cfg.StatePath != "" && !h.named.Load() {
+		if err := h.writer.Flush(); err != nil {
+			h.cfg.Log.Error("the handoff document does not name this run yet; a crash now leaves its admitted requests unclosed",
+				"rid", a.RID, "err", err)
+		}
 	}
 	if err := h.cfg.Journal.Admitted(a); err != nil {
 		h.cfg.Log.Error("journal write failed; the request's admission record is lost", "rid", a.RID, "err", err)
