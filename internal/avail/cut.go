@@ -19,20 +19,6 @@ import (
 // its complete example rests failed engines 5 s).
 const cutQuarantineS = 5.0
 
-// isCut reports whether a decode leg that failed after tokens arrived was
-// cut by the engine: not a router-side limit. (The router never reports a
-// client that went away.)
-func isCut(e *vllm.Error, tokens int) bool {
-	if tokens <= 0 {
-		return false
-	}
-	switch e.Reason {
-	case vllm.ReasonLocalPool, vllm.ReasonRejected, vllm.ReasonResponseLimit:
-		return false
-	}
-	return true
-}
-
 // streamCut records a cut on iid: the breaker's output_cut class, an
 // ejection at its threshold when another engine covers the role, and a
 // timed rest otherwise.

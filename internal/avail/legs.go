@@ -32,7 +32,7 @@ type Failure struct {
 // fault that is not the engine's, a hold for a refused credential or
 // refused KV, a rest and a breaker streak otherwise.
 func (s *Supervisor) LegFailed(f Failure) {
-	if isCut(f.Err, f.Tokens) {
+	if f.Err.CutAfter(f.Tokens) {
 		s.streamCut(f.IID, f.Err)
 		return
 	}

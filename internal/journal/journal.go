@@ -43,6 +43,9 @@ const (
 	ReasonInvalidResponse   = "invalid_response"
 	ReasonResponseLimit     = "response_limit"
 	ReasonInternal          = "internal"
+	// ReasonOutputCut ends a stream the engine cut after output reached
+	// the client: it cannot be retried, the client sees a failed stream.
+	ReasonOutputCut = "output_cut"
 	// ReasonRouterLost closes a request the router admitted and then lost
 	// track of: it was killed (or crashed) before the request ended. The
 	// next router that resumes from the same journal writes the row.
@@ -126,7 +129,7 @@ func TerminalValues() []string {
 func FailedReasons() []string {
 	return []string{ReasonNoEngine, ReasonEngineUnreachable, ReasonEngineConnection,
 		ReasonEngineTimeout, ReasonEngineOverloaded, ReasonEngineRejected, ReasonEngineError,
-		ReasonLocalPool, ReasonInvalidResponse, ReasonResponseLimit, ReasonInternal, ReasonRouterLost}
+		ReasonLocalPool, ReasonInvalidResponse, ReasonResponseLimit, ReasonInternal, ReasonOutputCut, ReasonRouterLost}
 }
 
 // RejectedReasons lists the rejection reasons exported from start

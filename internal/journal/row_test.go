@@ -226,10 +226,12 @@ func TestErrorMessageCutAt240Characters(t *testing.T) {
 func TestReasonListsMatchSpec(t *testing.T) {
 	// runtime.md §1.17, in table order; a new reason must be added here on
 	// purpose. router_lost is narwhal's own (docs/reliability.md), and so
-	// are the deadline queue's deadline and queue_full (docs/router.md).
+	// are output_cut (a stream the engine cut after output, observability.md)
+	// and the deadline queue's deadline and queue_full (docs/router.md).
 	want := map[string][]string{
 		"failed": {"no_engine", "engine_unreachable", "engine_connection", "engine_timeout", "engine_overloaded",
-			"engine_rejected", "engine_error", "local_pool", "invalid_response", "response_limit", "internal", "router_lost"},
+			"engine_rejected", "engine_error", "local_pool", "invalid_response", "response_limit", "internal", "output_cut",
+			"router_lost"},
 		"rejected": {"inflight_limit", "saturated", "not_ready"},
 		"refused":  {"queue", "prompt", "aggregate_unpriced", "slot_wait", "kv_capacity", "tpot", "deadline", "queue_full"},
 		"expired":  {"deadline", "queue_timeout", "handoff"},

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/simengine"
 	"github.com/narwhal-go/narwhal/internal/testkit"
 )
@@ -18,7 +19,8 @@ import (
 var pddd = []fleet.Role{fleet.Prefill, fleet.Decode, fleet.Decode, fleet.Decode}
 
 // streamOutcome sends one streaming request and reports whether it ended
-// in [DONE] and on which decode engine.
+// in [DONE] and on which decode engine. A cut stream must be journalled
+// failed with reason output_cut, not as the engine connection it broke.
 func (h *harness) streamOutcome(t *testing.T, i int) (done bool, decode string) {
 	t.Helper()
 	resp, out := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": fmt.Sprint("cut ", i), "max_tokens": 16, "stream": true})
@@ -30,7 +32,11 @@ func (h *harness) streamOutcome(t *testing.T, i int) (done bool, decode string) 
 	if row.DecodeIID != nil {
 		decode = *row.DecodeIID
 	}
-	return events[len(events)-1] == "[DONE]", decode
+	done = events[len(events)-1] == "[DONE]"
+	if !done && (row.Terminal != journal.TerminalFailed || row.Reason == nil || *row.Reason != journal.ReasonOutputCut) {
+		t.Errorf("cut stream %d journalled %s/%v, want failed/output_cut", i, row.Terminal, deref(row.Reason))
+	}
+	return done, decode
 }
 
 // A decode engine that cuts every stream after 5 tokens leaves placement

@@ -506,10 +506,14 @@ func (c *call) outputFailed(ctx context.Context, e *vllm.Error) {
 		c.ended(ctx)
 		return
 	}
+	reason := e.Reason
+	if e.CutAfter(c.tokens) {
+		reason = journal.ReasonOutputCut // the engine's own cause stays in the attempt and the detail
+	}
 	c.r.attemptFailed("decode", e.Reason)
 	c.recordFailureAfterOutput(e)
 	c.streamError("failed")
-	c.settle(outcome{terminal: journal.TerminalFailed, reason: e.Reason, status: 200, detail: e.Msg,
+	c.settle(outcome{terminal: journal.TerminalFailed, reason: reason, status: 200, detail: e.Msg,
 		err: openai.ServerError(200, "failed", "")})
 }
 

@@ -41,6 +41,20 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Phase + ": " + e.Msg }
 
+// CutAfter reports whether a decode leg that failed after streaming
+// tokens was cut by the engine (output started, then the stream ended
+// without [DONE]) rather than stopped by one of the router's own limits.
+func (e *Error) CutAfter(tokens int) bool {
+	if tokens <= 0 {
+		return false
+	}
+	switch e.Reason {
+	case ReasonLocalPool, ReasonRejected, ReasonResponseLimit:
+		return false
+	}
+	return true
+}
+
 // Transient reports whether a retry on another engine may succeed.
 func (e *Error) Transient() bool {
 	switch e.Reason {
