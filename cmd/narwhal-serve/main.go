@@ -31,6 +31,7 @@ type flags struct {
 	port, maxConcurrent                            int
 	graceful                                       float64
 	journalMaxBytes                                int64
+	allowedHosts                                   []string
 	resume                                         bool
 	standbyOf, leasePath, routerID                 string
 	leaseTTL, leaseRenew, leaseMargin              time.Duration
@@ -86,6 +87,7 @@ one fleet safely: only the lease holder places work.`
 	fl.DurationVar(&f.evidence.Interval, "evidence-interval", time.Minute, "how often the evidence pass runs")
 	fl.DurationVar(&f.evidence.Window, "evidence-window", 10*time.Minute, "journal window each serving record covers")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format on stderr: text or json")
+	fl.StringSliceVar(&f.allowedHosts, "allowed-hosts", nil, "extra Host names the router answers (comma-separated; \"*.example.com\" for a domain). Bound to loopback it answers only localhost and IP addresses besides these (a DNS-rebinding guard); bound elsewhere, set these to answer only them")
 	fl.StringVar(&f.adminTokenEnv, "admin-token-env", "", "name of the environment variable holding the bearer token for POST /narwhal/lifecycle/* (without one, lifecycle actions are accepted only when bound to loopback)")
 	fl.BoolVar(&f.resume, "resume", false, "resume roles, ejections, lifecycle and counters from recovery.state_path (also recovery.resume)")
 	fl.StringVar(&f.standbyOf, "standby-of", "", "run as a warm standby of the primary router at this base URL (needs a lease: --lease-path or recovery.lease)")
@@ -146,9 +148,12 @@ func run(ctx context.Context, f flags) error {
 	if err != nil {
 		return cli.Usage("--otlp-traces-endpoint: %v", err)
 	}
+	if err := httpguard.CheckAllowed(f.allowedHosts); err != nil {
+		return cli.Usage("%v", err)
+	}
 	defer tracer.Shutdown(context.Background()) // flushes the last spans
 	r, err := router.New(cfg, profiles, router.Options{Logger: log, Journal: jw, MaxConcurrent: f.maxConcurrent,
-		AdminToken: adminToken, AdminOpen: httpguard.IsLoopback(f.host), HA: ha, HTTP: f.http, Evidence: f.evidence, Tracer: tracer,
+		AdminToken: adminToken, AdminOpen: httpguard.IsLoopback(f.host), Hosts: httpguard.HostGuard{Loopback: httpguard.IsLoopback(f.host), Allowed: f.allowedHosts}, HA: ha, HTTP: f.http, Evidence: f.evidence, Tracer: tracer,
 		APIKeys: keys})
 	if err != nil {
 		return cli.Invalid(err)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/attest"
 	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/httpguard"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/profile/sweep"
@@ -132,7 +133,7 @@ func serve(ctx context.Context, o Options, cfg *fleet.Config, store *profile.Sto
 	// The token goes to the router and the banner only: never into the
 	// fleet file, the journal or the handoff document.
 	r, err := router.New(cfg, store, router.Options{Logger: o.Logger, Journal: jw, AdminToken: token,
-		HA: router.HA{StatePath: cfg.Recovery.StatePath}})
+		HA: router.HA{StatePath: cfg.Recovery.StatePath}, Hosts: httpguard.HostGuard{Loopback: httpguard.IsLoopback(o.Host)}})
 	if err != nil {
 		return fmt.Errorf("dev fleet: %w", err)
 	}

@@ -72,6 +72,10 @@ type Options struct {
 	// APIKeys are the client keys /v1/* accepts (clientgate.go); empty
 	// leaves client authentication to the ingress in front.
 	APIKeys []string
+	// Hosts are the Host headers the router answers on every route (the
+	// DNS-rebinding guard, httpguard.HostGuard); the zero value answers
+	// any.
+	Hosts httpguard.HostGuard
 }
 
 // EvidenceOptions turn on the evidence pass (tierd.Options).
@@ -126,6 +130,7 @@ type Router struct {
 	probe      *probe.Prober // engine checks, one client policy and set of bounds (probes.go)
 	adminToken string
 	adminOpen  bool
+	hosts      httpguard.HostGuard // which Host headers reach any route
 	identities atomic.Bool
 
 	ha       *takeover.HA        // lease, standby, handoff document, crash accounting
@@ -178,7 +183,7 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 		metrics: metrics.New(cfg), epoch: o.Clock.Now(), limit: limit, core: core,
 		engines: map[string]*engine{}, seats: make(chan struct{}, limit),
 		stop: make(chan struct{}), done: make(chan struct{}), freed: make(chan struct{}), waiting: map[string]*call{},
-		adminToken: o.AdminToken, adminOpen: o.AdminOpen,
+		adminToken: o.AdminToken, adminOpen: o.AdminOpen, hosts: o.Hosts,
 		httpOpts: o.HTTP.WithDefaults(), tracer: o.Tracer, gate: newClientGate(o.APIKeys, cfg.Serving.CORSOrigins),
 		sat: saturation.New(o.Clock, units.Seconds(cfg.SLO.SaturationThreshold())),
 	}
@@ -298,7 +303,15 @@ func (r *Router) lagMeasured(lag, sizing time.Duration) {
 }
 
 // ServeHTTP makes the router an http.Handler.
-func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) { r.front.ServeHTTP(w, req) }
+// A request addressed to a host the router does not answer is refused
+// before any route sees it.
+func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if e := r.hosts.Refusal(req); e != nil {
+		e.Write(w)
+		return
+	}
+	r.front.ServeHTTP(w, req)
+}
 
 // Metrics is the router's Prometheus collectors, for embedding callers.
 func (r *Router) Metrics() *metrics.Metrics { return r.metrics }
