@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/narwhal-go/narwhal/internal/atomicfile"
 )
 
 // A rotated journal is a set of files: <path>.1, <path>.2, … (oldest
@@ -182,18 +184,11 @@ func renameNoReplace(old, new string) error {
 // lockSet takes the advisory lock that serialises rotation among the
 // writers sharing the journal at path, and returns its release.
 func lockSet(path string) (func(), error) {
-	f, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o644)
+	unlock, err := atomicfile.Lock(path + ".lock")
 	if err != nil {
-		return nil, fmt.Errorf("rotate journal %s: lock: %w; check the directory's permissions", path, err)
+		return nil, fmt.Errorf("rotate journal %s: %w", path, err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("rotate journal %s: lock %s.lock: %w", path, path, err)
-	}
-	return func() {
-		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
-		f.Close()
-	}, nil
+	return unlock, nil
 }
 
 // rotatedIndex is N of <path>.<N>, 0 when name is not a rotated file of

@@ -97,8 +97,25 @@ func SamplesPath(store string) string {
 
 // Write saves the samples of every engine that ran (completed or not)
 // and, only when every selected engine produced a row, the store. A
-// failed or interrupted run leaves the previous store as it was.
+// failed or interrupted run leaves the previous store as it was. Both
+// files are read, merged and replaced under a lock on <out>.lock, and a
+// merge re-reads the store under it: two runs profiling different
+// engines at once (a rolling restart) keep each other's rows.
 func (j Fleet) Write(results []Result) (int, error) {
+	unlock, err := atomicfile.Lock(j.Out + ".lock")
+	if err != nil {
+		return 0, fmt.Errorf("profile store: %w", err)
+	}
+	defer unlock()
+	if j.Prev != nil {
+		fresh, err := profile.Load(j.Out)
+		switch {
+		case err == nil:
+			j.Prev = fresh // what other runs wrote since this one started
+		case !errors.Is(err, os.ErrNotExist):
+			return 0, fmt.Errorf("--merge: %w", err)
+		}
+	}
 	if err := j.writeSamples(results); err != nil {
 		return 0, err
 	}
