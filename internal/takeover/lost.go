@@ -2,7 +2,11 @@ package takeover
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
+	"net/url"
+	"syscall"
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/journal"
@@ -66,7 +70,8 @@ type Outcome struct{ Terminal, Reason string }
 // closeLost closes the old run's lost requests after wait: zero on
 // resume (the old process is gone), the request timeout on takeover (a
 // fenced primary may still be finishing its requests, and all of them
-// end by their deadline).
+// end by their deadline) unless the primary's address refuses
+// connections: nothing listens there, so nothing is still finishing.
 func (h *HA) closeLost(doc *state.Handoff, wait time.Duration) {
 	if doc.Run == "" || (h.cfg.Journal != nil && doc.Run == h.cfg.Journal.Run()) {
 		return
@@ -76,12 +81,45 @@ func (h *HA) closeLost(doc *state.Handoff, wait time.Duration) {
 		return
 	}
 	h.rt.Background(func(ctx context.Context) {
+		if h.cfg.StandbyOf != "" && gone(ctx, h.cfg.StandbyOf) {
+			h.cfg.Log.Info("the old primary's address refuses connections: closing its requests now", "primary", h.cfg.StandbyOf)
+			h.reconcile(doc)
+			return
+		}
 		select {
 		case <-h.cfg.Clock.After(wait):
 			h.reconcile(doc)
 		case <-ctx.Done():
 		}
 	})
+}
+
+// gone says the router at base is not running: its port refuses a
+// connection (the host answers, no process listens). A timeout or any
+// other error proves nothing (a partitioned primary may still be
+// finishing its requests), and neither does an answer. A primary shutting
+// down gracefully keeps its lease until its requests have ended, so a
+// standby cannot be taking over while one closed its listener early.
+func gone(ctx context.Context, base string) bool {
+	u, err := url.Parse(base)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		port := "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+		addr = net.JoinHostPort(u.Hostname(), port)
+	}
+	d := net.Dialer{Timeout: time.Second}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err == nil {
+		conn.Close()
+		return false
+	}
+	return errors.Is(err, syscall.ECONNREFUSED)
 }
 
 // reconcile reads the old run from the journal, counts what it recorded
