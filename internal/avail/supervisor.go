@@ -115,6 +115,7 @@ type View interface {
 	Ejected() map[string]string
 	Suspect(iid string) bool
 	Quarantined() []string
+	NextRelease(now, pass float64) (float64, bool)
 	Holds() []lifecycle.Hold
 	Held() []string
 	Records() []lifecycle.Record

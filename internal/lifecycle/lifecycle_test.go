@@ -232,3 +232,29 @@ func TestQuarantine(t *testing.T) {
 		t.Error("an ejection must supersede the quarantine")
 	}
 }
+
+// NextRelease is the soonest an engine held out may be back: a timed
+// hold's end, or an ejected engine's next readmission probe. It is what
+// a 503 for a fleet with no engine tells a client to wait.
+func TestNextRelease(t *testing.T) {
+	m := New(testFleet(false))
+	if _, ok := m.NextRelease(0, 2); ok {
+		t.Fatal("no hold, yet a release time")
+	}
+	m.Quarantine("d0", 30)
+	m.Quarantine("p0", 12)
+	for _, tc := range []struct{ now, want float64 }{{0, 12}, {10, 2}, {15, 0}} {
+		if s, ok := m.NextRelease(tc.now, 2); !ok || s != tc.want {
+			t.Errorf("NextRelease(%v) = %v, %v; want %v", tc.now, s, ok, tc.want)
+		}
+	}
+	m.ReleaseQuarantines(12)
+	if s, ok := m.NextRelease(20, 2); !ok || s != 10 {
+		t.Errorf("after p0's release: %v, %v; want d0's 10 s", s, ok)
+	}
+	m.Eject("p0", "connection") // probed after ReadmitEvery passes
+	want := float64(max(m.cfg.ReadmitEvery, 1)) * 2
+	if s, ok := m.NextRelease(20, 2); !ok || s != min(want, 10) {
+		t.Errorf("with p0 ejected: %v, %v; want min(its next probe %v s, d0's 10 s)", s, ok, want)
+	}
+}

@@ -137,6 +137,29 @@ func (m *Manager) ReleaseQuarantines(now float64) []string {
 	return out
 }
 
+// NextRelease is the soonest moment, in seconds from now, an engine held
+// out may be back: a timed hold's end, or an ejected engine's next
+// readmission probe (its due passes of pass seconds each). It is a lower
+// bound: a probe can fail. ok is false when no engine is held either way.
+func (m *Manager) NextRelease(now, pass float64) (s float64, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, iid := range m.order {
+		e := m.engines[iid]
+		at := -1.0
+		switch {
+		case e.until != 0:
+			at = max(0, e.until-now)
+		case e.ejected:
+			at = float64(max(e.probeDue, 1)) * pass
+		}
+		if at >= 0 && (!ok || at < s) {
+			s, ok = at, true
+		}
+	}
+	return s, ok
+}
+
 // Quarantined lists the engines in a timed hold, sorted.
 func (m *Manager) Quarantined() []string {
 	m.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -342,4 +343,26 @@ func TestWrongEngineKeyIsHeldOut(t *testing.T) {
 	if n := logs.Count("engine released", "iid=p0", "engine-auth"); n != 1 {
 		t.Errorf("%d release log lines for p0, want 1", n)
 	}
+}
+
+// With its only decode engine ejected, the fleet answers 503
+// backend_unavailable with a Retry-After the lifecycle computes: the
+// ejected engine's next readmission probe (recovery.readmit_every passes
+// of controller.monitor_interval_s) plus the pass that readmits it, not
+// a constant second.
+func TestNoEngineRetryAfterIsTheNextReadmissionChance(t *testing.T) {
+	h := newHarness(t, pd, func(c *fleet.Config) {
+		fastRecovery(c)
+		c.Recovery.ReadmitEvery = 50 // 50 passes of 0.05 s: the next probe 2.5 s out
+		c.Engines[0].Pin = true      // p0 may not take the decode leg instead
+	})
+	h.engines.Engines[1].SetFaults(simengine.Faults{RefuseConnections: true}) // d0 is dead
+	eventually(t, "d0 ejected", func() bool { _, ok := h.router.life.Ejected()["d0"]; return ok })
+	resp, out := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": "q", "max_tokens": 3})
+	ra, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+	if resp.StatusCode != 503 || !strings.Contains(string(out), `"code":"backend_unavailable"`) || ra < 2 || ra > 3 {
+		t.Errorf("completion: %d Retry-After %q %s; want 503 backend_unavailable, Retry-After 2–3 s (next probe ≤ 2.5 s + one pass)",
+			resp.StatusCode, resp.Header.Get("Retry-After"), out)
+	}
+	h.engines.Engines[1].SetFaults(simengine.Faults{})
 }

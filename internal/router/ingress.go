@@ -193,12 +193,12 @@ func (r *Router) ingressGate(retained int64) (outcome, bool) {
 			err:    openai.Overloaded(journal.ReasonSaturated, "router saturated; retry shortly", 1)}, true
 	}
 	if reason, ready := r.readiness(); !ready {
-		code := "standby"
+		err := openai.Unavailable("standby", reason)
 		if strings.HasPrefix(reason, reasonNoEngines) {
-			code = "backend_unavailable"
+			err = openai.Unavailable("backend_unavailable", reason)
+			err.RetryAfter = r.backAfter()
 		}
-		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonNotReady, readiness: reason,
-			err: openai.Unavailable(code, reason)}, true
+		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonNotReady, readiness: reason, err: err}, true
 	}
 	return outcome{}, false
 }

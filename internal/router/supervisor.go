@@ -1,6 +1,7 @@
 package router
 
 import (
+	"math"
 	"strings"
 
 	"github.com/narwhal-go/narwhal/internal/avail"
@@ -77,6 +78,19 @@ func (r *Router) coverageLocked() string {
 		return ""
 	}
 	return "no live engine can take the " + strings.Join(missing, " or ") + " leg"
+}
+
+// backAfter is the Retry-After of a fleet with no engine to place on:
+// the soonest an engine held out may be back (lifecycle.NextRelease: a
+// timed hold's end, the monitor pass that lifts it; an ejected engine's
+// next readmission probe), else the next monitor pass.
+func (r *Router) backAfter() int {
+	pass := r.cfg.Controller.MonitorIntervalS
+	wait := pass
+	if s, ok := r.life.NextRelease(r.now(), pass); ok {
+		wait = s + pass
+	}
+	return max(1, int(math.Ceil(wait)))
 }
 
 // unready is the readiness reason when no engine, or no engine for a
