@@ -106,3 +106,56 @@ func fileSize(t *testing.T, path string) int64 {
 	}
 	return st.Size()
 }
+
+// The router's queue is earliest deadline first on the deadlines the core
+// computes from real requests: B arrives after A but its long prompt
+// leaves it less slack (deadline = arrival + slo.ttft_s − its own
+// prefill), so it waits ahead of A; both leave the queue with an answer.
+func TestQueueOrdersByDeadlineNotArrival(t *testing.T) {
+	h := newHarness(t, pd, func(c *fleet.Config) { c.SLO.TTFT = 1.0 })
+	h.engines.Engines[0].SetFaults(simengine.Faults{LatencyMultiplier: 4})
+	var wg sync.WaitGroup
+	codes := make(chan int, 4)
+	post := func(prompt string) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, _ := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": prompt, "max_tokens": 1})
+			codes <- resp.StatusCode
+		}()
+	}
+	defer func() {
+		h.engines.Engines[0].SetFaults(simengine.Faults{})
+		wg.Wait()
+	}()
+	long := promptPricedAt(0.45)
+	post(long)
+	post(long) // 0.9 s of priced backlog ahead of both
+	eventually(t, "two requests are resident", func() bool {
+		h.router.mu.Lock()
+		defer h.router.mu.Unlock()
+		return h.router.core.Snapshot(0).Engines[1].ResidentPrefill == 2
+	})
+	waiting := func() []string {
+		h.router.mu.Lock()
+		defer h.router.mu.Unlock()
+		return h.router.core.Queued(nil)
+	}
+	post(promptPricedAt(0.2)) // A: deadline = its arrival + 0.8 s
+	eventually(t, "A waits", func() bool { return len(waiting()) == 1 })
+	a := waiting()[0]
+	post(promptPricedAt(0.5)) // B, moments later: deadline = its arrival + 0.5 s
+	eventually(t, "A and B wait", func() bool { return len(waiting()) == 2 })
+	if q := waiting(); len(q) == 2 && q[0] == a {
+		t.Errorf("queue order %v: B (the earlier deadline) must wait ahead of A %s", q, a)
+	}
+	eventually(t, "the queue empties", func() bool { return len(waiting()) == 0 })
+	h.engines.Engines[0].SetFaults(simengine.Faults{})
+	wg.Wait()
+	close(codes)
+	for c := range codes {
+		if c != http.StatusOK && c != http.StatusTooManyRequests {
+			t.Errorf("a request answered %d; want 200, or 429 when its deadline passed", c)
+		}
+	}
+}
