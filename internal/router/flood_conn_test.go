@@ -254,3 +254,34 @@ func slowOnce(h *harness, addr string, n *slowCounts) {
 		n.other.Add(1)
 	}
 }
+
+// Slow bodies from many addresses add up to at most SlowBodies: past it
+// a slow body is refused even from an address with slots to spare.
+func TestFloodSlowBodiesServerWideCap(t *testing.T) {
+	h := newHarness(t, pd, nil, func(o *Options) {
+		o.HTTP = httpguard.Options{BodyReadTimeout: 700 * time.Millisecond, BodyReadsPerClient: 4, SlowBodies: 2}
+	})
+	addr := strings.TrimPrefix(h.srv.URL, "http://")
+	var ts []*trickler
+	for _, src := range []string{"127.0.0.2", "127.0.0.3", "127.0.0.4"} {
+		tr := trickle(t, addr, src, 100*time.Millisecond)
+		defer tr.close()
+		ts = append(ts, tr)
+	}
+	statuses := map[int]int{}
+	for i, tr := range ts {
+		resp, b, err := tr.response(5 * time.Second)
+		if err != nil {
+			t.Fatalf("slow request %d: no answer: %v", i, err)
+		}
+		h.noteRID(resp)
+		statuses[resp.StatusCode]++
+		if e, ok := openAIError(b); resp.StatusCode == 429 && (!ok || e.Code == nil || *e.Code != "client_body_limit" ||
+			!strings.Contains(e.Message, "server-wide limit")) {
+			t.Errorf("429 %s, want client_body_limit naming the server-wide limit", b)
+		}
+	}
+	if statuses[408] != 2 || statuses[429] != 1 {
+		t.Errorf("slow requests from three addresses answered %v, want 2 × 408 and 1 × 429 (server-wide cap of 2)", statuses)
+	}
+}
