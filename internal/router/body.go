@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/httpguard"
@@ -79,17 +78,20 @@ func (r *Router) slowRefusal(why httpguard.Refusal, ip string) outcome {
 
 // slowBody charges a body read to the slow-body slots only if it is
 // still arriving when its grace ends: a timer then claims the slot, or,
-// finding none, cuts the read through the connection's deadline.
+// finding none, cuts the read through the connection's deadline. It
+// takes no lock (the router's one mutex is Router.mu): finish either
+// stops the timer before it fires or waits for its callback to end, so
+// the callback's fields are read after it wrote them and its deadline
+// is set before finish's caller clears it.
 type slowBody struct {
 	slots *httpguard.Slots
 	ip    string
 	o     httpguard.Options
 	rc    *http.ResponseController
 	timer *time.Timer
+	fired chan struct{} // closed when the timer's claim has ended
 
-	mu      sync.Mutex // orders the timer's claim against finish
-	done    bool
-	charged bool
+	charged bool // written by claim only
 	refusal httpguard.Refusal
 }
 
@@ -97,12 +99,16 @@ type slowBody struct {
 // connection deadline (bounded false) the slot is claimed at once, and
 // a refusal is returned before anything is read.
 func (r *Router) watchSlow(ip string, rc *http.ResponseController, grace time.Duration, bounded bool) (*slowBody, httpguard.Refusal) {
-	g := &slowBody{slots: &r.reads, ip: ip, o: r.httpOpts, rc: rc}
+	g := &slowBody{slots: &r.reads, ip: ip, o: r.httpOpts, rc: rc, fired: make(chan struct{})}
 	if !bounded {
 		g.claim(false)
+		close(g.fired)
 		return g, g.finishIfRefused()
 	}
-	g.timer = time.AfterFunc(grace, func() { g.claim(true) })
+	g.timer = time.AfterFunc(grace, func() {
+		defer close(g.fired)
+		g.claim(true)
+	})
 	return g, httpguard.Granted
 }
 
@@ -117,11 +123,6 @@ func (g *slowBody) finishIfRefused() httpguard.Refusal {
 // claim takes the slot; with none free, cut makes the pending read fail
 // now (it is answered 429).
 func (g *slowBody) claim(cut bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.done {
-		return
-	}
 	if g.refusal = g.slots.Claim(g.ip, g.o.BodyReadsPerClient, g.o.SlowBodies); g.refusal == httpguard.Granted {
 		g.charged = true
 		return
@@ -132,19 +133,18 @@ func (g *slowBody) claim(cut bool) {
 }
 
 // finish ends the watch once the read returned, giving back the slot
-// it held, and says whether the read was refused a slot.
+// it held, and says whether the read was refused a slot. A read that
+// ended before the grace stops the timer: nothing was claimed.
 func (g *slowBody) finish() httpguard.Refusal {
-	if g.timer != nil {
-		g.timer.Stop()
+	if g.timer != nil && g.timer.Stop() {
+		return httpguard.Granted
 	}
-	g.mu.Lock()
-	g.done = true
-	charged, refusal := g.charged, g.refusal
-	g.mu.Unlock()
-	if charged {
+	<-g.fired
+	if g.charged {
+		g.charged = false
 		g.slots.Done(g.ip)
 	}
-	return refusal
+	return g.refusal
 }
 
 // ownBodies are the routes that read their body themselves, under their
