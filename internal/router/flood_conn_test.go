@@ -72,17 +72,21 @@ func floodConns(t *testing.T) int {
 	return n
 }
 
-// zeroByteHeads are requests that declare a body and never send it, on
-// routes that read none (a health check, an unknown path, an admin POST).
+// zeroByteHeads are requests that declare a body and never send it: on
+// routes that read none (a health check, an unknown path, an admin POST)
+// and on a completion route, which reads its own under the slow-body slots.
 var zeroByteHeads = []string{
+	"POST /v1/completions HTTP/1.1\r\nHost: narwhal\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n",
 	"GET /health HTTP/1.1\r\nHost: narwhal\r\nContent-Length: 10\r\n\r\n",
 	"GET /nowhere HTTP/1.1\r\nHost: narwhal\r\nContent-Length: 10\r\n\r\n",
 	"POST /narwhal/lifecycle/drain HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n",
 }
 
 // A flood of connections each declaring a body it never sends: every one
-// is answered 408 and closed within the body read timeout, and the
-// process's descriptors and goroutines come back to where they were.
+// is answered and closed within the body read timeout (408; on the
+// completion route 429 at the end of the grace once the address's slow
+// slots are taken), and the process's descriptors and goroutines come
+// back to where they were.
 func TestFloodZeroByteBodies(t *testing.T) {
 	bodyTimeout, slack := time.Second, 2*time.Second
 	if floodRace {
@@ -112,33 +116,45 @@ func TestFloodZeroByteBodies(t *testing.T) {
 		sent = append(sent, time.Now())
 	}
 	during := measure(t)
-	statuses, slowest := map[int]int{}, time.Duration(0)
+	statuses, completions, slowest := map[int]int{}, map[int]int{}, time.Duration(0)
 	for i, c := range conns {
-		closed, status, err := answeredAndClosed(c, sent[i].Add(bodyTimeout+slack))
+		closed, status, err := answeredAndClosed(c, sent[i].Add(bodyTimeout+slack), func(resp *http.Response) {
+			if i%len(zeroByteHeads) == 0 {
+				h.noteRID(resp) // a completion's journal row
+			}
+		})
 		if err != nil {
 			t.Fatalf("conn %d (%s): %v", i, strings.Fields(zeroByteHeads[i%len(zeroByteHeads)])[1], err)
 		}
 		statuses[status]++
+		if i%len(zeroByteHeads) == 0 {
+			completions[status]++
+		}
 		slowest = max(slowest, closed.Sub(sent[i]))
 	}
 	for _, c := range conns {
 		c.Close()
 	}
-	if statuses[http.StatusRequestTimeout] != n {
-		t.Errorf("answers %v, want %d × 408", statuses, n)
+	nc := (n + len(zeroByteHeads) - 1) / len(zeroByteHeads)
+	slots := httpguard.DefaultBodyReadsPerClient
+	if statuses[http.StatusRequestTimeout] != n-nc+completions[http.StatusRequestTimeout] ||
+		completions[http.StatusRequestTimeout] > slots || completions[http.StatusTooManyRequests] < nc-slots {
+		t.Errorf("answers %v, completions %v; want 408 off the completion route, and on it at most %d × 408 (its slots) and the rest 429",
+			statuses, completions, slots)
 	}
 	var after usage
 	testkit.Eventually(t, 10*time.Second, 50*time.Millisecond, "descriptors and goroutines back to the baseline", func() bool {
 		after = measure(t)
 		return after.fds <= before.fds+10 && after.goroutines <= before.goroutines+20
 	})
-	t.Logf("%d connections: before %v; during %v; after %v; every one answered 408 and closed, the last %v after its head (body timeout %v)",
-		n, before, during, after, slowest.Round(time.Millisecond), bodyTimeout)
+	t.Logf("%d connections: before %v; during %v; after %v; answers %v (completions %v), each connection closed, the last %v after its head (body timeout %v)",
+		n, before, during, after, statuses, completions, slowest.Round(time.Millisecond), bodyTimeout)
 }
 
 // answeredAndClosed reads one answer from c and then its end, both before
-// by; it reports when the end came and the answer's status.
-func answeredAndClosed(c net.Conn, by time.Time) (time.Time, int, error) {
+// by; it reports when the end came and the answer's status, and notes
+// the answer (a completion's request id, for the journal check).
+func answeredAndClosed(c net.Conn, by time.Time, note func(*http.Response)) (time.Time, int, error) {
 	_ = c.SetReadDeadline(by)
 	br := bufio.NewReader(c)
 	resp, err := http.ReadResponse(br, nil)
@@ -147,6 +163,7 @@ func answeredAndClosed(c net.Conn, by time.Time) (time.Time, int, error) {
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
+	note(resp)
 	if _, err := br.ReadByte(); errors.Is(err, os.ErrDeadlineExceeded) {
 		return time.Time{}, resp.StatusCode, errors.New("answered but still open at the deadline")
 	}
