@@ -51,7 +51,7 @@ func (r *Router) boundFeed(next http.Handler, feeds *httpguard.Slots) http.Handl
 		defer feeds.Done(ip)
 		if tc, ok := requestConn(req).(*net.TCPConn); ok {
 			// The kernel would grow a stalled viewer's send buffer to
-			// megabytes; the feed needs a few views' worth.
+			// megabytes; the feed needs about one view at a time.
 			_ = tc.SetWriteBuffer(feedSocketBuffer)
 		}
 		ctx, cancel := context.WithCancel(req.Context())
