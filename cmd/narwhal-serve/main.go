@@ -62,7 +62,8 @@ through vLLM's kv_transfer_params, and recorded as one row of the journal.
 It binds 127.0.0.1 by default: put authenticating ingress in front of it
 and keep /narwhal/* and /metrics on the control network. Slow clients are
 bounded: a completion body must arrive within --body-read-timeout (408),
-one client IP may send --body-reads-per-client bodies at once (429), and
+one client IP may send --body-reads-per-client slow bodies (still arriving
+after --body-grace) at once (429), and
 idle keep-alive connections close after --idle-timeout. On SIGTERM or
 SIGINT it stops admitting, lets in-flight streams finish for the graceful
 timeout, writes the final handoff document, and exits.
@@ -97,7 +98,12 @@ one fleet safely: only the lease holder places work.`
 	fl.DurationVar(&f.leaseRenew, "lease-renew-interval", time.Second, "how often the holder renews the lease")
 	fl.DurationVar(&f.leaseMargin, "lease-safety-margin", time.Second, "the holder fences itself this long before the shared expiry")
 	fl.DurationVar(&f.http.BodyReadTimeout, "body-read-timeout", httpguard.DefaultBodyReadTimeout, "a completion body must arrive within this (never past serving.request_timeout_s), else 408")
-	fl.IntVar(&f.http.BodyReadsPerClient, "body-reads-per-client", httpguard.DefaultBodyReadsPerClient, "completion bodies one client IP may be sending at once, else 429 (raise it behind a proxy that does not buffer bodies)")
+	fl.IntVar(&f.http.BodyReadsPerClient, "body-reads-per-client", httpguard.DefaultBodyReadsPerClient, "slow completion bodies (still arriving after --body-grace) one client IP may be sending at once, else 429; bodies sent in one go never count")
+	fl.DurationVar(&f.http.BodyGrace, "body-grace", httpguard.DefaultBodyGrace, "a completion body still arriving after this is slow and needs a --body-reads-per-client / --slow-bodies slot")
+	fl.IntVar(&f.http.SlowBodies, "slow-bodies", httpguard.DefaultSlowBodies, "slow completion bodies all clients together may be sending at once, else 429")
+	fl.DurationVar(&f.http.FeedWriteTimeout, "feed-write-timeout", httpguard.DefaultFeedWriteTimeout, "a dashboard feed event must be written within this; a viewer that stops reading is dropped")
+	fl.IntVar(&f.http.FeedsPerClient, "feeds-per-client", httpguard.DefaultFeedsPerClient, "dashboard feeds one client IP may hold open, else 429")
+	fl.IntVar(&f.http.Feeds, "feeds", httpguard.DefaultFeeds, "dashboard feeds all clients together may hold open, else 503")
 	fl.DurationVar(&f.http.ReadHeaderTimeout, "read-header-timeout", httpguard.DefaultReadHeaderTimeout, "request headers must arrive within this")
 	fl.DurationVar(&f.http.IdleTimeout, "idle-timeout", httpguard.DefaultIdleTimeout, "close keep-alive connections idle this long")
 	fl.StringSliceVar(&f.apiKeyEnv, "api-key-env", nil, "name of an environment variable holding a client API key that /v1/* requires as Authorization: Bearer KEY (repeat, or comma-separate, for key rotation; default: none, authenticate at the ingress in front)")
@@ -222,13 +228,17 @@ func checkFlags(f flags) error {
 // checkHTTP refuses connection bounds that would switch a bound off.
 func checkHTTP(o httpguard.Options) error {
 	for name, d := range map[string]time.Duration{"--body-read-timeout": o.BodyReadTimeout,
-		"--read-header-timeout": o.ReadHeaderTimeout, "--idle-timeout": o.IdleTimeout} {
+		"--read-header-timeout": o.ReadHeaderTimeout, "--idle-timeout": o.IdleTimeout,
+		"--body-grace": o.BodyGrace, "--feed-write-timeout": o.FeedWriteTimeout} {
 		if d <= 0 {
 			return cli.Usage("%s must be positive, got %v", name, d)
 		}
 	}
-	if o.BodyReadsPerClient < 1 {
-		return cli.Usage("--body-reads-per-client must be at least 1, got %d", o.BodyReadsPerClient)
+	for name, n := range map[string]int{"--body-reads-per-client": o.BodyReadsPerClient, "--slow-bodies": o.SlowBodies,
+		"--feeds-per-client": o.FeedsPerClient, "--feeds": o.Feeds} {
+		if n < 1 {
+			return cli.Usage("%s must be at least 1, got %d", name, n)
+		}
 	}
 	return nil
 }

@@ -14,29 +14,33 @@ import (
 
 // readBody reads the request body within the body deadline
 // (httpguard.Options.BodyReadTimeout, never past the request's deadline) and
-// the serving.max_request_bytes cap, holding one of its address's
-// httpguard.Options.BodyReadsPerClient slots meanwhile. On failure it answers
-// and settles the call.
+// the serving.max_request_bytes cap. A body still arriving after
+// BodyGrace is slow: it must then hold one of its address's
+// BodyReadsPerClient slots and one of the SlowBodies slots of every client
+// (slowBody), else it is cut and answered 429. A body sent in one go never
+// takes a slot, so a client behind the same address as a slow one (NAT, a
+// proxy) is not refused for it. On failure it answers and settles the call.
 func (c *call) readBody() ([]byte, bool) {
 	r := c.r
-	ip := httpguard.ClientIP(c.req)
-	if !r.reads.Take(ip, r.httpOpts.BodyReadsPerClient) {
-		c.fail(outcome{terminal: journal.TerminalRejected, reason: journal.ReasonInflightLimit,
-			detail: fmt.Sprintf("%d request bodies from %s are already being read (per-client limit)", r.httpOpts.BodyReadsPerClient, ip),
-			err: openai.Overloaded("client_body_limit", "too many requests from this address are still sending their bodies; "+
-				"send each body promptly, or use fewer connections at once", 1)})
-		return nil, false
-	}
-	defer r.reads.Done(ip)
 	limit := int64(r.cfg.Serving.MaxRequestBytes)
 	d := min(r.httpOpts.BodyReadTimeout, c.deadline.Sub(r.clock.Now()))
 	// The connection's own deadline: a timer could not interrupt a Read
 	// blocked on a silent client. Handlers behind a ResponseWriter that
-	// cannot set it (a wrapper without Unwrap) read without one.
+	// cannot set it (a wrapper without Unwrap) read without one, and take
+	// their slot before reading, since nothing could cut them at the grace.
 	rc := http.NewResponseController(c.w)
 	bounded := rc.SetReadDeadline(time.Now().Add(d)) == nil
+	g, refused := r.watchSlow(httpguard.ClientIP(c.req), rc, min(r.httpOpts.BodyGrace, d), bounded)
+	if refused != httpguard.Granted {
+		c.fail(r.slowRefusal(refused, g.ip))
+		return nil, false
+	}
 	raw, err := io.ReadAll(io.LimitReader(c.req.Body, limit+1))
+	refused = g.finish()
 	switch {
+	case err != nil && refused != httpguard.Granted:
+		c.fail(r.slowRefusal(refused, g.ip))
+		return nil, false
 	case err != nil && httpguard.IsTimeout(err):
 		c.fail(outcome{terminal: journal.TerminalInvalid, detail: fmt.Sprintf("request body not received within %v", d),
 			err: openai.Invalid(408, "body_read_timeout",
@@ -59,8 +63,92 @@ func (c *call) readBody() ([]byte, bool) {
 	return raw, true
 }
 
+// slowRefusal is the 429 for a slow body that found no slot: its
+// address's share, or every client's total, is in use.
+func (r *Router) slowRefusal(why httpguard.Refusal, ip string) outcome {
+	n, whose := r.httpOpts.BodyReadsPerClient, "from "+ip+" (per-client limit)"
+	if why == httpguard.AllFull {
+		n, whose = r.httpOpts.SlowBodies, "from all clients (server-wide limit)"
+	}
+	return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonInflightLimit,
+		detail: fmt.Sprintf("body slower than %v; %d slow request bodies %s are already being read", r.httpOpts.BodyGrace, n, whose),
+		err: openai.Overloaded("client_body_limit", fmt.Sprintf("the request body did not arrive within %v and %d slow bodies %s are already "+
+			"being read; send each body in one go, or use fewer connections at once", r.httpOpts.BodyGrace, n, whose), 1)}
+}
+
+// slowBody charges a body read to the slow-body slots only if it is
+// still arriving when its grace ends: a timer then claims the slot, or,
+// finding none, cuts the read through the connection's deadline. It
+// takes no lock (the router's one mutex is Router.mu): finish either
+// stops the timer before it fires or waits for its callback to end, so
+// the callback's fields are read after it wrote them and its deadline
+// is set before finish's caller clears it.
+type slowBody struct {
+	slots *httpguard.Slots
+	ip    string
+	o     httpguard.Options
+	rc    *http.ResponseController
+	timer *time.Timer
+	fired chan struct{} // closed when the timer's claim has ended
+
+	charged bool // written by claim only
+	refusal httpguard.Refusal
+}
+
+// watchSlow starts the grace of one body read from ip. Without a
+// connection deadline (bounded false) the slot is claimed at once, and
+// a refusal is returned before anything is read.
+func (r *Router) watchSlow(ip string, rc *http.ResponseController, grace time.Duration, bounded bool) (*slowBody, httpguard.Refusal) {
+	g := &slowBody{slots: &r.reads, ip: ip, o: r.httpOpts, rc: rc, fired: make(chan struct{})}
+	if !bounded {
+		g.claim(false)
+		close(g.fired)
+		return g, g.finishIfRefused()
+	}
+	g.timer = time.AfterFunc(grace, func() {
+		defer close(g.fired)
+		g.claim(true)
+	})
+	return g, httpguard.Granted
+}
+
+// finishIfRefused ends a watch whose claim was refused.
+func (g *slowBody) finishIfRefused() httpguard.Refusal {
+	if g.refusal == httpguard.Granted {
+		return httpguard.Granted
+	}
+	return g.finish()
+}
+
+// claim takes the slot; with none free, cut makes the pending read fail
+// now (it is answered 429).
+func (g *slowBody) claim(cut bool) {
+	if g.refusal = g.slots.Claim(g.ip, g.o.BodyReadsPerClient, g.o.SlowBodies); g.refusal == httpguard.Granted {
+		g.charged = true
+		return
+	}
+	if cut {
+		_ = g.rc.SetReadDeadline(time.Now())
+	}
+}
+
+// finish ends the watch once the read returned, giving back the slot
+// it held, and says whether the read was refused a slot. A read that
+// ended before the grace stops the timer: nothing was claimed.
+func (g *slowBody) finish() httpguard.Refusal {
+	if g.timer != nil && g.timer.Stop() {
+		return httpguard.Granted
+	}
+	<-g.fired
+	if g.charged {
+		g.charged = false
+		g.slots.Done(g.ip)
+	}
+	return g.refusal
+}
+
 // ownBodies are the routes that read their body themselves, under their
-// own deadline and the per-client slot (readBody).
+// own deadline and the slow-body slots (readBody).
 var ownBodies = map[string]bool{"/v1/completions": true, "/v1/chat/completions": true, "/v1/responses": true}
 
 // boundBodies reads every other request's body, if it has one, before its

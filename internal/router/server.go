@@ -20,7 +20,9 @@ func Serve(ctx context.Context, ln net.Listener, r *Router, graceful time.Durati
 		// No ReadTimeout: it would also cut the server's background read
 		// that notices a client leaving mid-stream. Completion bodies have
 		// their own deadline (httpguard.Options.BodyReadTimeout).
-		// No write timeout: streams last as long as serving.request_timeout_s.
+		// No write timeout: streams last as long as serving.request_timeout_s;
+		// the dashboard's feed bounds each event itself (boundFeed).
+		ConnContext: withConn,
 	}
 	r.Start()
 	errc := make(chan error, 1)
@@ -45,4 +47,19 @@ func Serve(ctx context.Context, ln net.Listener, r *Router, graceful time.Durati
 	}
 	r.Close()
 	return drainErr
+}
+
+// connKey carries a request's connection in its context (withConn), for
+// the handlers that size its socket (boundFeed).
+type connKey struct{}
+
+func withConn(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
+
+// requestConn is the connection req arrived on, when it was served by
+// Serve (nil under a server without withConn).
+func requestConn(req *http.Request) net.Conn {
+	c, _ := req.Context().Value(connKey{}).(net.Conn)
+	return c
 }
