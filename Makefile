@@ -95,7 +95,7 @@ gotest: ## go tests with the race detector (fuzz seed corpora included)
 # taken away for 30 s, five rounds per topology (lone router, failed-over
 # pair); gotest runs one round. Prints each round's recovery time.
 ha-outage: etcd ## lease store outages: routers serve again within two lease periods, 5 rounds each (about 3 minutes)
-	NARWHAL_OUTAGE_ROUNDS=5 $(GO) test -race -count=1 -timeout 15m -run '^TestLeaseOutageRecovery$$' -v ./internal/takeover/
+	NARWHAL_OUTAGE_ROUNDS=5 $(GO) test -race -count=1 -parallel 4 -timeout 15m -run '^TestLeaseOutageRecovery$$' -v ./internal/takeover/
 
 # The JS SDK burst bounds (attempts per call, success share) hold for the
 # router as built, not under the race detector's slowdown: gotest checks
