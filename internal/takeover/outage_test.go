@@ -225,7 +225,7 @@ func TestLeaseOutageRecovery(t *testing.T) {
 				t.Logf("round %d: serving %v after the store came back", round, took[round-1])
 			}
 			slices.Sort(took)
-			t.Logf("recovery over %d rounds: median %v, max %v", rounds, took[len(took)/2], took[len(took)-1])
+			t.Logf("%s: recovery over %d rounds: median %v, max %v", tc.name, rounds, took[len(took)/2], took[len(took)-1])
 		})
 	}
 }
