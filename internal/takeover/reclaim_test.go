@@ -2,8 +2,11 @@ package takeover
 
 import (
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,14 +52,18 @@ func step(t *testing.T, clk *ports.Fake, limit time.Duration, done func() bool, 
 		}
 		next, _ := clk.NextDeadline()
 		if next.After(end) {
-			t.Fatalf("not within %v of fake time", limit)
+			// Only timers past the limit wait (a takeover's closing of
+			// the old run's requests): the loop is busy, or done never
+			// comes; the wall-clock bound below tells which.
+			time.Sleep(time.Millisecond)
+			continue
 		}
 		if each != nil {
 			each()
 		}
 		clk.Set(next)
 	}
-	t.Fatal("the lease loop stopped parking on the clock")
+	t.Fatalf("not within %v of fake time (at %v), or the lease loop stopped parking on the clock", limit, clk.Now().Sub(end)+limit)
 	return time.Time{}
 }
 
@@ -202,5 +209,103 @@ func TestReclaimBackoff(t *testing.T) {
 	}
 	if len(seen) < 6 {
 		t.Errorf("%d distinct waits of 8: no jitter", len(seen))
+	}
+}
+
+// primaryStub answers a standby's probes: /ready in control, and the
+// handoff document body.
+func primaryStub(t *testing.T, body func() []byte) string {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ready", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`{"status":"ready","control_ready":true}`))
+	})
+	mux.HandleFunc("GET /narwhal/handoff", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(body()) })
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// A standby that stops following (the primary runs a newer build) is not
+// fenced for good: it follows nobody, says why, claims the lease once the
+// primary lets it go, and then controls the fleet.
+func TestStoppedStandbyClaimsTheFreedLease(t *testing.T) {
+	clk := ports.NewFake(t0)
+	path := filepath.Join(t.TempDir(), "lease.json")
+	primary := testLease(t, path, "a", clk, 1)
+	if _, err := primary.Claim(); err != nil {
+		t.Fatal(err)
+	}
+	newer := []byte(`{"schema":"narwhal.handoff","schema_version":2}`)
+	url := primaryStub(t, func() []byte { return newer })
+	rt := newFakeRouter(t)
+	rt.snap = testSnapshot()
+	h := newTestHA(t, rt, func(c *Config) { c.Clock, c.Lease, c.StandbyOf = clk, testLease(t, path, "b", clk, 2), url })
+	h.Start()
+	stopped := func() bool {
+		return strings.HasPrefix(h.Blocked(), "standby stopped: ") && strings.HasSuffix(h.Blocked(), "; lease held by another router; retrying")
+	}
+	step(t, clk, 2*leaseTTL, stopped, func() { mustRenew(t, primary) })
+	if h.Controls() || h.Standby() {
+		t.Fatalf("a stopped standby: controls %v, standby %v", h.Controls(), h.Standby())
+	}
+	if err := primary.Release(); err != nil {
+		t.Fatal(err)
+	}
+	step(t, clk, 2*leaseTTL, blockedIs(h, ""), nil)
+	if !h.Controls() || h.cfg.Lease.Epoch() != 2 || rt.identifiedCount() != 1 {
+		t.Errorf("after the claim: controls %v, epoch %d (want 2), identity checks %d (want 1)",
+			h.Controls(), h.cfg.Lease.Epoch(), rt.identifiedCount())
+	}
+}
+
+// A standby whose lease lapses while it takes over (here: the identity
+// check outlasts ttl − margin) claims again with the document already
+// applied, instead of staying fenced, and controls at the next epoch.
+func TestTakeoverWhoseLeaseLapsedClaimsAgain(t *testing.T) {
+	clk := ports.NewFake(t0)
+	path := filepath.Join(t.TempDir(), "lease.json")
+	prt := newFakeRouter(t)
+	prt.snap = testSnapshot()
+	primary := newTestHA(t, prt, func(c *Config) { c.Clock, c.Lease = clk, testLease(t, path, "a", clk, 1) })
+	if _, err := primary.cfg.Lease.Claim(); err != nil {
+		t.Fatal(err)
+	}
+	body, err := state.Encode(primary.Handoff())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var silent atomic.Bool
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ready", func(w http.ResponseWriter, _ *http.Request) {
+		if silent.Load() {
+			w.WriteHeader(503)
+			return
+		}
+		_, _ = w.Write([]byte(`{"status":"ready","control_ready":true}`))
+	})
+	mux.HandleFunc("GET /narwhal/handoff", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(body) })
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	rt := newFakeRouter(t)
+	rt.snap = testSnapshot()
+	var spath string
+	h := newTestHA(t, rt, func(c *Config) {
+		c.Clock, c.Lease, c.StandbyOf, spath = clk, testLease(t, path, "b", clk, 2), srv.URL, c.StatePath
+	})
+	rt.onIdentify = func(n int) {
+		if n == 1 { // the takeover's identity check takes past ttl − margin
+			clk.Advance(leaseTTL)
+		}
+	}
+	h.Start()
+	step(t, clk, 2*leaseTTL, func() bool { _, err := state.Read(spath); return err == nil }, nil) // a good probe
+	silent.Store(true)
+	step(t, clk, 4*leaseTTL, blockedIs(h, "lease expired during takeover; retrying"), nil)
+	step(t, clk, 2*leaseTTL, func() bool { return rt.identifiedCount() == 2 && h.Blocked() == "" }, nil)
+	if !h.Controls() || h.Standby() || h.cfg.Lease.Epoch() != 3 {
+		t.Errorf("after the second claim: controls %v, standby %v, epoch %d (want 3)", h.Controls(), h.Standby(), h.cfg.Lease.Epoch())
+	}
+	if got := rt.lastApplied(t); got.Counters != prt.snap.Counters {
+		t.Errorf("applied %+v, want the primary's counters", got)
 	}
 }
