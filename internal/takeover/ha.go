@@ -57,11 +57,11 @@ type Config struct {
 type HA struct {
 	cfg      Config
 	rt       Router
+	rng      ports.Rng // reclaim jitter; only the one lease loop draws from it
 	standby  atomic.Bool
 	blocked  atomic.Pointer[string]         // why failover or control is blocked; nil or "" when it is not
 	follower atomic.Pointer[state.Follower] // while standby
 	writer   *Writer
-	rng      ports.Rng // reclaim jitter; only the one lease loop draws from it
 }
 
 // New builds the HA side of router rt. It starts nothing: Resume and
