@@ -10,7 +10,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X github.com/narwhal-go/narwhal/internal/version.Version=$(VERSION)
 FUZZTIME    ?= 60s
 
-.PHONY: all build run observe demo bench test sdk-burst corpus-tables lint fmt-check vet staticcheck gotest claims node-deps node-checks sigstore-check fuzz tools promtool etcd chromium uvicorn image clean help
+.PHONY: all build run observe demo bench test sdk-burst corpus-tables lint fmt-check vet staticcheck gotest claims node-deps node-checks sigstore-check fuzz tools promtool etcd chromium uvicorn image clean help ha-outage
 
 all: build
 
@@ -90,6 +90,12 @@ claims: ## the simulator's adaptive-vs-static claim on the demo trace
 
 gotest: ## go tests with the race detector (fuzz seed corpora included)
 	$(GO) test -race -count=1 -timeout 12m ./...
+
+# The lease-outage must-hold (issue 29): each store (etcd, file lease)
+# taken away for 30 s, five rounds per topology (lone router, failed-over
+# pair); gotest runs one round. Prints each round's recovery time.
+ha-outage: etcd ## lease store outages: routers serve again within two lease periods, 5 rounds each (about 3 minutes)
+	NARWHAL_OUTAGE_ROUNDS=5 $(GO) test -race -count=1 -parallel 4 -timeout 15m -run '^TestLeaseOutageRecovery$$' -v ./internal/takeover/
 
 # The JS SDK burst bounds (attempts per call, success share) hold for the
 # router as built, not under the race detector's slowdown: gotest checks

@@ -23,6 +23,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 
 	"github.com/narwhal-go/narwhal/internal/state"
 )
@@ -41,6 +43,16 @@ type Store struct {
 	lease clientv3.LeaseID
 }
 
+// reconnect paces the client's redials while etcd is unreachable. gRPC's
+// default backoff grows to 120 s, so after an outage of half a minute the
+// next redial could come many lease periods after etcd is back, and every
+// fenced router would wait for it; redialling at least every second keeps
+// a claim within two lease periods of etcd's return.
+var reconnect = grpc.ConnectParams{
+	Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+	MinConnectTimeout: time.Second,
+}
+
 // Open connects to the etcd cluster at endpoints (http://host:port). It
 // does not wait for the cluster: the first claim does.
 func Open(endpoints []string, key string) (*Store, error) {
@@ -51,7 +63,8 @@ func Open(endpoints []string, key string) (*Store, error) {
 		key = DefaultKey
 	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 2 * time.Second,
-		Logger: zap.NewNop(), DialKeepAliveTime: 2 * time.Second, DialKeepAliveTimeout: time.Second})
+		Logger: zap.NewNop(), DialKeepAliveTime: 2 * time.Second, DialKeepAliveTimeout: time.Second,
+		DialOptions: []grpc.DialOption{grpc.WithConnectParams(reconnect)}})
 	if err != nil {
 		return nil, fmt.Errorf("etcd lease %s: connect to %v: %w; check recovery.lease.etcd_endpoints", key, endpoints, err)
 	}

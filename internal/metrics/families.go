@@ -18,6 +18,7 @@ func (m *Metrics) buildInfo(b builder, cfg *fleet.Config) {
 	slo.WithLabelValues("tpot", SLOLabel(cfg.SLO.TPOT)).Set(cfg.SLO.TPOT)
 	m.RouterReady = b.gauge("narwhal_router_ready", "1 while the router admits requests (ready and lease held), else 0.")
 	m.LeaseEpoch = b.gauge("narwhal_router_lease_epoch", "Router lease epoch; 0 without fencing.")
+	m.LeaseReacquired = b.counter("narwhal_lease_reacquired_total", "Router lease claims that ended a fence (a lost lease, a refused claim at start, a failed takeover).")
 }
 
 func (m *Metrics) buildOutcomes(b builder) {

@@ -95,6 +95,12 @@ func (e *HeldError) Error() string {
 // Holder is this router's token, "<router-id>:<32 hex>".
 func (l *Lease) Holder() string { return l.holder }
 
+// Timing is the lease's ttl, renew interval and safety margin: what a
+// fenced router paces its claims by.
+func (l *Lease) Timing() (ttl, renewEvery, margin time.Duration) {
+	return l.ttl, l.renewEvery, l.mrg
+}
+
 // Epoch returns the epoch of the last successful claim (0 before any).
 func (l *Lease) Epoch() int {
 	l.mu.Lock()
@@ -146,11 +152,18 @@ func (l *Lease) opContext() (context.Context, context.CancelFunc) {
 
 // Claim takes the lease if it is absent or expired (epoch + 1), extends
 // it if this router already holds it (same epoch), and otherwise fails
-// with a *HeldError. It returns the epoch held.
+// with a *HeldError. It returns the epoch held. A handle that lost its
+// hold (a failed renewal) and finds the record still naming it takes a
+// new epoch too: the renewal may have failed after the store wrote it, or
+// writes of the lost term may still be on their way, and the fencing rule
+// refuses them only if the epoch moved on.
 func (l *Lease) Claim() (int, error) {
 	l.op.Lock()
 	defer l.op.Unlock()
 	now := l.clock.Now()
+	l.mu.Lock()
+	held, heldEpoch := l.owned, l.epoch
+	l.mu.Unlock()
 	var epoch int
 	ctx, cancel := l.opContext()
 	defer cancel()
@@ -159,8 +172,8 @@ func (l *Lease) Claim() (int, error) {
 		switch {
 		case ok && !cur.Expired(now) && cur.Holder != l.holder:
 			return nil, &HeldError{Path: l.store.Where(), Holder: cur.Holder, Epoch: cur.Epoch, ExpiresAt: cur.ExpiresAt}
-		case ok && !cur.Expired(now):
-			next.Epoch = cur.Epoch // ours: keep the epoch, extend
+		case ok && !cur.Expired(now) && held && cur.Epoch == heldEpoch:
+			next.Epoch = cur.Epoch // ours and still held: keep the epoch, extend
 		case ok:
 			next.Epoch = cur.Epoch + 1
 		}
@@ -247,7 +260,8 @@ func (l *Lease) Close() error { return l.store.Close() }
 
 // RunRenewals renews the lease every renew interval until ctx ends. On
 // the first failure it calls onLost with the error and returns: the
-// router becomes standby with failover_blocked "lease renewal failed".
+// router is fenced ("lease renewal failed; retrying") and claims again
+// (internal/takeover), at a new epoch.
 func (l *Lease) RunRenewals(ctx context.Context, onLost func(error)) {
 	for {
 		select {

@@ -34,6 +34,7 @@ type fakeRouter struct {
 	applied    []Restored
 	late       []Late
 	identified int
+	onIdentify func(n int) // nil: nothing; called outside mu with the count so far
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -65,8 +66,18 @@ func (f *fakeRouter) AddLate(l Late) {
 
 func (f *fakeRouter) Identify(context.Context) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.identified++
+	n, hook := f.identified, f.onIdentify
+	f.mu.Unlock()
+	if hook != nil {
+		hook(n)
+	}
+}
+
+func (f *fakeRouter) identifiedCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.identified
 }
 
 func (f *fakeRouter) Background(fn func(ctx context.Context)) {

@@ -45,6 +45,7 @@ type Config struct {
 	Fleet   *fleet.Config   // model, pins, recovery policy, request timeout, engine contract
 	Engines []string        // the configured iids, sorted
 	Clock   ports.Clock     // reclaim pacing, takeover timing, the document's wall time
+	Rng     ports.Rng       // reclaim jitter; nil: seeded from the lease's holder token
 	Log     *slog.Logger    // nil: no logs
 	Journal *journal.Writer // nil: no journal, no crash accounting rows
 	Metrics *metrics.Metrics
@@ -56,6 +57,7 @@ type Config struct {
 type HA struct {
 	cfg      Config
 	rt       Router
+	rng      ports.Rng // reclaim jitter; only the one lease loop draws from it
 	standby  atomic.Bool
 	blocked  atomic.Pointer[string]         // why failover or control is blocked; nil or "" when it is not
 	follower atomic.Pointer[state.Follower] // while standby
@@ -75,7 +77,10 @@ func New(cfg Config, rt Router) (*HA, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	h := &HA{cfg: cfg, rt: rt}
+	h := &HA{cfg: cfg, rt: rt, rng: cfg.Rng}
+	if h.rng == nil && cfg.Lease != nil {
+		h.rng = ports.NewSeededRng(holderSeed(cfg.Lease.Holder()))
+	}
 	h.writer = NewWriter(h.write, cfg.Log.With("path", cfg.StatePath))
 	return h, nil
 }
@@ -95,10 +100,15 @@ func (h *HA) Start() {
 	if _, err := l.Claim(); err != nil {
 		h.Fence(claimReason(err))
 		h.cfg.Log.Warn("not serving: the router lease is held elsewhere", "err", err)
-		h.rt.Background(h.reclaim)
+		h.rt.Background(func(ctx context.Context) {
+			if h.regain(ctx, "") {
+				h.hold(ctx)
+			}
+		})
 		return
 	}
-	h.rt.Background(h.renew)
+	h.claimed()
+	h.rt.Background(h.hold)
 }
 
 // Close writes any change still pending and releases a valid lease, so a
@@ -119,35 +129,88 @@ func claimReason(err error) string {
 	return "lease unavailable: " + err.Error()
 }
 
-// reclaim retries the lease until it is free (its holder died without a
-// standby taking over), then takes control.
-func (h *HA) reclaim(ctx context.Context) {
-	t := h.cfg.Clock.NewTicker(time.Second)
-	defer t.Stop()
+// hold keeps the lease this router claimed: it renews until a renewal
+// fails, then fences and claims again (regain) until it holds the lease
+// once more or ctx ends. A lost lease used to fence for good; an outage
+// of the lease store longer than ttl − margin then left no router
+// serving unless a standby was still following.
+func (h *HA) hold(ctx context.Context) {
 	for {
-		select {
-		case <-ctx.Done():
+		h.cfg.Lease.RunRenewals(ctx, func(err error) {
+			h.Fence(retrying(causeRenewal, nil))
+			h.cfg.Log.Error("lost the router lease: this router stops placing work and claims it again", "err", err)
+		})
+		if ctx.Err() != nil || !h.regain(ctx, causeRenewal) {
 			return
-		case <-t.C():
 		}
-		if _, err := h.cfg.Lease.Claim(); err != nil {
-			h.Fence(claimReason(err))
-			continue
-		}
-		h.Fence("")
-		h.cfg.Log.Info("claimed the router lease", "epoch", h.cfg.Lease.Epoch())
-		h.renew(ctx)
-		return
+		h.control(ctx)
 	}
 }
 
-// renew keeps the lease; losing it fences this router for good: another
-// router may already be placing work.
-func (h *HA) renew(ctx context.Context) {
-	h.cfg.Lease.RunRenewals(ctx, func(err error) {
-		h.Fence("lease renewal failed")
-		h.cfg.Log.Error("lost the router lease: this router stops placing work", "err", err)
-	})
+// Why a router that held or was taking the lease is fenced while it
+// claims again.
+const (
+	causeRenewal = "lease renewal failed"
+	causeExpired = "lease expired during takeover"
+)
+
+// retrying is the fence reason while regain claims after cause; "" is a
+// router that never held the lease (claimReason alone, as at start).
+func retrying(cause string, err error) string {
+	var held *state.HeldError
+	switch {
+	case cause == "":
+		return claimReason(err)
+	case errors.As(err, &held):
+		return cause + "; lease held by another router; retrying"
+	}
+	return cause + "; retrying"
+}
+
+// regain claims the lease until it holds it (true) or ctx ends (false),
+// fenced meanwhile with why. Claim refuses while another router holds a
+// valid lease, so a router that lost its lease to a standby stays fenced
+// until that one stops renewing; a claim after a loss takes a new epoch,
+// so writes of the lost term stay refused.
+func (h *HA) regain(ctx context.Context, cause string) bool {
+	l, b := h.cfg.Lease, h.newBackoff()
+	for attempt := 1; ; attempt++ {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-h.cfg.Clock.After(b.next()):
+		}
+		if _, err := l.Claim(); err != nil {
+			h.Fence(retrying(cause, err))
+			h.cfg.Log.Debug("router lease claim refused", "attempt", attempt, "err", err)
+			continue
+		}
+		h.claimed()
+		h.Fence("")
+		if h.cfg.Metrics != nil {
+			h.cfg.Metrics.LeaseReacquired.Inc()
+		}
+		h.cfg.Log.Info("claimed the router lease", "epoch", l.Epoch(), "attempts", attempt, "after", cause)
+		return true
+	}
+}
+
+// claimed publishes the epoch just claimed.
+func (h *HA) claimed() {
+	if h.cfg.Metrics != nil {
+		h.cfg.Metrics.LeaseEpoch.Set(float64(h.cfg.Lease.Epoch()))
+	}
+}
+
+// control is what a router does when it takes control of the fleet
+// without a takeover document: the process identity check, then its own
+// handoff document under the new epoch (as follow does after a takeover).
+func (h *HA) control(ctx context.Context) {
+	h.standby.Store(false)
+	h.rt.Identify(ctx)
+	if err := h.WriteHandoff(); err != nil {
+		h.cfg.Log.Warn("could not write the handoff after claiming the lease", "err", err)
+	}
 }
 
 // follow shadows the primary until it fails, then takes over with its last
@@ -160,8 +223,10 @@ func (h *HA) follow(ctx context.Context) {
 	doc, epoch, err := f.Run(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
-			h.Fence("standby stopped: " + err.Error())
-			c.Log.Error("standby stopped following the primary", "err", err)
+			c.Log.Error("standby stopped following the primary; it claims the lease when it is free", "err", err)
+			h.follower.Store(nil)
+			h.standby.Store(false)
+			h.takeControl(ctx, "standby stopped: "+err.Error())
 		}
 		return
 	}
@@ -173,19 +238,32 @@ func (h *HA) follow(ctx context.Context) {
 	h.standby.Store(false)
 	h.rt.Identify(ctx)
 	if !c.Lease.Valid() {
-		h.standby.Store(true)
-		h.Fence("lease expired during takeover")
+		// The document is applied and the old run's requests are being
+		// closed: what is left is holding the lease, so claim it again
+		// rather than stay fenced.
+		c.Log.Warn("the lease expired during the takeover; claiming it again", "epoch", epoch)
 		_ = c.Lease.Release()
+		h.takeControl(ctx, causeExpired)
 		return
 	}
+	h.claimed()
 	c.Log.Info("took over from the primary", "epoch", epoch, "takeover_s", c.Clock.Now().Sub(start).Seconds())
 	_ = h.WriteHandoff()
-	h.renew(ctx)
+	h.hold(ctx)
 }
 
-// Fence records why this router may not place work ("" lifts it). Lease
-// renewal fences for good when the lease is lost; a refused claim fences
-// until a retry claims it.
+// takeControl fences with cause, claims the lease until it holds it, then
+// controls the fleet and keeps the lease.
+func (h *HA) takeControl(ctx context.Context, cause string) {
+	h.Fence(retrying(cause, nil))
+	if h.regain(ctx, cause) {
+		h.control(ctx)
+		h.hold(ctx)
+	}
+}
+
+// Fence records why this router may not place work ("" lifts it). A lost
+// lease or a refused claim fences until a later claim takes the lease.
 func (h *HA) Fence(reason string) { h.blocked.Store(&reason) }
 
 // Blocked is the reason this router is fenced, or "".
@@ -242,4 +320,36 @@ func (h *HA) LeaseIdentity() (int, string) {
 		return 0, ""
 	}
 	return h.cfg.Lease.Epoch(), h.cfg.Lease.Holder()
+}
+
+// backoff paces a fenced router's claims: the first after about one
+// renew interval, then doubling up to ttl − margin (about the lease
+// period, so a lease freed or a store come back is claimed within two
+// periods), each drawn from [d/2, d] so routers fenced by one outage do
+// not claim in lockstep.
+type backoff struct {
+	d, max time.Duration
+	rng    ports.Rng
+}
+
+func (h *HA) newBackoff() *backoff {
+	ttl, renew, margin := h.cfg.Lease.Timing()
+	return &backoff{d: renew, max: ttl - margin, rng: h.rng}
+}
+
+// next is the wait before the next claim.
+func (b *backoff) next() time.Duration {
+	d := b.d
+	b.d = min(2*b.d, b.max)
+	return d/2 + time.Duration(b.rng.Float64()*float64(d/2))
+}
+
+// holderSeed seeds the reclaim jitter from the holder token's random
+// hex, so two routers draw different delays without a clock read.
+func holderSeed(holder string) uint64 {
+	var seed uint64
+	for _, c := range holder {
+		seed = seed*31 + uint64(c)
+	}
+	return seed
 }

@@ -5,10 +5,12 @@
 package leasetest
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,6 +37,59 @@ func Run(t *testing.T, rec NewRecord) {
 	t.Run("TwoRouters", func(t *testing.T) { twoRouters(t, rec(t)) })
 	t.Run("RacingClaims", func(t *testing.T) { racingClaims(t, rec(t)) })
 	t.Run("EpochSurvivesRelease", func(t *testing.T) { epochSurvivesRelease(t, rec(t)) })
+	t.Run("ReclaimAfterLoss", func(t *testing.T) { reclaimAfterLoss(t, rec(t)) })
+}
+
+// Outage is a store that fails every call while Down is set: the backend
+// unreachable, then back with its record as it was.
+type Outage struct {
+	state.LeaseStore
+	Down atomic.Bool
+}
+
+// ErrOutage is what an Outage answers while down.
+var ErrOutage = errors.New("lease store unreachable (test outage)")
+
+func (o *Outage) Read(ctx context.Context) (state.Doc, bool, error) {
+	if o.Down.Load() {
+		return state.Doc{}, false, ErrOutage
+	}
+	return o.LeaseStore.Read(ctx)
+}
+
+func (o *Outage) Update(ctx context.Context, fn func(state.Doc, bool) (*state.Doc, error)) error {
+	if o.Down.Load() {
+		return ErrOutage
+	}
+	return o.LeaseStore.Update(ctx, fn)
+}
+
+// reclaimAfterLoss: a renewal that fails while the store is unreachable
+// fences the holder; once the store is back the same handle claims
+// again at a new epoch, whether or not the record expired meanwhile, so
+// writes of the lost term stay refused.
+func reclaimAfterLoss(t *testing.T, open func() state.LeaseStore) {
+	clk := ports.NewFake(T0)
+	o := &Outage{LeaseStore: open()}
+	a := NewLease(t, o, "a", clk, 1)
+	mustClaim(t, a, 1)
+	o.Down.Store(true)
+	clk.Advance(Renew)
+	if err := a.Renew(); !errors.Is(err, ErrOutage) || a.Valid() {
+		t.Fatalf("renewal with the store down = %v (valid %v), want it failed and fenced", err, a.Valid())
+	}
+	o.Down.Store(false)
+	mustClaim(t, a, 2) // the record is still ours and unexpired: a new epoch all the same
+	o.Down.Store(true)
+	clk.Advance(Renew)
+	_ = a.Renew()
+	clk.Advance(TTL + time.Second) // a long outage: the record expired
+	o.Down.Store(false)
+	mustClaim(t, a, 3)
+	clk.Advance(Renew)
+	if err := a.Renew(); err != nil || !a.Valid() {
+		t.Fatalf("renewal after the reclaim = %v (valid %v)", err, a.Valid())
+	}
 }
 
 // NewLease is a lease handle on store for router id under clk.
