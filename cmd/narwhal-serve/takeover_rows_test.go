@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -193,4 +194,48 @@ func allOne(rows map[string]int) bool {
 		}
 	}
 	return len(rows) > 0
+}
+
+// A primary stopped past its lease (SIGSTOP) loses it to its standby;
+// resumed, it stays fenced and keeps claiming. When the standby, now the
+// primary, is killed with streams in flight, the old primary claims the
+// lease back, adopts the handoff document its successor wrote and closes
+// the successor's requests (once past request_timeout_s: that router
+// might only be fenced): one row per request across all three runs.
+func TestRouterThatClaimsBackClosesItsSuccessorsRequests(t *testing.T) {
+	const timeout = 3
+	w := newWorld(t, func(c *fleet.Config) { c.Serving.RequestTimeoutS, c.Serving.PrefillTimeoutS = timeout, timeout })
+	args := []string{"--journal-max-bytes", "4096", "--lease-path", filepath.Join(w.dir, "router.lease"),
+		"--lease-ttl", "2s", "--lease-renew-interval", "500ms", "--lease-safety-margin", "500ms"}
+	a := w.start(freePort(t), append(args, "--router-id", "a")...)
+	waitReady(t, a, 5*time.Second)
+	b := w.start(freePort(t), append(args, "--router-id", "b", "--standby-of", a.base)...)
+	time.Sleep(700 * time.Millisecond) // the standby's first good probes
+	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, b, 6*time.Second)
+	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	rids := openStreams(t, ctx, b.base, 20)
+	if ready(a.base) {
+		t.Fatal("the resumed old primary is ready while its successor holds the lease")
+	}
+	b.cmd.Process.Kill()
+	b.wait(t)
+	cancel()
+	waitReady(t, a, 6*time.Second)
+	path := filepath.Join(w.dir, "journal.jsonl")
+	deadline := time.Now().Add(time.Duration(timeout+6) * time.Second)
+	for time.Now().Before(deadline) {
+		if rows, _ := rowsPerAdmission(t, path); allOne(rows) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	checkOneRowEach(t, path, rids)
+	a.cmd.Process.Kill()
 }

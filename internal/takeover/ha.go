@@ -203,9 +203,11 @@ func (h *HA) claimed() {
 }
 
 // control is what a router does when it takes control of the fleet
-// without a takeover document: the process identity check, then its own
+// without following a primary: the document another router wrote
+// meanwhile, if any (adopt), the process identity check, then its own
 // handoff document under the new epoch (as follow does after a takeover).
 func (h *HA) control(ctx context.Context) {
+	h.adopt()
 	h.standby.Store(false)
 	h.rt.Identify(ctx)
 	if err := h.WriteHandoff(); err != nil {

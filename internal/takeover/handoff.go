@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
@@ -14,6 +15,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/metrics"
 	"github.com/narwhal-go/narwhal/internal/routerdoc"
 	"github.com/narwhal-go/narwhal/internal/state"
+	"github.com/narwhal-go/narwhal/internal/units"
 )
 
 // Router is the router as its HA side sees it. Snapshot, Apply and
@@ -154,6 +156,38 @@ func (h *HA) Resume() error {
 	h.closeLost(doc, 0) // the old process is gone: its unfinished requests are lost
 	c.Log.Info("resumed from the handoff document", "path", c.StatePath, "run", doc.Run, "ejected", doc.Ejected)
 	return nil
+}
+
+// adopt applies the handoff document another router wrote while this one
+// was fenced (it names another run), and closes what that router left
+// open, as a standby's takeover does: a router that claims the lease
+// again after a failover carries on from its successor's state, not from
+// its own stale view. The other router may be fenced rather than dead,
+// so its requests are closed once past their deadline.
+func (h *HA) adopt() {
+	c := h.cfg
+	if c.StatePath == "" || c.Journal == nil {
+		return
+	}
+	doc, err := state.Read(c.StatePath)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return
+	case err != nil:
+		c.Log.Warn("cannot read the handoff document after claiming the lease; carrying on from this router's own state",
+			"path", c.StatePath, "err", err)
+		return
+	case doc.Run == "" || doc.Run == c.Journal.Run():
+		return
+	}
+	if err := state.ResumeCheck(doc, c.Engines, c.Fleet.Recovery.EngineRestartPolicy, c.Fleet.EngineContract != nil); err != nil {
+		c.Log.Warn("the handoff document of the router that held the lease does not match this fleet; not adopted",
+			"path", c.StatePath, "run", doc.Run, "err", err)
+		return
+	}
+	h.apply(doc)
+	h.closeLost(doc, units.Seconds(c.Fleet.Serving.RequestTimeoutS)+time.Second)
+	c.Log.Info("adopted the handoff of the router that held the lease meanwhile", "path", c.StatePath, "run", doc.Run)
 }
 
 // apply restores a handoff: roles (pinned engines keep their configured
