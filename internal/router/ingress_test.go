@@ -2,7 +2,6 @@ package router
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -158,14 +157,7 @@ func TestIdleAndSlowHeaderConnectionsAreClosed(t *testing.T) {
 		o.HTTP = httpguard.Options{IdleTimeout: 300 * time.Millisecond, ReadHeaderTimeout: 300 * time.Millisecond,
 			BodyReadTimeout: 300 * time.Millisecond}
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- Serve(sctx, ln, h.router, time.Second) }()
-	t.Cleanup(func() { cancel(); <-served })
+	addr := serveOwn(t, h)
 
 	closedWithin := func(t *testing.T, conn net.Conn, br *bufio.Reader, d time.Duration) {
 		t.Helper()
@@ -176,7 +168,7 @@ func TestIdleAndSlowHeaderConnectionsAreClosed(t *testing.T) {
 		}
 	}
 	t.Run("idle keep-alive", func(t *testing.T) {
-		conn, err := net.Dial("tcp", ln.Addr().String())
+		conn, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,7 +194,7 @@ func TestIdleAndSlowHeaderConnectionsAreClosed(t *testing.T) {
 		"POST /narwhal/lifecycle/drain HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n",
 	} {
 		t.Run("zero-byte body "+strings.Fields(head)[1], func(t *testing.T) {
-			conn, err := net.Dial("tcp", ln.Addr().String())
+			conn, err := net.Dial("tcp", addr)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -223,7 +215,7 @@ func TestIdleAndSlowHeaderConnectionsAreClosed(t *testing.T) {
 		})
 	}
 	t.Run("slow headers", func(t *testing.T) {
-		conn, err := net.Dial("tcp", ln.Addr().String())
+		conn, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
