@@ -156,6 +156,7 @@ func TestIdleAndSlowHeaderConnectionsAreClosed(t *testing.T) {
 	h := newHarness(t, pd, nil, func(o *Options) {
 		o.HTTP = httpguard.Options{IdleTimeout: 300 * time.Millisecond, ReadHeaderTimeout: 300 * time.Millisecond,
 			BodyReadTimeout: 300 * time.Millisecond}
+		o.Hosts = httpguard.HostGuard{Loopback: true}
 	})
 	addr := serveOwn(t, h)
 
@@ -174,7 +175,7 @@ func TestIdleAndSlowHeaderConnectionsAreClosed(t *testing.T) {
 		}
 		defer conn.Close()
 		br := bufio.NewReader(conn)
-		conn.Write([]byte("GET /health HTTP/1.1\r\nHost: narwhal\r\n\r\n"))
+		conn.Write([]byte("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"))
 		resp, err := http.ReadResponse(br, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -189,8 +190,8 @@ func TestIdleAndSlowHeaderConnectionsAreClosed(t *testing.T) {
 	// A request that declares a body and never sends it, on a route that
 	// reads none: answered 408 and closed within the body read timeout.
 	for _, head := range []string{
-		"GET /health HTTP/1.1\r\nHost: narwhal\r\nContent-Length: 10\r\n\r\n",
-		"GET /nowhere HTTP/1.1\r\nHost: narwhal\r\nContent-Length: 10\r\n\r\n",
+		"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10\r\n\r\n",
+		"GET /nowhere HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10\r\n\r\n",
 		"POST /narwhal/lifecycle/drain HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n",
 	} {
 		t.Run("zero-byte body "+strings.Fields(head)[1], func(t *testing.T) {
@@ -214,13 +215,46 @@ func TestIdleAndSlowHeaderConnectionsAreClosed(t *testing.T) {
 			closedWithin(t, conn, br, 3*time.Second)
 		})
 	}
+	// Refused before its body is read (a wrong Host, a non-JSON completion,
+	// a CORS preflight): answered, then closed within the body read
+	// timeout, not held while net/http waits to discard the body.
+	for _, tc := range []struct{ name, head string }{
+		{"wrong host", "GET /narwhal/state HTTP/1.1\r\nHost: attacker.example\r\nContent-Length: 10\r\n\r\n"},
+		{"non-JSON completion", "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\nContent-Length: 10\r\n\r\n"},
+		{"preflight", "OPTIONS /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: http://elsewhere.example\r\n" +
+			"Access-Control-Request-Method: POST\r\nContent-Length: 10\r\n\r\n"},
+	} {
+		t.Run("refused before the body: "+tc.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			conn.Write([]byte(tc.head))
+			br := bufio.NewReader(conn)
+			_ = conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("no answer within 3 s: %v", err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.Header.Get("X-Narwhal-Request-Id") != "" {
+				h.noteRID(resp) // the refused completion has its journal row
+			}
+			if resp.StatusCode < 400 && resp.StatusCode != http.StatusNoContent {
+				t.Errorf("%d, want a refusal", resp.StatusCode)
+			}
+			closedWithin(t, conn, br, 3*time.Second)
+		})
+	}
 	t.Run("slow headers", func(t *testing.T) {
 		conn, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer conn.Close()
-		conn.Write([]byte("GET /health HTTP/1.1\r\nHost: narw"))
+		conn.Write([]byte("GET /health HTTP/1.1\r\nHost: 127.0"))
 		closedWithin(t, conn, bufio.NewReader(conn), 3*time.Second)
 	})
 }

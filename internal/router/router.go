@@ -304,8 +304,17 @@ func (r *Router) lagMeasured(lag, sizing time.Duration) {
 
 // ServeHTTP makes the router an http.Handler.
 // A request addressed to a host the router does not answer is refused
-// before any route sees it.
+// before any route sees it. A request that declares a body gets the body
+// read timeout on its connection first: every route that reads a body
+// sets its own deadline and lifts it (readBody, boundBodies), and one
+// refused before reading it (a wrong Host, a non-JSON completion, a
+// preflight, a missing key) leaves this one, so net/http's discard of
+// the unread body after the answer ends within it instead of holding the
+// connection for as long as the client keeps it open.
 func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.ContentLength != 0 && req.Body != nil && req.Body != http.NoBody {
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(r.httpOpts.BodyReadTimeout))
+	}
 	if e := r.hosts.Refusal(req); e != nil {
 		e.Write(w)
 		return
