@@ -1,0 +1,45 @@
+package main
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+// The verdict is the must-hold: each figure that misses its bound
+// fails the run and is named.
+func TestJudgeNamesEachMissedBound(t *testing.T) {
+	base := sample{Label: "before", FDs: 13, Goroutines: 12, RSSMiB: 30}
+	good := func() phase {
+		return phase{Name: "slow-body",
+			Samples: []sample{base, {Label: "peak", AtS: math.NaN(), FDs: 400, Goroutines: 400, RSSMiB: 80},
+				{Label: "after", FDs: 14, Goroutines: 13, RSSMiB: 70}, {Label: "+60s", FDs: 13, Goroutines: 12, RSSMiB: 50}},
+			Flood: floodResult{Answers: map[int]int{408: 10, 429: 90}, Legit: 100, LegitOK: 95}}
+	}
+	for _, tc := range []struct {
+		name string
+		mod  func(*phase)
+		want string // "" : passes
+	}{
+		{"within every bound", func(*phase) {}, ""},
+		{"descriptors left over", func(p *phase) { p.Samples[2].FDs = 16 }, "16 descriptors"},
+		{"goroutines within the 2 floor", func(p *phase) { p.Samples[2].Goroutines = 14 }, ""},
+		{"goroutines left over", func(p *phase) { p.Samples[2].Goroutines = 15 }, "15 goroutines"},
+		{"RSS above the bound at the last mark", func(p *phase) { p.Samples[3].RSSMiB = 55 }, "RSS 55.0 MiB at +60s"},
+		{"a connection never answered", func(p *phase) { p.Flood.Answers[0] = 1 }, "1 flood connections not answered"},
+		{"a connection left open", func(p *phase) { p.Flood.Answers[-1] = 2 }, "2 flood connections not answered"},
+		{"legitimate client under 90 %", func(p *phase) { p.Flood.LegitOK = 89 }, "served 89/100"},
+		{"too few samples", func(p *phase) { p.Samples = p.Samples[:2] }, "too few samples"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ph := good()
+			tc.mod(&ph)
+			r := report{RSSBoundMiB: 24, Slack: 0.10, Phases: []phase{ph}}
+			r.judge()
+			got := strings.Join(r.Failures, "; ")
+			if tc.want == "" && !r.OK || tc.want != "" && (r.OK || !strings.Contains(got, tc.want)) {
+				t.Errorf("ok %v, failures %q; want ok %v naming %q", r.OK, got, tc.want == "", tc.want)
+			}
+		})
+	}
+}
