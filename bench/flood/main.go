@@ -8,6 +8,10 @@
 //   - zero-byte: -conns connections (default 3,000) each sending a head
 //     that declares Content-Length: 10 and no body, a quarter each to
 //     GET /health, an unknown path, the admin drain and /v1/completions.
+//   - refused-before-body: -refused connections (default 300) declaring a
+//     body and sending none on requests refused before any body is read:
+//     a Host the DNS-rebinding guard refuses, a completion not declared
+//     JSON, a CORS preflight.
 //   - slow-body: -slow attackers (default 200) on 127.0.0.1 trickling
 //     completion bodies a byte every 100 ms, reconnecting when refused,
 //     for -slow-for; a legitimate client on the same address sends
@@ -19,7 +23,7 @@
 // RSS 60 s after is within -rss-bound MiB of the baseline, and the
 // legitimate client got at least 90 % of its requests served.
 //
-//	go run ./bench/flood [-conns 3000] [-slow 200] [-slow-for 10s] [-rss-bound 24]
+//	go run ./bench/flood [-conns 3000] [-refused 300] [-slow 200] [-slow-for 10s] [-rss-bound 24] [-marks 10s,30s,60s]
 //	    [-router-bin PATH] [-body-read-timeout D] [-format text|json]
 package main
 
@@ -28,6 +32,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -47,7 +52,7 @@ type options struct {
 }
 
 func main() {
-	o := options{marks: []time.Duration{10 * time.Second, 30 * time.Second, 60 * time.Second}}
+	var o options
 	flag.IntVar(&o.conns, "conns", 3000, "zero-byte flood: connections open at once")
 	flag.IntVar(&o.refused, "refused", 300, "refused-before-body flood: connections (0: none)")
 	flag.IntVar(&o.slow, "slow", 200, "slow-body flood: attackers trickling completion bodies at once")
@@ -57,14 +62,16 @@ func main() {
 	flag.Float64Var(&o.slack, "slack", 0.10, "descriptors and goroutines after a flood may exceed the baseline by this share (at least 2)")
 	flag.StringVar(&o.routerBin, "router-bin", "", "narwhal-serve binary (default: go build ./cmd/narwhal-serve into a temporary directory)")
 	flag.StringVar(&o.format, "format", "text", "report on stdout: text or json")
-	short := flag.Bool("short", false, "sample at +2 s, +5 s and +10 s instead of +10 s, +30 s and +60 s (a quick look; the RSS bound then applies at +10 s)")
+	marks := flag.String("marks", "10s,30s,60s", "when to sample after each flood, comma-separated; the RSS bound applies at the last")
 	flag.Parse()
+	var err error
+	if o.marks, err = parseMarks(*marks); err != nil {
+		fmt.Fprintln(os.Stderr, "flood: -marks:", err)
+		os.Exit(2)
+	}
 	if o.format != "text" && o.format != "json" || o.conns < 4 || o.slow < 1 {
 		fmt.Fprintln(os.Stderr, "flood: -format must be text or json, -conns at least 4, -slow at least 1")
 		os.Exit(2)
-	}
-	if *short {
-		o.marks = []time.Duration{2 * time.Second, 5 * time.Second, 10 * time.Second}
 	}
 	if o.bodyTimeout == 0 {
 		o.bodyTimeout = httpguard.DefaultBodyReadTimeout
@@ -183,3 +190,16 @@ func backWithin(p *routerProc, before sample, slack float64, end time.Time) samp
 // within says whether v exceeds base by at most share of it (at least 2,
 // so a baseline of a dozen descriptors may gain a keep-alive connection).
 func within(v, base, share float64) bool { return v <= base+max(base*share, 2) }
+
+// parseMarks reads -marks: increasing durations after the flood's end.
+func parseMarks(list string) ([]time.Duration, error) {
+	var out []time.Duration
+	for _, f := range strings.Split(list, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(f))
+		if err != nil || d <= 0 || len(out) > 0 && d <= out[len(out)-1] {
+			return nil, fmt.Errorf("%q: want increasing positive durations, e.g. 10s,30s,60s", list)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}

@@ -120,6 +120,13 @@ type sample struct {
 	HeapIdleMiB     float64 `json:"heap_idle_mib"`
 	HeapReleasedMiB float64 `json:"heap_released_mib"`
 	StackMiB        float64 `json:"stack_inuse_mib"`
+	// NextGCMiB is the heap size at which the next GC starts; GCs the
+	// collections so far. A heap that grew in the flood leaves a high
+	// goal, and garbage stays resident until a GC frees it (at the goal,
+	// or the runtime's forced GC every 2 minutes) and the scavenger then
+	// returns the free pages.
+	NextGCMiB float64 `json:"next_gc_mib"`
+	GCs       float64 `json:"gcs"`
 }
 
 // sample reads /proc/PID and /metrics now.
@@ -177,6 +184,10 @@ func (p *routerProc) scrape(s *sample) {
 			s.HeapReleasedMiB = v / mib
 		case "go_memstats_stack_inuse_bytes":
 			s.StackMiB = v / mib
+		case "go_memstats_next_gc_bytes":
+			s.NextGCMiB = v / mib
+		case "go_gc_duration_seconds_count":
+			s.GCs = v
 		}
 	}
 }

@@ -78,14 +78,14 @@ func (r *report) write(w io.Writer, format string) error {
 		}
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "sample\tt (s)\tfds\tthreads\tgoroutines\tRSS MiB\theap inuse\theap idle\theap released\tstack\t")
+		fmt.Fprintln(tw, "sample\tt (s)\tfds\tthreads\tgoroutines\tRSS MiB\theap inuse\theap idle\theap released\tstack\tnext GC\tGCs\t")
 		for _, s := range ph.Samples {
 			at := "during"
 			if !math.IsNaN(s.AtS) {
 				at = fmt.Sprintf("%.1f", s.AtS)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", s.Label, at, s.FDs, s.Threads, s.Goroutines,
-				s.RSSMiB, s.HeapInuseMiB, s.HeapIdleMiB, s.HeapReleasedMiB, s.StackMiB)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t\n", s.Label, at, s.FDs, s.Threads, s.Goroutines,
+				s.RSSMiB, s.HeapInuseMiB, s.HeapIdleMiB, s.HeapReleasedMiB, s.StackMiB, s.NextGCMiB, s.GCs)
 		}
 		tw.Flush()
 	}

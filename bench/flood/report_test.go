@@ -43,3 +43,14 @@ func TestJudgeNamesEachMissedBound(t *testing.T) {
 		})
 	}
 }
+
+func TestParseMarks(t *testing.T) {
+	for _, tc := range []struct {
+		in string
+		ok bool
+	}{{"10s,30s,60s", true}, {"2s", true}, {"30s,10s", false}, {"10s,10s", false}, {"0s", false}, {"ten", false}} {
+		if _, err := parseMarks(tc.in); (err == nil) != tc.ok {
+			t.Errorf("parseMarks(%q): error %v, want ok %v", tc.in, err, tc.ok)
+		}
+	}
+}
