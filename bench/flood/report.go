@@ -18,6 +18,7 @@ type report struct {
 	SlowForS     float64  `json:"slow_for_s"`
 	BodyTimeoutS float64  `json:"body_read_timeout_s"`
 	RSSBoundMiB  float64  `json:"rss_bound_mib"`
+	RSSGrowthMiB float64  `json:"rss_growth_mib"`
 	Slack        float64  `json:"slack"`
 	Phases       []phase  `json:"phases"`
 	OK           bool     `json:"ok"`
@@ -34,7 +35,8 @@ type phase struct {
 
 // judge checks the must-hold of issue 29 on every phase: descriptors and
 // goroutines back within the slack once the flood is over ("after"), RSS
-// within the bound at the last mark, every flood connection answered and
+// never more than RSSGrowthMiB above the flood's peak after it and within
+// RSSBoundMiB of the baseline at the last mark, every flood connection answered and
 // closed, the legitimate client served at least 90 %.
 func (r *report) judge() {
 	r.Failures = nil
@@ -43,12 +45,17 @@ func (r *report) judge() {
 			r.Failures = append(r.Failures, ph.Name+": too few samples")
 			continue
 		}
-		before, after, last := ph.Samples[0], ph.Samples[2], ph.Samples[len(ph.Samples)-1]
+		before, pk, after, last := ph.Samples[0], ph.Samples[1], ph.Samples[2], ph.Samples[len(ph.Samples)-1]
 		if !within(float64(after.FDs), float64(before.FDs), r.Slack) {
 			r.Failures = append(r.Failures, fmt.Sprintf("%s: %d descriptors %.1f s after the flood, baseline %d", ph.Name, after.FDs, after.AtS, before.FDs))
 		}
 		if !within(after.Goroutines, before.Goroutines, r.Slack) {
 			r.Failures = append(r.Failures, fmt.Sprintf("%s: %.0f goroutines %.1f s after the flood, baseline %.0f", ph.Name, after.Goroutines, after.AtS, before.Goroutines))
+		}
+		for _, s := range ph.Samples[2:] {
+			if s.RSSMiB > pk.RSSMiB+r.RSSGrowthMiB {
+				r.Failures = append(r.Failures, fmt.Sprintf("%s: RSS %.1f MiB at %s, above the flood's peak %.1f + %.0f", ph.Name, s.RSSMiB, s.Label, pk.RSSMiB, r.RSSGrowthMiB))
+			}
 		}
 		if last.RSSMiB > before.RSSMiB+r.RSSBoundMiB {
 			r.Failures = append(r.Failures, fmt.Sprintf("%s: RSS %.1f MiB at %s, baseline %.1f + bound %.0f", ph.Name, last.RSSMiB, last.Label, before.RSSMiB, r.RSSBoundMiB))
@@ -90,8 +97,8 @@ func (r *report) write(w io.Writer, format string) error {
 		tw.Flush()
 	}
 	if r.OK {
-		fmt.Fprintf(w, "\nOK: descriptors and goroutines within %.0f %% (at least 2) of the baseline after each flood, RSS within %.0f MiB at the last sample, legitimate client ≥ 90 %%\n",
-			r.Slack*100, r.RSSBoundMiB)
+		fmt.Fprintf(w, "\nOK: descriptors and goroutines within %.0f %% (at least 2) of the baseline after each flood; RSS never above the peak + %.0f MiB, and within %.0f MiB of the baseline at the last sample; legitimate client ≥ 90 %%\n",
+			r.Slack*100, r.RSSGrowthMiB, r.RSSBoundMiB)
 		return nil
 	}
 	fmt.Fprintf(w, "\nFAIL:\n  %s\n", strings.Join(r.Failures, "\n  "))

@@ -25,7 +25,8 @@ func TestJudgeNamesEachMissedBound(t *testing.T) {
 		{"descriptors left over", func(p *phase) { p.Samples[2].FDs = 16 }, "16 descriptors"},
 		{"goroutines within the 2 floor", func(p *phase) { p.Samples[2].Goroutines = 14 }, ""},
 		{"goroutines left over", func(p *phase) { p.Samples[2].Goroutines = 15 }, "15 goroutines"},
-		{"RSS above the bound at the last mark", func(p *phase) { p.Samples[3].RSSMiB = 55 }, "RSS 55.0 MiB at +60s"},
+		{"RSS above the bound at the last mark", func(p *phase) { p.Samples[3].RSSMiB = 55 }, "RSS 55.0 MiB at +60s, baseline"},
+		{"RSS grows past the flood's peak", func(p *phase) { p.Samples[2].RSSMiB = 89 }, "RSS 89.0 MiB at after, above the flood's peak"},
 		{"a connection never answered", func(p *phase) { p.Flood.Answers[0] = 1 }, "1 flood connections not answered"},
 		{"a connection left open", func(p *phase) { p.Flood.Answers[-1] = 2 }, "2 flood connections not answered"},
 		{"legitimate client under 90 %", func(p *phase) { p.Flood.LegitOK = 89 }, "served 89/100"},
@@ -34,7 +35,7 @@ func TestJudgeNamesEachMissedBound(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ph := good()
 			tc.mod(&ph)
-			r := report{RSSBoundMiB: 24, Slack: 0.10, Phases: []phase{ph}}
+			r := report{RSSBoundMiB: 24, RSSGrowthMiB: 8, Slack: 0.10, Phases: []phase{ph}}
 			r.judge()
 			got := strings.Join(r.Failures, "; ")
 			if tc.want == "" && !r.OK || tc.want != "" && (r.OK || !strings.Contains(got, tc.want)) {
