@@ -95,15 +95,26 @@ func zeroByteFlood(base string, o options, n int, heads []string) floodResult {
 		_, _ = c.Write([]byte(heads[i%len(heads)]))
 		sent = append(sent, time.Now())
 	}
-	slack := 3 * time.Second
+	// Every connection is read at once: read one after another, a
+	// connection never answered would use up the deadlines of the ones
+	// behind it, and their answers would be counted as missing.
+	var mu sync.Mutex
+	var wg sync.WaitGroup
 	for i, c := range conns {
-		status, closed := answeredAndClosed(c, sent[i].Add(o.bodyTimeout+slack))
-		res.Answers[status]++
-		if !closed.IsZero() {
-			res.SlowestS = max(res.SlowestS, closed.Sub(sent[i]).Seconds())
-		}
-		c.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			status, closed := answeredAndClosed(c, sent[i].Add(o.bodyTimeout+3*time.Second))
+			c.Close()
+			mu.Lock()
+			defer mu.Unlock()
+			res.Answers[status]++
+			if !closed.IsZero() {
+				res.SlowestS = max(res.SlowestS, closed.Sub(sent[i]).Seconds())
+			}
+		}()
 	}
+	wg.Wait()
 	return res
 }
 
