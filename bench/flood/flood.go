@@ -10,16 +10,17 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
 // floodResult is what the flood's connections were answered, and what
 // the legitimate client got meanwhile.
 type floodResult struct {
-	// Answers counts the flood's answers by status; 0 is no answer
-	// before the deadline, -1 a connection left open after its answer.
-	Answers map[int]int `json:"answers"`
+	// Answers counts the flood's answers, answered and closed, by status;
+	// 0 is no answer before the deadline. LeftOpen counts the answers
+	// after which the connection was still open at the deadline.
+	Answers  map[int]int `json:"answers"`
+	LeftOpen map[int]int `json:"left_open,omitempty"`
 	// Slowest is the longest from a connection's head to its close.
 	SlowestS float64 `json:"slowest_close_s"`
 	Legit    int     `json:"legit_requests,omitempty"`
@@ -108,10 +109,7 @@ func zeroByteFlood(base string, o options, n int, heads []string) floodResult {
 			c.Close()
 			mu.Lock()
 			defer mu.Unlock()
-			res.Answers[status]++
-			if !closed.IsZero() {
-				res.SlowestS = max(res.SlowestS, closed.Sub(sent[i]).Seconds())
-			}
+			res.count(status, closed, sent[i])
 		}()
 	}
 	wg.Wait()
@@ -119,8 +117,8 @@ func zeroByteFlood(base string, o options, n int, heads []string) floodResult {
 }
 
 // answeredAndClosed reads one answer from c and then its end, both
-// before by; status 0 is no answer, -1 an answer with the connection
-// left open.
+// before by; status 0 is no answer, a zero time a connection still open
+// after its answer.
 func answeredAndClosed(c net.Conn, by time.Time) (int, time.Time) {
 	_ = c.SetReadDeadline(by)
 	br := bufio.NewReader(c)
@@ -131,9 +129,24 @@ func answeredAndClosed(c net.Conn, by time.Time) (int, time.Time) {
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if _, err := br.ReadByte(); errors.Is(err, os.ErrDeadlineExceeded) {
-		return -1, time.Time{}
+		return resp.StatusCode, time.Time{}
 	}
 	return resp.StatusCode, time.Now()
+}
+
+// count adds one connection's end to res.
+func (res *floodResult) count(status int, closed, sent time.Time) {
+	if closed.IsZero() && status != 0 {
+		if res.LeftOpen == nil {
+			res.LeftOpen = map[int]int{}
+		}
+		res.LeftOpen[status]++
+		return
+	}
+	res.Answers[status]++
+	if !closed.IsZero() {
+		res.SlowestS = max(res.SlowestS, closed.Sub(sent).Seconds())
+	}
 }
 
 // slowFlood runs o.slow attackers trickling completion bodies and one
@@ -143,7 +156,6 @@ func slowFlood(base string, o options) floodResult {
 	addr := strings.TrimPrefix(base, "http://")
 	var mu sync.Mutex
 	res := floodResult{Answers: map[int]int{}}
-	var slowest atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for range o.slow {
@@ -156,13 +168,10 @@ func slowFlood(base string, o options) floodResult {
 					return
 				default:
 				}
-				status, took := slowOnce(addr, o.bodyTimeout)
+				status, t0, closed := slowOnce(addr, o.bodyTimeout)
 				mu.Lock()
-				res.Answers[status]++
+				res.count(status, closed, t0)
 				mu.Unlock()
-				if int64(took) > slowest.Load() {
-					slowest.Store(int64(took))
-				}
 				// A pause before reconnecting keeps the loopback's
 				// TIME_WAIT ports from running out over a long flood.
 				time.Sleep(100 * time.Millisecond)
@@ -172,7 +181,6 @@ func slowFlood(base string, o options) floodResult {
 	res.Legit, res.LegitOK = legitClient(base, o.slowFor)
 	close(stop)
 	wg.Wait()
-	res.SlowestS = time.Duration(slowest.Load()).Seconds()
 	return res
 }
 
@@ -193,19 +201,20 @@ func legitClient(base string, d time.Duration) (int, int) {
 }
 
 // slowOnce trickles one completion body, a byte every 100 ms, and returns
-// its answer's status and how long the connection lasted.
-func slowOnce(addr string, bodyTimeout time.Duration) (int, time.Duration) {
+// its answer's status, when it started and when the connection ended
+// (zero: not in time).
+func slowOnce(addr string, bodyTimeout time.Duration) (int, time.Time, time.Time) {
 	t0 := time.Now()
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
-		return 0, 0
+		return 0, t0, time.Time{}
 	}
 	defer conn.Close()
 	done := make(chan struct{})
 	defer close(done)
 	const size = 200
 	if _, err := fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", size); err != nil {
-		return 0, 0
+		return 0, t0, time.Time{}
 	}
 	go func() {
 		t := time.NewTicker(100 * time.Millisecond)
@@ -221,6 +230,6 @@ func slowOnce(addr string, bodyTimeout time.Duration) (int, time.Duration) {
 			}
 		}
 	}()
-	status, _ := answeredAndClosed(conn, t0.Add(bodyTimeout+3*time.Second))
-	return status, time.Since(t0)
+	status, closed := answeredAndClosed(conn, t0.Add(bodyTimeout+3*time.Second))
+	return status, t0, closed
 }

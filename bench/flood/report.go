@@ -60,7 +60,7 @@ func (r *report) judge() {
 		if last.RSSMiB > before.RSSMiB+r.RSSBoundMiB {
 			r.Failures = append(r.Failures, fmt.Sprintf("%s: RSS %.1f MiB at %s, baseline %.1f + bound %.0f", ph.Name, last.RSSMiB, last.Label, before.RSSMiB, r.RSSBoundMiB))
 		}
-		if n := ph.Flood.Answers[0] + ph.Flood.Answers[-1]; n > 0 {
+		if n := ph.Flood.Answers[0] + sum(ph.Flood.LeftOpen); n > 0 {
 			r.Failures = append(r.Failures, fmt.Sprintf("%s: %d flood connections not answered and closed in time", ph.Name, n))
 		}
 		if ph.Flood.Legit > 0 && ph.Flood.LegitOK*10 < ph.Flood.Legit*9 {
@@ -80,6 +80,9 @@ func (r *report) write(w io.Writer, format string) error {
 		r.Date, r.Conns, r.Slow, r.SlowForS, r.BodyTimeoutS)
 	for _, ph := range r.Phases {
 		fmt.Fprintf(w, "\n%s: answers %s; slowest close %.2f s", ph.Name, answers(ph.Flood.Answers), ph.Flood.SlowestS)
+		if len(ph.Flood.LeftOpen) > 0 {
+			fmt.Fprintf(w, "; answered but left open: %s", answers(ph.Flood.LeftOpen))
+		}
 		if ph.Flood.Legit > 0 {
 			fmt.Fprintf(w, "; legitimate client %d/%d served", ph.Flood.LegitOK, ph.Flood.Legit)
 		}
@@ -115,13 +118,18 @@ func answers(m map[int]int) string {
 	var parts []string
 	for _, k := range keys {
 		name := fmt.Sprint(k)
-		switch k {
-		case 0:
+		if k == 0 {
 			name = "none"
-		case -1:
-			name = "left open"
 		}
 		parts = append(parts, fmt.Sprintf("%s × %d", name, m[k]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+func sum(m map[int]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
 }

@@ -28,7 +28,7 @@ func TestJudgeNamesEachMissedBound(t *testing.T) {
 		{"RSS above the bound at the last mark", func(p *phase) { p.Samples[3].RSSMiB = 55 }, "RSS 55.0 MiB at +60s, baseline"},
 		{"RSS grows past the flood's peak", func(p *phase) { p.Samples[2].RSSMiB = 89 }, "RSS 89.0 MiB at after, above the flood's peak"},
 		{"a connection never answered", func(p *phase) { p.Flood.Answers[0] = 1 }, "1 flood connections not answered"},
-		{"a connection left open", func(p *phase) { p.Flood.Answers[-1] = 2 }, "2 flood connections not answered"},
+		{"a connection left open", func(p *phase) { p.Flood.LeftOpen = map[int]int{415: 2} }, "2 flood connections not answered"},
 		{"legitimate client under 90 %", func(p *phase) { p.Flood.LegitOK = 89 }, "served 89/100"},
 		{"too few samples", func(p *phase) { p.Samples = p.Samples[:2] }, "too few samples"},
 	} {
