@@ -27,7 +27,7 @@
 // see docs/router.md "Slow and idle clients"), and the legitimate client
 // got at least 90 % of its requests served.
 //
-//	go run ./bench/flood [-conns 3000] [-refused 300] [-slow 200] [-slow-for 10s] [-rss-bound 24] [-rss-growth 8] [-marks 10s,30s,60s,150s]
+//	go run ./bench/flood [-conns 3000] [-refused 300] [-slow 200] [-slow-for 10s] [-rss-bound 32] [-rss-growth 8] [-marks 10s,30s,60s,150s]
 //	    [-router-bin PATH] [-body-read-timeout D] [-format text|json]
 package main
 
@@ -53,6 +53,7 @@ type options struct {
 	rssGrowthMiB      float64
 	slack             float64
 	routerBin, format string
+	memLimit          string
 	marks             []time.Duration
 }
 
@@ -63,7 +64,8 @@ func main() {
 	flag.IntVar(&o.slow, "slow", 200, "slow-body flood: attackers trickling completion bodies at once")
 	flag.DurationVar(&o.slowFor, "slow-for", 10*time.Second, "slow-body flood: how long the attackers and the legitimate client run")
 	flag.DurationVar(&o.bodyTimeout, "body-read-timeout", 0, "narwhal-serve --body-read-timeout (default: its own default, 5 s)")
-	flag.Float64Var(&o.rssBoundMiB, "rss-bound", 24, "RSS at the last -marks sample may exceed the baseline by at most this many MiB")
+	flag.StringVar(&o.memLimit, "gomemlimit", "", "GOMEMLIMIT for narwhal-serve only (e.g. 64MiB): how a soft memory limit changes what it keeps")
+	flag.Float64Var(&o.rssBoundMiB, "rss-bound", 32, "RSS at the last -marks sample may exceed the baseline by at most this many MiB")
 	flag.Float64Var(&o.rssGrowthMiB, "rss-growth", 8, "RSS after a flood may exceed the flood's peak RSS by at most this many MiB")
 	flag.Float64Var(&o.slack, "slack", 0.10, "descriptors and goroutines after a flood may exceed the baseline by this share (at least 2)")
 	flag.StringVar(&o.routerBin, "router-bin", "", "narwhal-serve binary (default: go build ./cmd/narwhal-serve into a temporary directory)")
@@ -117,7 +119,7 @@ func run(o options) (*report, error) {
 			return nil, err
 		}
 	}
-	p, err := startServe(bin, dir, engines.URLs(), "--body-read-timeout", o.bodyTimeout.String())
+	p, err := startServe(bin, dir, engines.URLs(), o.memLimit, "--body-read-timeout", o.bodyTimeout.String())
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +128,7 @@ func run(o options) (*report, error) {
 		return nil, err
 	}
 	rep := &report{Date: time.Now().UTC().Format("2006-01-02"), Conns: o.conns, Slow: o.slow, SlowForS: o.slowFor.Seconds(),
-		BodyTimeoutS: o.bodyTimeout.Seconds(), RSSBoundMiB: o.rssBoundMiB, RSSGrowthMiB: o.rssGrowthMiB, Slack: o.slack}
+		BodyTimeoutS: o.bodyTimeout.Seconds(), GOMEMLIMIT: o.memLimit, RSSBoundMiB: o.rssBoundMiB, RSSGrowthMiB: o.rssGrowthMiB, Slack: o.slack}
 	rep.Phases = append(rep.Phases, runPhase(p, o, "zero-byte", func() floodResult { return zeroByteFlood(p.base, o, o.conns, zeroByteHeads) }))
 	if o.refused > 0 {
 		rep.Phases = append(rep.Phases, runPhase(p, o, "refused-before-body", func() floodResult {

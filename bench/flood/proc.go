@@ -39,8 +39,9 @@ func buildServe(dir string) (string, error) {
 }
 
 // startServe writes a fleet over urls into dir and starts bin on a free
-// loopback port with args, waiting for its "listening" log line.
-func startServe(bin, dir string, urls []string, args ...string) (*routerProc, error) {
+// loopback port with args (and GOMEMLIMIT=memLimit if set), waiting for
+// its "listening" log line.
+func startServe(bin, dir string, urls []string, memLimit string, args ...string) (*routerProc, error) {
 	fleetPath, err := writeFleet(dir, urls)
 	if err != nil {
 		return nil, err
@@ -48,6 +49,9 @@ func startServe(bin, dir string, urls []string, args ...string) (*routerProc, er
 	all := append([]string{"--fleet", fleetPath, "--port", "0", "--log-format", "json",
 		"--journal", filepath.Join(dir, "journal.jsonl")}, args...)
 	cmd := exec.Command(bin, all...)
+	if memLimit != "" {
+		cmd.Env = append(os.Environ(), "GOMEMLIMIT="+memLimit)
+	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ type report struct {
 	Slow         int      `json:"slow_attackers"`
 	SlowForS     float64  `json:"slow_for_s"`
 	BodyTimeoutS float64  `json:"body_read_timeout_s"`
+	GOMEMLIMIT   string   `json:"gomemlimit,omitempty"`
 	RSSBoundMiB  float64  `json:"rss_bound_mib"`
 	RSSGrowthMiB float64  `json:"rss_growth_mib"`
 	Slack        float64  `json:"slack"`
@@ -78,6 +79,9 @@ func (r *report) write(w io.Writer, format string) error {
 	}
 	fmt.Fprintf(w, "narwhal-serve under floods, %s: %d zero-byte connections; %d slow-body attackers for %.0f s; body read timeout %.0f s\n",
 		r.Date, r.Conns, r.Slow, r.SlowForS, r.BodyTimeoutS)
+	if r.GOMEMLIMIT != "" {
+		fmt.Fprintf(w, "narwhal-serve ran with GOMEMLIMIT=%s\n", r.GOMEMLIMIT)
+	}
 	for _, ph := range r.Phases {
 		fmt.Fprintf(w, "\n%s: answers %s; slowest close %.2f s", ph.Name, answers(ph.Flood.Answers), ph.Flood.SlowestS)
 		if len(ph.Flood.LeftOpen) > 0 {
