@@ -55,3 +55,18 @@ func TestParseMarks(t *testing.T) {
 		}
 	}
 }
+
+// Without -rss-bound the RSS is only held to the flood's peak: the heap
+// a flood leaves stays resident until two GCs have run.
+func TestJudgeWithoutBaselineBound(t *testing.T) {
+	r := report{RSSGrowthMiB: 8, Slack: 0.10, Phases: []phase{{Name: "zero-byte",
+		Samples: []sample{{FDs: 13, Goroutines: 12, RSSMiB: 27}, {RSSMiB: 88}, {FDs: 13, Goroutines: 12, RSSMiB: 90}, {RSSMiB: 91}},
+		Flood:   floodResult{Answers: map[int]int{408: 10}}}}}
+	if r.judge(); !r.OK {
+		t.Errorf("failures %q; want none: RSS 91 MiB is within the peak 88 + 8 and no baseline bound is set", r.Failures)
+	}
+	r.RSSBoundMiB = 32
+	if r.judge(); r.OK {
+		t.Error("RSS 91 MiB passed a baseline bound of 27 + 32 MiB")
+	}
+}
