@@ -10,7 +10,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X github.com/narwhal-go/narwhal/internal/version.Version=$(VERSION)
 FUZZTIME    ?= 60s
 
-.PHONY: all build run observe demo bench test sdk-burst corpus-tables lint fmt-check vet staticcheck gotest claims node-deps node-checks sigstore-check fuzz tools promtool etcd chromium uvicorn image clean help ha-outage
+.PHONY: all build run observe demo bench flood test sdk-burst corpus-tables lint fmt-check vet staticcheck gotest claims node-deps node-checks sigstore-check fuzz tools promtool etcd chromium uvicorn image clean help ha-outage
 
 all: build
 
@@ -139,6 +139,12 @@ bench: ## benchmarks: placement, simengine, and the router against direct engine
 	$(GO) run ./bench/router-overhead -duration 3s
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./internal/loadgen/ ./internal/report/
 	$(GO) test -run '^$$' -bench '^BenchmarkDashboardRefresh64$$' -benchtime 200x ./internal/router/
+
+# Issue 29's floods against narwhal-serve as its own process (about 4
+# minutes, most of it waiting to see the process come back); not in make
+# test. FLOOD_ARGS passes flags, e.g. FLOOD_ARGS='-short -conns 600'.
+flood: ## zero-byte and slow-body floods against the router binary: fds, goroutines, RSS back to baseline
+	$(GO) run ./bench/flood $(FLOOD_ARGS)
 
 fuzz: ## run the fuzz targets for FUZZTIME each
 	$(GO) test ./internal/fleet -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME)
