@@ -22,7 +22,9 @@ type Brief struct {
 	Started []byte // meta rows
 
 	// Request rows.
+	RID                   []byte
 	ClientRID             []byte // nil when null
+	InputLen              int
 	Arrived               float64
 	Terminal, Reason      []byte
 	TTFT, TPOT, FirstByte float64
@@ -35,27 +37,33 @@ type Brief struct {
 	At                    float64 // event rows
 	Applied               bool    // controller_decision
 	Prefill, Decode       int     // controller_decision split
-	FlipIID, FlipTo       []byte  // controller_decision flip
+	FlipIID, FlipTo       []byte  // controller_decision flip; FlipIID is any event's iid
+	// engine_lifecycle events: the action and, for process_excluded, the
+	// process starts it names (NaN when absent).
+	Action                       []byte
+	PreviousStart, ObservedStart float64
 }
 
 // ScanBriefs calls fn for every row of the journal at path, every file of
-// a rotated set in order. A torn final line ends the scan with an error
-// that wraps ErrTruncated; a line that is not a journal row is an error
-// naming its file and line.
-func ScanBriefs(path string, fn func(*Brief) error) error {
+// a rotated set in order, and returns the torn rows it skipped. A
+// truncated final line ends the scan with an error that wraps
+// ErrTruncated; a line that is whole JSON but not a journal row is an
+// error naming its file and line.
+func ScanBriefs(path string, fn func(*Brief) error) (Torn, error) {
+	var torn Torn
 	files, err := SetFiles(path)
 	if err != nil {
-		return err
+		return torn, err
 	}
 	for _, name := range files {
-		if err := scanBriefFile(name, fn); err != nil {
-			return err
+		if err := scanBriefFile(name, &torn, fn); err != nil {
+			return torn, err
 		}
 	}
-	return nil
+	return torn, nil
 }
 
-func scanBriefFile(name string, fn func(*Brief) error) error {
+func scanBriefFile(name string, torn *Torn, fn func(*Brief) error) error {
 	f, err := os.Open(name)
 	if err != nil {
 		return fmt.Errorf("read journal %s: %w", name, err)
@@ -74,16 +82,35 @@ func scanBriefFile(name string, fn func(*Brief) error) error {
 		if err != nil {
 			return fmt.Errorf("%s:%d: %w", name, line, err)
 		}
-		if len(bytes.TrimSpace(raw)) == 0 {
-			continue
+		skip, err := b.fillLine(raw, name, line, torn)
+		if err != nil {
+			return err
 		}
-		if err := b.fill(raw); err != nil {
-			return fmt.Errorf("%s:%d: %v", name, line, err)
+		if skip {
+			continue
 		}
 		if err := fn(&b); err != nil {
 			return err
 		}
 	}
+}
+
+// fillLine decodes one line of name into b. It says to skip a blank line
+// and a torn row (counted in torn); another line that does not decode is
+// an error naming name:line.
+func (b *Brief) fillLine(raw []byte, name string, line int, torn *Torn) (bool, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return true, nil
+	}
+	err := b.fill(raw)
+	switch {
+	case err == nil:
+		return false, nil
+	case isTorn(raw):
+		torn.add(name, line)
+		return true, nil
+	}
+	return false, fmt.Errorf("%s:%d: %v", name, line, err)
 }
 
 // readLine returns one line without its newline; a line longer than the
@@ -106,7 +133,8 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 
 // fill decodes one line into b, resetting every field first.
 func (b *Brief) fill(line []byte) error {
-	*b = Brief{TTFT: math.NaN(), TPOT: math.NaN(), FirstByte: math.NaN(), OutputLen: -1, WantedLen: -1}
+	*b = Brief{TTFT: math.NaN(), TPOT: math.NaN(), FirstByte: math.NaN(), OutputLen: -1, WantedLen: -1,
+		PreviousStart: math.NaN(), ObservedStart: math.NaN()}
 	s := scanner{b: line}
 	var schema []byte
 	version := -1
@@ -188,6 +216,10 @@ func (b *Brief) visit(key []byte, t token) {
 	switch string(key) {
 	case "run":
 		b.Run = t.bytes()
+	case "rid":
+		b.RID = t.bytes()
+	case "input_len":
+		b.InputLen, _ = t.int()
 	case "client_rid":
 		b.ClientRID = t.bytes()
 	case "arrived":
@@ -239,6 +271,12 @@ func (b *Brief) visitMore(key []byte, t token) {
 		b.FlipIID = t.bytes()
 	case "to":
 		b.FlipTo = t.bytes()
+	case "action":
+		b.Action = t.bytes()
+	case "previous_process_start":
+		b.PreviousStart = orNaN(t)
+	case "observed_process_start":
+		b.ObservedStart = orNaN(t)
 	}
 }
 

@@ -24,7 +24,7 @@ func TestScanBriefsReadsWhatTheWriterWrote(t *testing.T) {
 		Details: map[string]any{"iid": "p1", "to": "decode"}}))
 	w.Close()
 	var got []Brief
-	err := ScanBriefs(path, func(b *Brief) error {
+	_, err := ScanBriefs(path, func(b *Brief) error {
 		c := *b
 		for _, f := range []*[]byte{&c.Run, &c.Started, &c.ClientRID, &c.Terminal, &c.Reason, &c.PrefillIID, &c.DecodeIID, &c.EventName, &c.FlipIID, &c.FlipTo} {
 			if *f != nil {
@@ -63,11 +63,11 @@ func TestScanBriefsErrors(t *testing.T) {
 		{"torn", meta1 + "\n" + `{"schema":"narwhal.jou`, "truncated final line"},
 		{"other schema", meta1 + "\n" + `{"schema":"x","schema_version":1,"run":"r","rid":"a","terminal":"completed"}` + "\n", `unknown schema "x"`},
 		{"newer version", strings.Replace(meta1, `"schema_version":1`, `"schema_version":2`, 1) + "\n", "meta row: unknown schema_version 2"},
-		{"not json", meta1 + "\n{oops\n", ":2: "},
+		{"whole JSON, not a row", meta1 + "\n[1,2]\n", ":2: "},
 	} {
 		p := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".jsonl")
 		os.WriteFile(p, []byte(c.body), 0o644)
-		err := ScanBriefs(p, func(*Brief) error { return nil })
+		_, err := ScanBriefs(p, func(*Brief) error { return nil })
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), p) {
 			t.Fatalf("%s: err %v; want %q naming the file", c.name, err, c.want)
 		}

@@ -41,12 +41,14 @@ type Record struct {
 	Admission *Admission
 }
 
-// Reader iterates the rows of a journal.
+// Reader iterates the rows of a journal. It skips torn rows and counts
+// them (Torn).
 type Reader struct {
 	name string
 	br   *bufio.Reader
 	line int
 	err  error
+	torn Torn
 }
 
 // NewReader reads a journal from r. Errors name the file (r's Name()
@@ -59,8 +61,9 @@ func NewReader(r io.Reader) *Reader {
 	return &Reader{name: name, br: bufio.NewReaderSize(r, 64<<10)}
 }
 
-// Next returns the next record, io.EOF after the last. The first error
-// ends the iteration: later calls return it again.
+// Next returns the next record, io.EOF after the last. A torn row is
+// skipped and counted; any other error ends the iteration: later calls
+// return it again.
 func (r *Reader) Next() (Record, error) {
 	for r.err == nil {
 		raw, err := r.br.ReadBytes('\n')
@@ -82,6 +85,10 @@ func (r *Reader) Next() (Record, error) {
 			continue
 		}
 		rec, perr := parseLine(raw)
+		if perr != nil && isTorn(raw) {
+			r.torn.add(r.name, r.line)
+			continue
+		}
 		if perr != nil {
 			r.err = fmt.Errorf("%s:%d: %w", r.name, r.line, perr)
 			break
@@ -91,6 +98,9 @@ func (r *Reader) Next() (Record, error) {
 	}
 	return Record{}, r.err
 }
+
+// Torn is what Next has skipped so far.
+func (r *Reader) Torn() Torn { return r.torn }
 
 // probe holds the keys that decide what a line is.
 type probe struct {
@@ -182,10 +192,12 @@ type Journal struct {
 	Admissions []Record
 	// Runs lists the run ids in order of first appearance.
 	Runs []string
+	// Torn counts the torn rows skipped.
+	Torn Torn
 }
 
-// ReadAll reads every row of r. On error it returns what it read before
-// the bad line, so a scorer can choose to use the whole rows before a
+// ReadAll reads every row of r, torn rows skipped and counted in Torn.
+// On error it returns what it read before the bad line, so a scorer can choose to use the whole rows before a
 // truncated tail (errors.Is(err, ErrTruncated)).
 func ReadAll(r io.Reader) (*Journal, error) {
 	j := &Journal{}
@@ -193,6 +205,7 @@ func ReadAll(r io.Reader) (*Journal, error) {
 	rd := NewReader(r)
 	for {
 		rec, err := rd.Next()
+		j.Torn = rd.Torn()
 		if errors.Is(err, io.EOF) {
 			return j, nil
 		}

@@ -25,7 +25,7 @@ func TestReaderErrorsNameTheLine(t *testing.T) {
 		{"other schema", `{"schema":"narwhal.state","schema_version":1,"rid":"a"}` + "\n",
 			`journal.jsonl:1: unknown schema "narwhal.state" (this build reads narwhal.journal 1)`},
 		{"no envelope", `{"rid":"a","terminal":"completed"}` + "\n", "journal.jsonl:1: row lacks"},
-		{"not json", meta1 + "\n\n" + "{oops\n", "journal.jsonl:3: not a JSON object"},
+		{"whole JSON, not an object", meta1 + "\n\n" + "[1,2]\n", "journal.jsonl:3: not a JSON object"},
 		{"neither", env(1, `"x":1}`) + "\n", `journal.jsonl:1: row has neither "rid"`},
 		{"bad terminal", env(1, `"rid":"a","terminal":"done"}`) + "\n", `journal.jsonl:1: journal row a: unknown terminal "done"`},
 		{"event without at", env(1, `"event":"x"}`) + "\n", `journal.jsonl:1: event row needs`},
@@ -57,7 +57,7 @@ func TestTruncatedTailKeepsWholeRows(t *testing.T) {
 }
 
 func TestReaderStopsAtFirstError(t *testing.T) {
-	r := NewReader(strings.NewReader("{bad\n" + meta1 + "\n"))
+	r := NewReader(strings.NewReader("[1]\n" + meta1 + "\n"))
 	_, err1 := r.Next()
 	_, err2 := r.Next()
 	if err1 == nil || err1 != err2 {

@@ -249,6 +249,7 @@ type SetReader struct {
 	files []string
 	cur   *os.File
 	rd    *Reader
+	torn  Torn // the finished files' torn rows
 }
 
 // OpenSet lists the set at path (see SetFiles) and opens its first file.
@@ -265,6 +266,10 @@ func OpenSet(path string) (*SetReader, error) {
 func (s *SetReader) Files() []string { return slices.Clone(s.files) }
 
 func (s *SetReader) advance() error {
+	if s.rd != nil {
+		s.torn.Merge(s.rd.Torn())
+		s.rd = nil
+	}
 	if s.cur != nil {
 		s.cur.Close()
 		s.cur = nil
@@ -283,19 +288,28 @@ func (s *SetReader) advance() error {
 }
 
 // Next returns the next record of the set, io.EOF after the last file's
-// last row. A file's error (a torn tail included) ends the iteration.
+// last row. Torn rows are skipped and counted (Torn); a file's other
+// error (a truncated tail included) ends the iteration.
 func (s *SetReader) Next() (Record, error) {
 	for s.rd != nil {
 		rec, err := s.rd.Next()
 		if err == nil || !errors.Is(err, io.EOF) {
 			return rec, err
 		}
-		s.rd = nil
 		if err := s.advance(); err != nil {
 			return Record{}, err
 		}
 	}
 	return Record{}, io.EOF
+}
+
+// Torn is what Next has skipped so far, over every file read.
+func (s *SetReader) Torn() Torn {
+	t := s.torn
+	if s.rd != nil {
+		t.Merge(s.rd.Torn())
+	}
+	return t
 }
 
 // Close closes the file being read.

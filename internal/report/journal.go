@@ -38,13 +38,15 @@ type journalScan struct {
 	lastRun    string
 	minT, maxT float64
 	truncated  bool
+	torn       journal.Torn
 }
 
 // ReadJournal scores the journal at path, every file of a rotated set.
 // bench, when not nil, is a bench run whose records the rows are joined
 // to by request id (client_rid), so the journal's rows are also scored
-// per offered rate. A torn final row is reported (in Refusals), the rows
-// before it are scored.
+// per offered rate. A truncated final row is reported (in Refusals), the
+// rows before it are scored; torn rows are skipped and counted in
+// TornRows.
 func ReadJournal(path string, bench *Run, o Options) (*Run, error) {
 	o = o.withDefaults()
 	if !(o.SLO.TTFT > 0 && o.SLO.TPOT > 0) {
@@ -64,12 +66,13 @@ func ReadJournal(path string, bench *Run, o Options) (*Run, error) {
 			s.r.Steps = append(s.r.Steps, Step{Rate: st.Rate, StartS: st.StartS, DurationS: st.DurationS})
 		}
 	}
-	err = journal.ScanBriefs(path, s.add)
+	s.torn, err = journal.ScanBriefs(path, s.add)
 	if errors.Is(err, journal.ErrTruncated) {
 		s.truncated = true
 	} else if err != nil {
 		return nil, err
 	}
+	s.r.TornRows = &s.torn
 	s.finish(bench, o)
 	return s.r, nil
 }

@@ -12,10 +12,11 @@ package report
 
 import (
 	"math"
-
-	"github.com/narwhal-go/narwhal/internal/fleet"
 	"slices"
 	"sort"
+
+	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/journal"
 )
 
 // SLO is the target requests are scored against: the fleet's, whose Met
@@ -33,9 +34,12 @@ type Run struct {
 	SLO    SLO      `json:"slo"`
 	Target float64  `json:"target"`
 
-	Counts     Counts         `json:"counts"`
-	Refusals   map[string]int `json:"refusals"` // "terminal:reason" (journal), "status code" or outcome (bench)
-	Attainment Attainment     `json:"attainment"`
+	Counts   Counts         `json:"counts"`
+	Refusals map[string]int `json:"refusals"` // "terminal:reason" (journal), "status code" or outcome (bench)
+	// TornRows counts the journal's torn rows, skipped and not scored
+	// (journal runs only; nil for the others).
+	TornRows   *journal.Torn `json:"journal_torn_rows,omitempty"`
+	Attainment Attainment    `json:"attainment"`
 	// GoodputRPS is the highest swept rate whose attainment reaches
 	// Target (0: none, or no sweep); MetRPS is met requests per second of
 	// the offer window.

@@ -66,10 +66,14 @@ func WriteText(w io.Writer, runs []*Run) error {
 }
 
 func startedNote(r *Run) string {
-	if r.Start == "" {
-		return ""
+	note := ""
+	if r.Start != "" {
+		note = "; started " + r.Start
 	}
-	return "; started " + r.Start
+	if r.TornRows != nil && r.TornRows.Rows > 0 {
+		note += "; " + r.TornRows.String() + ", not scored"
+	}
+	return note
 }
 
 // Tables are the report's tables, shared by the text and HTML forms.
