@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -39,7 +40,7 @@ func evFromJournalCmd(f *evFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			in, err := servingInput(f, cfg, j, args)
+			in, read, err := servingInput(f, cfg, j, args)
 			if err != nil {
 				return err
 			}
@@ -47,7 +48,7 @@ func evFromJournalCmd(f *evFlags) *cobra.Command {
 			if err != nil {
 				return cli.Failed(err)
 			}
-			return writeServing(cmd, f, res)
+			return writeServing(cmd, f, res, read)
 		},
 	}
 	fl := c.Flags()
@@ -69,29 +70,43 @@ func loadFleet(path string) (*fleet.Config, error) {
 	return cfg, nil
 }
 
-func servingInput(f *evFlags, cfg *fleet.Config, j *journalFlags, paths []string) (serving.Input, error) {
+// journalRead is what from-journal read of one journal set.
+type journalRead struct {
+	Path string `json:"path"`
+	// Torn counts the torn rows skipped (a row a killed writer left
+	// half-written); Truncated says the last file ended mid-row (a live
+	// writer's row in progress, not read).
+	Torn      journal.Torn `json:"torn_rows"`
+	Truncated bool         `json:"truncated_final_row"`
+}
+
+func servingInput(f *evFlags, cfg *fleet.Config, j *journalFlags, paths []string) (serving.Input, []journalRead, error) {
 	rs, err := f.records()
 	if err != nil {
-		return serving.Input{}, err
+		return serving.Input{}, nil, err
 	}
 	st := f.open()
 	rev, err := decision.ChooseRequest(st, rs, cfg.Model, j.request)
 	if err != nil {
-		return serving.Input{}, cli.Failed(err)
+		return serving.Input{}, nil, cli.Failed(err)
 	}
 	req, err := decision.LoadRequest(st, rev)
 	if err != nil {
-		return serving.Input{}, cli.Failed(err)
+		return serving.Input{}, nil, cli.Failed(err)
 	}
-	in := serving.Input{Engines: iids(cfg), Bindings: serving.BindingsFrom(rs), Request: req, RequestDigest: rev, Window: j.window, ProductionMode: j.production}
+	in := serving.Input{Bindings: serving.BindingsFrom(rs), Request: req, RequestDigest: rev, ProductionMode: j.production}
+	var reads []journalRead
 	for _, p := range paths {
-		jr, err := journal.ReadFile(p)
-		if err != nil {
-			return in, cli.Invalid(fmt.Errorf("journal %s: %w", p, err))
+		w := serving.NewWindow(iids(cfg), j.window)
+		torn, err := journal.ScanBriefs(p, func(b *journal.Brief) error { w.Brief(b); return nil })
+		truncated := errors.Is(err, journal.ErrTruncated)
+		if err != nil && !truncated {
+			return in, nil, cli.Invalid(fmt.Errorf("journal %s: %w", p, err))
 		}
-		in.Journals = append(in.Journals, jr)
+		in.Windows = append(in.Windows, w)
+		reads = append(reads, journalRead{Path: p, Torn: torn, Truncated: truncated})
 	}
-	return in, nil
+	return in, reads, nil
 }
 
 func iids(cfg *fleet.Config) []string {
@@ -121,13 +136,21 @@ func writeRecords(st *store.Store, rs []evidence.Record) ([]writtenRecord, error
 	return out, nil
 }
 
-func writeServing(cmd *cobra.Command, f *evFlags, res serving.Result) error {
+func writeServing(cmd *cobra.Command, f *evFlags, res serving.Result, reads []journalRead) error {
 	rows, err := writeRecords(f.open(), res.Records)
 	if err != nil {
 		return err
 	}
 	notes := append([]string{}, res.Notes...)
-	return f.emit(cmd, "from-journal", map[string]any{"records": rows, "notes": notes}, func(w io.Writer) {
+	for _, r := range reads {
+		if r.Torn.Rows > 0 {
+			notes = append(notes, fmt.Sprintf("journal %s: %s, not counted", r.Path, r.Torn))
+		}
+		if r.Truncated {
+			notes = append(notes, fmt.Sprintf("journal %s: its final row is unfinished (a writer mid-row), not counted", r.Path))
+		}
+	}
+	return f.emit(cmd, "from-journal", map[string]any{"records": rows, "notes": notes, "journals": reads}, func(w io.Writer) {
 		for _, r := range rows {
 			fmt.Fprintf(w, "%s  engine %v  %s  attainment %v\n", r.Record, r.Engine, r.Verdict, deref(r.Value))
 		}

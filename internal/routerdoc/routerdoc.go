@@ -270,6 +270,24 @@ type EvidenceState struct {
 	Error     string                  `json:"error"`
 	Request   *string                 `json:"decision_request"`
 	UpdatedAt string                  `json:"updated_at"`
+	// Journal is what the pass read of the router's journal; nil when
+	// it reads none.
+	Journal *EvidenceJournal `json:"journal,omitempty"`
+}
+
+// EvidenceJournal is the evidence pass's reading of the journal: it
+// reads only the rows appended since its last pass, and skips torn rows
+// (counted here, as a resume does) instead of stopping at them.
+type EvidenceJournal struct {
+	TornRows  int    `json:"torn_rows"`
+	FirstTorn string `json:"first_torn,omitempty"` // file:line
+	// PassBytes and PassRows are the last pass's new bytes and rows.
+	PassBytes  int64 `json:"pass_bytes"`
+	PassRows   int   `json:"pass_rows"`
+	WindowRows int   `json:"window_rows"`
+	// ServingError says why the last pass wrote no serving record ("" when
+	// it did, or had nothing new to judge).
+	ServingError string `json:"serving_error"`
 }
 
 // EndpointTier is one engine endpoint's tier and what the next one lacks.

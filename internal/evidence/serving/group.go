@@ -13,13 +13,10 @@ package serving
 
 import (
 	"fmt"
-	"slices"
-	"sort"
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/evidence"
 	"github.com/narwhal-go/narwhal/internal/evidence/store"
-	"github.com/narwhal-go/narwhal/internal/journal"
 )
 
 // Binding ties an engine process to the execution it runs: the boot
@@ -33,74 +30,11 @@ type Binding struct {
 	ObservedAt    string
 }
 
-// rowRef is one request row with the generation of each engine at its
-// position in the journal.
-type rowRef struct {
-	run string
-	row *journal.RequestRow
-	gen map[string]int
-}
-
 // generation is one engine process as the journal sees it.
 type generation struct {
 	iid          string
 	index        int
 	processStart float64 // 0: unknown
-}
-
-// split walks a journal in file order, numbering each engine's process
-// generations at every process_excluded lifecycle event that names a new
-// process start.
-func split(j *journal.Journal, iids []string) ([]rowRef, map[string][]generation) {
-	type item struct {
-		line int
-		req  *journal.Record
-		ev   *journal.Record
-	}
-	var items []item
-	for i := range j.Requests {
-		items = append(items, item{line: j.Requests[i].Line, req: &j.Requests[i]})
-	}
-	for i := range j.Events {
-		items = append(items, item{line: j.Events[i].Line, ev: &j.Events[i]})
-	}
-	sort.Slice(items, func(a, b int) bool { return items[a].line < items[b].line })
-	gens := map[string][]generation{}
-	for _, iid := range iids {
-		gens[iid] = []generation{{iid: iid}}
-	}
-	var rows []rowRef
-	for _, it := range items {
-		if it.ev != nil {
-			advance(gens, it.ev.Event)
-			continue
-		}
-		cur := map[string]int{}
-		for iid, gs := range gens {
-			cur[iid] = len(gs) - 1
-		}
-		rows = append(rows, rowRef{run: it.req.Run, row: it.req.Request, gen: cur})
-	}
-	return rows, gens
-}
-
-// advance opens a new generation when the router excluded a process
-// because its identity changed to a new, known process start.
-func advance(gens map[string][]generation, ev *journal.Event) {
-	if ev.Name != journal.EventEngineLifecycle || ev.Fields["action"] != "process_excluded" {
-		return
-	}
-	iid, _ := ev.Fields["iid"].(string)
-	prev, _ := ev.Fields["previous_process_start"].(float64)
-	obs, _ := ev.Fields["observed_process_start"].(float64)
-	gs, ok := gens[iid]
-	if !ok || obs <= 0 || obs == prev {
-		return
-	}
-	if last := &gs[len(gs)-1]; last.processStart == 0 && prev > 0 {
-		last.processStart = prev
-	}
-	gens[iid] = append(gs, generation{iid: iid, index: len(gs), processStart: obs})
 }
 
 // bind finds the boot record for a generation: the one for the same
@@ -124,22 +58,6 @@ func bind(g generation, bindings []Binding) (Binding, error) {
 		return Binding{}, fmt.Errorf("engine %s generation %d (process start %.3f) has no boot record: run narwhal-check against it so its serving evidence can be bound to an execution fingerprint", g.iid, g.index, g.processStart)
 	}
 	return *latest, nil
-}
-
-// engines lists the engines a row touched, or every engine when it was
-// never placed (a refusal counts against every engine live in the window:
-// unserved offers stay in the denominator).
-func engines(r *journal.RequestRow, all []string) []string {
-	var out []string
-	for _, p := range []*string{r.PrefillIID, r.DecodeIID} {
-		if p != nil && *p != "" && !slices.Contains(out, *p) {
-			out = append(out, *p)
-		}
-	}
-	if len(out) == 0 {
-		return all
-	}
-	return out
 }
 
 // later compares two RFC 3339 times (a string compare misorders

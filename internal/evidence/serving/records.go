@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"time"
 
 	"github.com/narwhal-go/narwhal/internal/canon"
 	"github.com/narwhal-go/narwhal/internal/evidence"
@@ -23,14 +22,13 @@ const (
 	Producer               = "narwhal evidence from-journal"
 )
 
-// Input is what serving records are made from.
+// Input is what serving records are made from: one Window per journal,
+// each over the fleet's engines.
 type Input struct {
-	Journals       []*journal.Journal
-	Engines        []string // the fleet's engine iids
+	Windows        []*Window
 	Bindings       []Binding
 	Request        decision.Request
 	RequestDigest  string // the accepted revision
-	Window         time.Duration
 	ProductionMode bool
 }
 
@@ -48,33 +46,31 @@ type group struct {
 }
 
 // Records builds one record per engine execution that served in the
-// window. A generation that cannot be bound to a boot record makes no
+// windows. A generation that cannot be bound to a boot record makes no
 // record: its note says why.
 func Records(in Input, clock ports.Clock) (Result, error) {
 	groups := map[groupKey]*group{}
 	var res Result
-	for _, j := range in.Journals {
-		rows, gens := split(j, in.Engines)
-		cut := windowStart(rows, in.Window)
-		for _, rr := range rows {
-			if rr.row.Arrived < cut[rr.run] {
-				continue
+	for _, w := range in.Windows {
+		w.compact()
+		var buf []int16
+		for i := range w.rows {
+			r := &w.rows[i]
+			if terminals[r.terminal] == journal.TerminalInvalid {
+				continue // the client's own mistake is no offer to any engine
 			}
-			for _, iid := range engines(rr.row, in.Engines) {
-				gs, ok := gens[iid]
-				if !ok {
-					continue
-				}
-				b, err := bind(gs[rr.gen[iid]], in.Bindings)
+			for _, e := range w.touched(r, buf) {
+				g := w.gens[e][w.epochs[r.epoch][e]]
+				b, err := bind(g, in.Bindings)
 				if err != nil {
 					res.Notes = appendOnce(res.Notes, err.Error())
 					continue
 				}
-				k := groupKey{iid, b.Endpoint}
+				k := groupKey{g.iid, b.Endpoint}
 				if groups[k] == nil {
 					groups[k] = &group{b: b, acc: newAccumulator()}
 				}
-				groups[k].acc.add(rr.run, rr.row, in.Request.SLO)
+				groups[k].acc.add(w.runs[r.run], r, in.Request.SLO)
 			}
 		}
 	}
@@ -93,23 +89,6 @@ func Records(in Input, clock ports.Clock) (Result, error) {
 		res.Records = append(res.Records, r)
 	}
 	return res, nil
-}
-
-// windowStart is, per run, the earliest arrival inside the window that
-// ends at the run's last arrival; 0 takes the whole run.
-func windowStart(rows []rowRef, w time.Duration) map[string]float64 {
-	last := map[string]float64{}
-	for _, r := range rows {
-		last[r.run] = max(last[r.run], r.row.Arrived)
-	}
-	out := map[string]float64{}
-	for run, l := range last {
-		out[run] = -1e300
-		if w > 0 {
-			out[run] = l - w.Seconds()
-		}
-	}
-	return out
 }
 
 // Verdict judges stats against the accepted request.

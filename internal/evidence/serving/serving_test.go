@@ -1,6 +1,7 @@
 package serving
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -21,34 +22,23 @@ func request() decision.Request {
 		Workload: decision.Workload{MaxInputTokens: 1000, MaxOutputTokens: 100, MaxRatePerS: 100, MinSamples: 20}}
 }
 
-func row(line int, at float64, ttft float64, iid string) journal.Record {
-	p := iid
-	n := 8
-	return journal.Record{Line: line, Kind: journal.KindRequest, Run: "r1", Request: &journal.RequestRow{RID: "x", Arrived: at, InputLen: 10,
-		WantedLen: &n, OutputLen: &n, TTFT: &ttft, Terminal: journal.TerminalCompleted, PrefillIID: &p}}
-}
-
-func exclusion(line int, iid string, prev, obs float64) journal.Record {
-	return journal.Record{Line: line, Kind: journal.KindEvent, Run: "r1", Event: &journal.Event{Name: journal.EventEngineLifecycle,
-		Fields: map[string]any{"action": "process_excluded", "iid": iid, "previous_process_start": prev, "observed_process_start": obs}}}
+func row(at float64, ttft float64, iid string) Row {
+	return Row{Run: "r1", Arrived: at, InputLen: 10, WantedLen: 8, OutLen: 8, TTFT: ttft, TPOT: math.NaN(),
+		Terminal: journal.TerminalCompleted, Prefill: iid}
 }
 
 // A window spanning an engine restart splits by generation, each bound to
 // the boot record of its own process.
 func TestWindowSplitsByGeneration(t *testing.T) {
-	j := &journal.Journal{}
-	line := 1
+	w := NewWindow([]string{"p0"}, 0)
 	for i := range 25 {
-		j.Requests = append(j.Requests, row(line, float64(i), 0.1, "p0"))
-		line++
+		w.Request(row(float64(i), 0.1, "p0"))
 	}
-	j.Events = append(j.Events, exclusion(line, "p0", 100, 200))
-	line++
+	w.Exclusion("p0", 100, 200)
 	for i := range 5 {
-		j.Requests = append(j.Requests, row(line, float64(30+i), 5, "p0"))
-		line++
+		w.Request(row(float64(30+i), 5, "p0"))
 	}
-	in := Input{Journals: []*journal.Journal{j}, Engines: []string{"p0"}, Request: request(), RequestDigest: reqD,
+	in := Input{Windows: []*Window{w}, Request: request(), RequestDigest: reqD,
 		Bindings: []Binding{{IID: "p0", ProcessStart: 100, Endpoint: "fpA", EngineVersion: "0.21.0", BootRecord: bootA, ObservedAt: "2026-01-01T00:00:01Z"},
 			{IID: "p0", ProcessStart: 200, Endpoint: "fpB", EngineVersion: "0.22.0", BootRecord: bootB, ObservedAt: "2026-01-01T00:00:02Z"}}}
 	res, err := Records(in, ports.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
@@ -74,8 +64,10 @@ func TestWindowSplitsByGeneration(t *testing.T) {
 }
 
 func TestUnboundGenerationMakesNoRecord(t *testing.T) {
-	j := &journal.Journal{Requests: []journal.Record{row(2, 1, 0.1, "p0")}, Events: []journal.Record{exclusion(1, "p0", 100, 300)}}
-	in := Input{Journals: []*journal.Journal{j}, Engines: []string{"p0"}, Request: request(), RequestDigest: reqD,
+	w := NewWindow([]string{"p0"}, 0)
+	w.Exclusion("p0", 100, 300)
+	w.Request(row(1, 0.1, "p0"))
+	in := Input{Windows: []*Window{w}, Request: request(), RequestDigest: reqD,
 		Bindings: []Binding{{IID: "p0", ProcessStart: 100, Endpoint: "fpA", BootRecord: bootA}}}
 	res, err := Records(in, ports.NewFake(time.Unix(0, 0)))
 	if err != nil || len(res.Records) != 0 || len(res.Notes) != 1 {

@@ -43,14 +43,14 @@ type Percentiles struct {
 
 // met is the per-request rule: the full requested output, ttft within
 // the SLO, tpot null or within it.
-func met(r *journal.RequestRow, slo decision.SLO) bool {
-	if r.Terminal != journal.TerminalCompleted || r.TTFT == nil || *r.TTFT > slo.TTFTSeconds {
+func met(r *wrow, slo decision.SLO) bool {
+	if terminals[r.terminal] != journal.TerminalCompleted || math.IsNaN(r.ttft) || r.ttft > slo.TTFTSeconds {
 		return false
 	}
-	if r.TPOT != nil && slo.TPOTSeconds > 0 && *r.TPOT > slo.TPOTSeconds {
+	if !math.IsNaN(r.tpot) && slo.TPOTSeconds > 0 && r.tpot > slo.TPOTSeconds {
 		return false
 	}
-	return r.WantedLen == nil || r.OutputLen != nil && *r.OutputLen >= *r.WantedLen
+	return r.wanted < 0 || r.out >= 0 && r.out >= r.wanted
 }
 
 // accumulate folds rows into stats; invalid requests (the client's own
@@ -65,40 +65,53 @@ func newAccumulator() *accumulator {
 	return &accumulator{firstArrived: map[string]float64{}, lastAr: map[string]float64{}}
 }
 
-func (a *accumulator) add(run string, r *journal.RequestRow, slo decision.SLO) {
-	if r.Terminal == journal.TerminalInvalid {
+func (a *accumulator) add(run string, r *wrow, slo decision.SLO) {
+	term := terminals[r.terminal]
+	if term == journal.TerminalInvalid {
 		return
 	}
 	a.s.Offered++
-	counts := map[string]*int{journal.TerminalCompleted: &a.s.Completed, journal.TerminalRefused: &a.s.Refused,
-		journal.TerminalRejected: &a.s.Rejected, journal.TerminalExpired: &a.s.Expired, journal.TerminalFailed: &a.s.Failed,
-		journal.TerminalCancelled: &a.s.Cancelled}
-	if c := counts[r.Terminal]; c != nil {
+	if c := a.count(term); c != nil {
 		*c++
 	}
 	if met(r, slo) {
 		a.s.Met++
 	}
-	if r.TTFT != nil {
-		a.ttft = append(a.ttft, *r.TTFT)
+	if !math.IsNaN(r.ttft) {
+		a.ttft = append(a.ttft, r.ttft)
 	}
-	if r.TPOT != nil {
-		a.tpot = append(a.tpot, *r.TPOT)
+	if !math.IsNaN(r.tpot) {
+		a.tpot = append(a.tpot, r.tpot)
 	}
-	a.in = append(a.in, float64(r.InputLen))
-	a.s.MaxInputLen = max(a.s.MaxInputLen, r.InputLen)
-	for _, n := range []*int{r.WantedLen, r.OutputLen} {
-		if n != nil {
-			a.s.MaxOutLen = max(a.s.MaxOutLen, *n)
-		}
+	a.in = append(a.in, float64(r.in))
+	a.s.MaxInputLen = max(a.s.MaxInputLen, int(r.in))
+	a.s.MaxOutLen = max(a.s.MaxOutLen, int(r.wanted), int(r.out))
+	if r.out >= 0 {
+		a.out = append(a.out, float64(r.out))
 	}
-	if r.OutputLen != nil {
-		a.out = append(a.out, float64(*r.OutputLen))
+	if f, ok := a.firstArrived[run]; !ok || r.arrived < f {
+		a.firstArrived[run] = r.arrived
 	}
-	if f, ok := a.firstArrived[run]; !ok || r.Arrived < f {
-		a.firstArrived[run] = r.Arrived
+	a.lastAr[run] = max(a.lastAr[run], r.arrived)
+}
+
+// count is the counter of a terminal outcome, nil for one not counted.
+func (a *accumulator) count(term string) *int {
+	switch term {
+	case journal.TerminalCompleted:
+		return &a.s.Completed
+	case journal.TerminalRefused:
+		return &a.s.Refused
+	case journal.TerminalRejected:
+		return &a.s.Rejected
+	case journal.TerminalExpired:
+		return &a.s.Expired
+	case journal.TerminalFailed:
+		return &a.s.Failed
+	case journal.TerminalCancelled:
+		return &a.s.Cancelled
 	}
-	a.lastAr[run] = max(a.lastAr[run], r.Arrived)
+	return nil
 }
 
 func (a *accumulator) finish() Stats {

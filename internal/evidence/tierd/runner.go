@@ -62,14 +62,19 @@ func (r *Runner) Run(ctx context.Context) {
 		return
 	}
 	loop := &Loop{Store: store.Open(r.o.Store), Fleet: r.h.Fleet, JournalPath: r.h.JournalPath, Interval: r.o.Interval,
-		Window: r.o.Window, Clock: r.h.Clock, Log: r.h.Log, Publish: r.publish}
+		Window: r.o.Window, Clock: r.h.Clock, Log: r.h.Log}
+	loop.Publish = func(rep Report, err error) { r.publish(rep, loop.JournalState(), err) } // on loop's goroutine
 	loop.Run(ctx)
 }
 
 // publish stores a pass's tiers and sets the gauge; a failed pass keeps
 // the previous tiers and says why.
-func (r *Runner) publish(rep Report, err error) {
+func (r *Runner) publish(rep Report, jr JournalRead, err error) {
 	st := &routerdoc.EvidenceState{Enabled: true, Endpoints: map[string]routerdoc.EndpointTier{}, UpdatedAt: r.h.Clock.Now().UTC().Format(time.RFC3339)}
+	if r.h.JournalPath != "" {
+		st.Journal = &routerdoc.EvidenceJournal{TornRows: jr.Torn.Rows, FirstTorn: jr.Torn.First, PassBytes: jr.Pass.Bytes,
+			PassRows: jr.Pass.Rows, WindowRows: jr.WindowRows, ServingError: jr.Error}
+	}
 	if err != nil {
 		st.Error = err.Error()
 		r.h.Log.Warn("evidence pass failed; tiers unchanged", "err", err)

@@ -31,8 +31,8 @@ func TestRunnerPublishes(t *testing.T) {
 	if r.o.Interval != time.Minute || r.o.Window != 10*time.Minute {
 		t.Fatalf("defaults %+v", r.o)
 	}
-	r.publish(Report{Endpoints: []Endpoint{{Engine: "p0", Endpoint: "fp0", Tier: "lab"}}}, nil)
-	r.publish(Report{}, errors.New("store unreadable"))
+	r.publish(Report{Endpoints: []Endpoint{{Engine: "p0", Endpoint: "fp0", Tier: "lab"}}}, JournalRead{}, nil)
+	r.publish(Report{}, JournalRead{}, errors.New("store unreadable"))
 	st := r.State()
 	if !st.Enabled || st.Error != "store unreadable" || st.Endpoints["p0"].Tier != "lab" || st.UpdatedAt != "2026-01-02T03:04:05Z" {
 		t.Fatalf("state after a failed pass %+v", st)

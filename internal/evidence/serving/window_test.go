@@ -1,0 +1,99 @@
+package serving
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/narwhal-go/narwhal/internal/evidence"
+	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/ports"
+)
+
+func bindings() []Binding {
+	return []Binding{{IID: "p0", Endpoint: "fpP", BootRecord: bootA, ObservedAt: "2026-01-01T00:00:01Z"},
+		{IID: "d0", Endpoint: "fpD", BootRecord: bootB, ObservedAt: "2026-01-01T00:00:01Z"}}
+}
+
+// offers is the Offered count per engine in the window's records.
+func offers(t *testing.T, w *Window) map[string]int {
+	t.Helper()
+	res, err := Records(Input{Windows: []*Window{w}, Bindings: bindings(), Request: request(), RequestDigest: reqD}, ports.NewFake(time.Unix(0, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, r := range res.Records {
+		out[r.Display["engine_iid"].(string)] = int(r.Display["serving"].(map[string]any)["offered"].(float64))
+	}
+	return out
+}
+
+// Which engines a row counts against, and which rows are in the window.
+func TestWindowCountsEachRowWhereItBelongs(t *testing.T) {
+	refused := Row{Run: "r1", TTFT: math.NaN(), TPOT: math.NaN(), WantedLen: -1, OutLen: -1, Terminal: journal.TerminalRefused}
+	cases := []struct {
+		name  string
+		rows  []Row
+		width time.Duration
+		want  string
+	}{
+		{"both legs", []Row{{Run: "r1", Prefill: "p0", Decode: "d0", Terminal: journal.TerminalCompleted}}, 0, "map[d0:1 p0:1]"},
+		{"never placed counts against every engine", []Row{refused}, 0, "map[d0:1 p0:1]"},
+		{"an engine outside the fleet counts for none", []Row{{Run: "r1", Prefill: "zz", Terminal: journal.TerminalFailed}}, 0, "map[]"},
+		{"the client's own mistake is no offer", []Row{{Run: "r1", Terminal: journal.TerminalInvalid}}, 0, "map[]"},
+		{"only the last width of a run", []Row{{Run: "r1", Arrived: 0, Prefill: "p0"}, {Run: "r1", Arrived: 5, Prefill: "p0"},
+			{Run: "r1", Arrived: 20, Prefill: "p0"}}, 15 * time.Second, "map[p0:2]"},
+		{"each run its own window", []Row{{Run: "r1", Arrived: 100, Prefill: "p0"}, {Run: "r2", Arrived: 1, Prefill: "p0"},
+			{Run: "r1", Arrived: 0, Prefill: "p0"}}, 10 * time.Second, "map[p0:2]"},
+	}
+	for _, c := range cases {
+		w := NewWindow([]string{"p0", "d0"}, c.width)
+		for _, r := range c.rows {
+			w.Request(r)
+		}
+		if got := fmt.Sprint(offers(t, w)); got != c.want {
+			t.Errorf("%s: offers %s, want %s", c.name, got, c.want)
+		}
+	}
+}
+
+// A window fed in pieces, dropping rows as it moves, makes the records a
+// window fed everything at once makes; and it holds about the window's
+// rows, not the journal's.
+func TestWindowDropsWhatLeftItAndKeepsTheRecords(t *testing.T) {
+	const n, width = 50_000, 100 * time.Second
+	whole := NewWindow([]string{"p0", "d0"}, width)
+	whole.compactAt = math.MaxInt // never drops: the reference
+	moving := NewWindow([]string{"p0", "d0"}, width)
+	for i := range n {
+		at := float64(i) / 10 // 10 rows a second: the window holds 1,000
+		r := Row{Run: "r1", Arrived: at, TTFT: 0.1 + float64(i%7)/10, TPOT: 0.01 * float64(i%9), InputLen: 10 + i%50,
+			WantedLen: 8, OutLen: 8 - i%3, Terminal: journal.TerminalCompleted, Prefill: "p0", Decode: "d0"}
+		if i == n/2 {
+			whole.Exclusion("p0", 0, 500)
+			moving.Exclusion("p0", 0, 500)
+		}
+		whole.Request(r)
+		moving.Request(r)
+	}
+	if moving.Rows() > 2*minCompact+1000 || whole.Rows() != n {
+		t.Fatalf("the moving window holds %d rows (want about %d), the reference %d", moving.Rows(), 2*minCompact, whole.Rows())
+	}
+	bs := append(bindings(), Binding{IID: "p0", ProcessStart: 500, Endpoint: "fpP2", BootRecord: bootA, ObservedAt: "2026-01-01T00:00:02Z"})
+	in := func(w *Window) Input {
+		return Input{Windows: []*Window{w}, Bindings: bs, Request: request(), RequestDigest: reqD}
+	}
+	clock := ports.NewFake(time.Unix(0, 0))
+	a, errA := Records(in(whole), clock)
+	b, errB := Records(in(moving), clock)
+	if errA != nil || errB != nil || len(a.Records) != 2 || len(b.Records) != 2 || a.Records[1].Subject[evidence.SubjectEndpoint] != "fpP2" {
+		t.Fatalf("records %d and %d (notes %v), errs %v %v", len(a.Records), len(b.Records), a.Notes, errA, errB)
+	}
+	for i := range a.Records {
+		if fmt.Sprint(a.Records[i].Display) != fmt.Sprint(b.Records[i].Display) || a.Records[i].Subject[evidence.SubjectWindow] != b.Records[i].Subject[evidence.SubjectWindow] {
+			t.Fatalf("record %d differs:\n%v\n%v", i, a.Records[i].Display, b.Records[i].Display)
+		}
+	}
+}
