@@ -2,15 +2,19 @@ package serving
 
 import (
 	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/journal"
 )
 
 // Window is one journal's rows inside the evidence window, fed in file
-// order: each run keeps the rows that arrived within Width of its last
-// arrival, and each engine's process generations are numbered as the
-// journal's process_excluded events open them. It holds only what a
+// order: each run keeps the rows that arrived within width of its last
+// arrival (NewWindow) or, for the router's own pass, every run keeps the
+// rows within width of the journal's latest arrival in wall-clock time
+// (NewWallWindow), and each engine's process generations are numbered as
+// the journal's process_excluded events open them. It holds only what a
 // record needs (about 56 bytes a row), so its memory is bounded by the
 // window's rows whatever the journal's length; rows that fall out of the
 // window are dropped as the window moves. The router keeps one across
@@ -19,6 +23,12 @@ type Window struct {
 	engines []string
 	index   map[string]int16
 	width   float64 // seconds; 0 keeps every row
+	// wall places rows on the wall clock: a run's rows at its start (the
+	// run id's Unix seconds) plus their arrival, so a run the router
+	// served before a restart leaves the window as time moves on.
+	wall     bool
+	lastWall float64   // the latest row's wall time (wall only)
+	start    []float64 // per run: its wall start, NaN when the run id does not say
 
 	gens   [][]generation // per engine index
 	epochs [][]int32      // the generation index of each engine, per epoch
@@ -61,8 +71,19 @@ type Row struct {
 	Prefill, Decode             string // "" when the leg was never placed
 }
 
-// NewWindow is an empty window over the fleet's engines; width 0 keeps
-// every row of every run.
+// NewWallWindow is an empty window over the fleet's engines that keeps
+// the last width of wall-clock time across runs (width > 0): what the
+// router's evidence pass judges, so the runs before a restart do not
+// stay in it for ever. A run whose id does not carry its start keeps its
+// own last width, as NewWindow's do.
+func NewWallWindow(engines []string, width time.Duration) *Window {
+	w := NewWindow(engines, width)
+	w.wall, w.lastWall = width > 0, math.Inf(-1)
+	return w
+}
+
+// NewWindow is an empty window over the fleet's engines that keeps each
+// run's last width of arrivals; width 0 keeps every row of every run.
 func NewWindow(engines []string, width time.Duration) *Window {
 	w := &Window{engines: engines, index: map[string]int16{}, width: width.Seconds(), runIdx: map[string]int32{},
 		compactAt: minCompact}
@@ -109,8 +130,12 @@ func (w *Window) add(run []byte, r wrow) {
 		w.runIdx[string(run)] = ri
 		w.runs = append(w.runs, string(run))
 		w.last = append(w.last, math.Inf(-1))
+		w.start = append(w.start, runStart(run))
 	}
 	w.last[ri] = max(w.last[ri], r.arrived)
+	if st := w.start[ri]; w.wall && !math.IsNaN(st) {
+		w.lastWall = max(w.lastWall, st+r.arrived)
+	}
 	r.run, r.epoch = ri, int32(len(w.epochs)-1)
 	w.rows = append(w.rows, r)
 	if len(w.rows) >= w.compactAt {
@@ -157,20 +182,34 @@ func (w *Window) Exclusion(iid string, prev, obs float64) {
 	w.epochs = append(w.epochs, cur)
 }
 
-// cut is run ri's window start.
-func (w *Window) cut(ri int32) float64 {
-	if w.width <= 0 {
-		return math.Inf(-1)
+// runStart is the wall start a run id carries: "<unix seconds>-<hex>"
+// (journal.Writer's ids); NaN for any other id.
+func runStart(run []byte) float64 {
+	secs, _, ok := strings.Cut(string(run), "-")
+	n, err := strconv.ParseInt(secs, 10, 64)
+	if !ok || err != nil || n <= 0 {
+		return math.NaN()
 	}
-	return w.last[ri] - w.width
+	return float64(n)
 }
 
-// compact drops the rows out of their run's window, keeping file order.
+// in says r is inside its window.
+func (w *Window) in(r *wrow) bool {
+	switch {
+	case w.width <= 0:
+		return true
+	case w.wall && !math.IsNaN(w.start[r.run]):
+		return w.start[r.run]+r.arrived >= w.lastWall-w.width
+	}
+	return r.arrived >= w.last[r.run]-w.width
+}
+
+// compact drops the rows out of their window, keeping file order.
 func (w *Window) compact() {
 	kept := w.rows[:0]
-	for _, r := range w.rows {
-		if r.arrived >= w.cut(r.run) {
-			kept = append(kept, r)
+	for i := range w.rows {
+		if w.in(&w.rows[i]) {
+			kept = append(kept, w.rows[i])
 		}
 	}
 	clear(w.rows[len(kept):])

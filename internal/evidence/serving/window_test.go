@@ -97,3 +97,28 @@ func TestWindowDropsWhatLeftItAndKeepsTheRecords(t *testing.T) {
 		}
 	}
 }
+
+// The router's window is wall-clock time across runs: a run served
+// before a restart leaves it as time moves on, where each run's own
+// window would keep its last part for ever. A run id that does not
+// carry its start keeps its own window.
+func TestWallWindowLetsOldRunsGo(t *testing.T) {
+	feed := func(w *Window) map[string]int {
+		for _, run := range []struct {
+			id   string
+			from float64
+		}{{"1000-0000000a", 0}, {"2000-0000000b", 0}, {"handmade", 500}} {
+			for i := range 50 {
+				w.Request(Row{Run: run.id, Arrived: run.from + float64(i), TTFT: 0.1, TPOT: math.NaN(), WantedLen: -1, OutLen: -1,
+					Terminal: journal.TerminalCompleted, Prefill: "p0"})
+			}
+		}
+		return offers(t, w)
+	}
+	if got := feed(NewWindow([]string{"p0", "d0"}, 10*time.Second))["p0"]; got != 33 {
+		t.Fatalf("per-run windows: %d offers, want 11 from each of the three runs", got)
+	}
+	if got := feed(NewWallWindow([]string{"p0", "d0"}, 10*time.Second))["p0"]; got != 22 {
+		t.Fatalf("wall window: %d offers, want 11 from the latest run and 11 from the one without a start", got)
+	}
+}

@@ -104,7 +104,7 @@ func (l *Loop) Pass() (Report, error) {
 // (nothing consumes an unaccepted revision).
 func (l *Loop) serving(records []store.Stored, clock ports.Clock) (int, error) {
 	if l.tail == nil {
-		l.tail, l.win = journal.NewTail(l.JournalPath), serving.NewWindow(l.engines(), l.Window)
+		l.tail, l.win = journal.NewTail(l.JournalPath), serving.NewWallWindow(l.engines(), l.Window)
 	}
 	read, err := l.tail.Read(func(b *journal.Brief) error { l.win.Brief(b); return nil })
 	l.read.Torn, l.read.Pass, l.read.WindowRows = l.tail.Torn(), read, l.win.Rows()
