@@ -3,6 +3,7 @@ package report
 import (
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -187,5 +188,38 @@ func TestReadJournalNeedsAnSLO(t *testing.T) {
 	_, err := ReadJournal(filepath.Join(t.TempDir(), "j.jsonl"), nil, Options{})
 	if err == nil || !strings.Contains(err.Error(), "--ttft-slo") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// A torn row (a router killed mid-row, the line ended by the next open)
+// is skipped and counted, and the rows around it are scored; before, it
+// ended the report with an error.
+func TestTornRowIsSkippedAndCounted(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	for i, rows := range [][]*journal.RequestRow{{row("a", 1, 0.5, 0.01, true)}, {row("b", 2, 0.5, 0.01, true)}} {
+		w, err := journal.Open(path, journal.Options{Source: "sha256:00"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			w.Request(r)
+		}
+		w.Close()
+		if i == 0 {
+			f, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+			f.WriteString(`{"schema":"narwhal.journal","schema_version":1,"rid":"x","ter`)
+			f.Close()
+		}
+	}
+	r, err := ReadJournal(path, nil, Options{SLO: SLO{TTFT: 1, TPOT: 0.05}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Counts.Offered != 2 || r.TornRows == nil || r.TornRows.Rows != 1 || r.TornRows.First != path+":3" {
+		t.Fatalf("offered %d, torn %+v; want 2 scored and 1 torn at %s:3", r.Counts.Offered, r.TornRows, path)
+	}
+	var b strings.Builder
+	if err := WriteText(&b, []*Run{r}); err != nil || !strings.Contains(b.String(), "1 torn row(s) skipped, the first at "+path+":3, not scored") {
+		t.Fatalf("the text does not say so (err %v):\n%s", err, b.String())
 	}
 }
