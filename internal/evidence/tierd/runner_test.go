@@ -4,9 +4,14 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/ports"
 )
 
@@ -39,5 +44,37 @@ func TestRunnerPublishes(t *testing.T) {
 	}
 	if set["p0"] != "lab" {
 		t.Fatalf("gauge %v", set)
+	}
+}
+
+// /narwhal/state.evidence.journal says what the pass read: the torn
+// rows it skipped and why it wrote no serving record.
+func TestRunnerStateSaysWhatTheJournalPassRead(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "journal.jsonl")
+	jw, err := journal.Open(path, journal.Options{Source: "sha256:" + strings.Repeat("0", 64)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jw.Request(&journal.RequestRow{RID: "a", InputLen: 1, Terminal: journal.TerminalCompleted})
+	jw.Close()
+	f, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	f.WriteString(`{"schema":"narwhal.journal","sch` + "\n")
+	f.Close()
+	h := Host{Fleet: &fleet.Config{Model: "m", Engines: []fleet.Engine{{IID: "p0"}}}, JournalPath: path, Clock: ports.NewFake(time.Unix(0, 0)),
+		Log: slog.New(slog.DiscardHandler), SetTier: func(string, string) {}}
+	r := NewRunner(Options{Store: filepath.Join(dir, "store"), Interval: time.Hour}, h)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for r.State().Journal == nil && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	j := r.State().Journal
+	if j == nil || j.TornRows != 1 || j.FirstTorn != path+":3" || j.PassRows != 2 || !strings.Contains(j.ServingError, "DecisionRequest") {
+		t.Fatalf("state.evidence.journal %+v; want 1 torn row at %s:3, 2 rows read, and no accepted request said", j, path)
 	}
 }
