@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -211,6 +212,7 @@ func TestEvidenceChainOnDevFleet(t *testing.T) {
 			t.Fatalf("served traffic: serving verdict %v, want meets_slo: %v", v, fj)
 		}
 	}
+	c.tornRowIsCounted(cfg.JournalPath(), reqD)
 	asOf := c.step()
 	tiers := c.tierAt(asOf)
 	for _, e := range []string{"p0", "d0"} {
@@ -225,6 +227,23 @@ func TestEvidenceChainOnDevFleet(t *testing.T) {
 	c.restartAsOtherVersion(tiers)
 	_, text, _ = runCLI(t, "evidence", "tier", "--fleet", c.fleetPath, "--store", c.st, "--as-of", c.step())
 	t.Logf("tier after the contested report and the restart:\n%s", text)
+}
+
+// tornRowIsCounted appends a torn row (half a row whose line the next
+// writer ended) and checks from-journal reads on past it and says so.
+func (c *chain) tornRowIsCounted(path, reqD string) {
+	t := c.t
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"schema":"narwhal.journal","schema_version":1,"rid":"half` + "\n")
+	f.Close()
+	fj := c.cli(0, "from-journal", path, "--fleet", c.fleetPath, "--request", reqD)
+	notes := fmt.Sprint(fj["notes"])
+	if n := len(fj["records"].([]any)); n != 2 || !strings.Contains(notes, "1 torn row(s) skipped") {
+		t.Fatalf("after a torn row: %d records, notes %s; want the same 2 records and the torn row said", n, notes)
+	}
 }
 
 // acceptance proposes the request and the shipped suite as an agent,
