@@ -132,7 +132,7 @@ func run(ctx context.Context, f flags) error {
 	if err != nil {
 		return err
 	}
-	profiles, err := profile.Load(cfg.Profiles.Path)
+	profiles, digest, err := profile.LoadDigest(cfg.Profiles.Path)
 	if err != nil {
 		return cli.Invalid(fmt.Errorf("%w (profiles.path in %s)", err, f.fleet))
 	}
@@ -158,7 +158,7 @@ func run(ctx context.Context, f flags) error {
 		return cli.Usage("%v", err)
 	}
 	defer tracer.Shutdown(context.Background()) // flushes the last spans
-	r, err := router.New(cfg, profiles, router.Options{Logger: log, Journal: jw, MaxConcurrent: f.maxConcurrent,
+	r, err := router.New(cfg, profiles, router.Options{Profiles: router.ProfileSource{Path: cfg.Profiles.Path, Digest: digest}, Logger: log, Journal: jw, MaxConcurrent: f.maxConcurrent,
 		AdminToken: adminToken, AdminOpen: httpguard.IsLoopback(f.host), Hosts: httpguard.HostGuard{Loopback: httpguard.IsLoopback(f.host), Allowed: f.allowedHosts}, HA: ha, HTTP: f.http, Evidence: f.evidence, Tracer: tracer,
 		APIKeys: keys})
 	if err != nil {

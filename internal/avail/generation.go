@@ -18,8 +18,9 @@ import (
 // profile row was measured on another process generation. ids are the
 // identities CaptureIdentities read, in s.order (nil: unreadable).
 func (s *Supervisor) checkProfileGenerations(ctx context.Context, ids []*lifecycle.Identity) {
+	gens := *s.gens.Load()
 	for i, iid := range s.order {
-		if _, ok := s.gens[iid]; !ok || ids[i] == nil {
+		if _, ok := gens[iid]; !ok || ids[i] == nil {
 			continue
 		}
 		err := s.profileGenerationGate(ctx, iid, *ids[i], "")
@@ -48,7 +49,7 @@ func (u unreadGeneration) Unwrap() error { return u.err }
 // attested is an attestation digest the caller has just verified, or ""
 // to have the sidecar read here.
 func (s *Supervisor) profileGenerationGate(ctx context.Context, iid string, id lifecycle.Identity, attested string) error {
-	want, ok := s.gens[iid]
+	want, ok := (*s.gens.Load())[iid]
 	if !ok {
 		return nil
 	}

@@ -48,7 +48,7 @@ func TestProfileGenerationGateUsesTheVerifiedAttestation(t *testing.T) {
 		reads := &atomic.Int32{}
 		f := newFixture(t, 0, digestProbes{digest: att1, reads: reads})
 		f.s.cfg.EngineContract = &fleet.EngineContract{}
-		f.s.gens = map[string]string{"d0": tc.row}
+		f.s.SetGenerations(map[string]string{"d0": tc.row})
 		err := f.s.profileGenerationGate(context.Background(), "d0", id, tc.attested)
 		if (err == nil) != tc.wantOK || reads.Load() != tc.wantReads {
 			t.Errorf("%s: err %v, sidecar reads %d; want ok %v, %d reads", tc.name, err, reads.Load(), tc.wantOK, tc.wantReads)

@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
@@ -137,7 +138,10 @@ type Supervisor struct {
 	status  Status
 	changed func()
 	reply   func(w http.ResponseWriter, status int, v any)
-	gens    map[string]string // Config.Generations; read-only
+	// gens is each loaded profile row's generation_digest by iid; the
+	// map is never written, a re-read profile store swaps in a new one
+	// (SetGenerations), so gates read it without a lock.
+	gens atomic.Pointer[map[string]string]
 
 	life  *lifecycle.Manager
 	drift *lifecycle.Drift // decode pace health: probation and eviction (drift.go)
@@ -158,13 +162,25 @@ type Supervisor struct {
 	goBg      func(f func(ctx context.Context))
 }
 
+// SetGenerations replaces the generation digests the profile-generation
+// gate compares with (a re-read profile store): an engine excluded for
+// a stale row passes at its next readmission probe once its new row is
+// here. gens is not written after the call.
+func (s *Supervisor) SetGenerations(gens map[string]string) {
+	if gens == nil {
+		gens = map[string]string{}
+	}
+	s.gens.Store(&gens)
+}
+
 // New builds the supervisor with every engine live and publishes that
 // into the core.
 func New(c Config) *Supervisor {
 	s := &Supervisor{cfg: c.Fleet, log: c.Log, clock: c.Clock, epoch: c.Epoch, journal: c.Journal,
 		metrics: c.Metrics, core: c.Core, probes: c.Probes, status: c.Status, changed: c.StateChanged, reply: c.Reply,
-		ctx: c.Context, goBg: c.Go, gens: c.Generations,
+		ctx: c.Context, goBg: c.Go,
 		life: lifecycle.New(c.Fleet)}
+	s.SetGenerations(c.Generations)
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -130,9 +130,15 @@ func serve(ctx context.Context, o Options, cfg *fleet.Config, store *profile.Sto
 	if err != nil {
 		return err
 	}
+	var src router.ProfileSource
+	// Serve the profile store from its file, as narwhal-serve would, so
+	// that a re-profiled engine (narwhal-profile --merge) is taken live.
+	if fromFile, digest, err := profile.LoadDigest(cfg.Profiles.Path); err == nil {
+		store, src = fromFile, router.ProfileSource{Path: cfg.Profiles.Path, Digest: digest}
+	}
 	// The token goes to the router and the banner only: never into the
 	// fleet file, the journal or the handoff document.
-	r, err := router.New(cfg, store, router.Options{Logger: o.Logger, Journal: jw, AdminToken: token,
+	r, err := router.New(cfg, store, router.Options{Profiles: src, Logger: o.Logger, Journal: jw, AdminToken: token,
 		HA: router.HA{StatePath: cfg.Recovery.StatePath}, Hosts: httpguard.HostGuard{Loopback: httpguard.IsLoopback(o.Host)}})
 	if err != nil {
 		return fmt.Errorf("dev fleet: %w", err)

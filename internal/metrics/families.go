@@ -19,6 +19,10 @@ func (m *Metrics) buildInfo(b builder, cfg *fleet.Config) {
 	m.RouterReady = b.gauge("narwhal_router_ready", "1 while the router admits requests (ready and lease held), else 0.")
 	m.LeaseEpoch = b.gauge("narwhal_router_lease_epoch", "Router lease epoch; 0 without fencing.")
 	m.LeaseReacquired = b.counter("narwhal_lease_reacquired_total", "Router lease claims that ended a fence (a lost lease, a refused claim at start, a failed takeover).")
+	m.ProfileReloads = b.counterVec("narwhal_profile_reloads_total", "Re-reads of the profile store (profiles.path changed, or POST /narwhal/profiles/reload): taken, or refused (the store before stays).", "result")
+	for _, r := range []string{"taken", "refused"} {
+		m.ProfileReloads.WithLabelValues(r)
+	}
 }
 
 func (m *Metrics) buildOutcomes(b builder) {

@@ -59,6 +59,7 @@ type Metrics struct {
 	// Router readiness, lease and monitoring (§3.4, §3.8).
 	RouterReady, LeaseEpoch                          prometheus.Gauge
 	LeaseReacquired                                  prometheus.Counter
+	ProfileReloads                                   *prometheus.CounterVec // result: taken, refused
 	MonitoringDegraded, MonitoringCoreConsecutive    prometheus.Gauge
 	MonitoringCoreFailures                           prometheus.Counter
 	PrefillBelowFloor, DecodeBelowFloor, DecodeFloor prometheus.Gauge

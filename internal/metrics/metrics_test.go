@@ -59,6 +59,7 @@ var families = map[string]dto.MetricType{
 	"narwhal_router_ready":                         dto.MetricType_GAUGE,
 	"narwhal_router_lease_epoch":                   dto.MetricType_GAUGE,
 	"narwhal_lease_reacquired_total":               dto.MetricType_COUNTER,
+	"narwhal_profile_reloads_total":                dto.MetricType_COUNTER,
 	"narwhal_offered_total":                        dto.MetricType_COUNTER,
 	"narwhal_unsized_offered_total":                dto.MetricType_COUNTER,
 	"narwhal_served_total":                         dto.MetricType_COUNTER,

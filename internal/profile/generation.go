@@ -42,9 +42,9 @@ func Generation(version string, processStart float64, attestationDigest string) 
 func CheckGeneration(r Row, live string) error {
 	switch {
 	case r.GenerationDigest == nil:
-		return fmt.Errorf("%s profile has no generation_digest; re-profile it with narwhal-profile --engines %s", r.IID, r.IID)
+		return fmt.Errorf("%s profile has no generation_digest; re-profile it with narwhal-profile --engines %s --merge (a running router re-reads profiles.path)", r.IID, r.IID)
 	case *r.GenerationDigest != live:
-		return fmt.Errorf("%s profile was measured on generation %s but the live engine is %s (it restarted or was relaunched); re-profile it with narwhal-profile --engines %s",
+		return fmt.Errorf("%s profile was measured on generation %s but the live engine is %s (it restarted or was relaunched); re-profile it with narwhal-profile --engines %s --merge (a running router re-reads profiles.path)",
 			r.IID, *r.GenerationDigest, live, r.IID)
 	}
 	return nil

@@ -2,6 +2,8 @@ package profile
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,15 +57,30 @@ var digestRe = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 // Load reads and validates a store. Every error names the file, the
 // profile (iid, or index when the iid is unusable) and the field.
 func Load(path string) (*Store, error) {
+	s, _, err := LoadDigest(path)
+	return s, err
+}
+
+// LoadDigest is Load that also returns the file's FileDigest.
+func LoadDigest(path string) (*Store, string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("profile store %s: %w (check profiles.path)", path, err)
+		return nil, "", fmt.Errorf("profile store %s: %w (check profiles.path)", path, err)
 	}
 	s, err := Parse(b)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, "", fmt.Errorf("%s: %w", path, err)
 	}
-	return s, nil
+	return s, FileDigest(b), nil
+}
+
+// FileDigest is the sha256 of a store file's bytes, "sha256:<hex>": the
+// router reports the digest it loaded (/narwhal/state.profiles), so
+// narwhal-profile can tell whether a running router took the rows it
+// wrote.
+func FileDigest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // Parse decodes and validates a store document.

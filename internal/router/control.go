@@ -10,6 +10,7 @@ import (
 // control, drains, rollover (inside Tick), readmission probes, the
 // liveness sweep when due, telemetry, and the handoff document.
 func (r *Router) monitorPass() {
+	r.checkProfiles()
 	r.av.DriftPass() // reads the interval Tick is about to close
 	r.controlPass()
 	r.av.MonitorPass()

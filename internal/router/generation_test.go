@@ -2,6 +2,8 @@ package router
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -67,5 +69,87 @@ func TestRestartedEngineStaysOutUntilReprofiled(t *testing.T) {
 	time.Sleep(600 * time.Millisecond) // many readmission probes (readmit_every 2 at 50 ms)
 	if !h.ejected("d1") {
 		t.Fatal("d1 was readmitted although its profile was measured on the previous process")
+	}
+}
+
+// TestReprofiledEngineIsReadmittedWithoutARestart: the same restart, then
+// the engine re-profiled into profiles.path (as narwhal-profile --merge
+// writes it): the router re-reads the store at its next monitor pass,
+// and the engine passes the profile_generation gate and returns, with no
+// router restart. Before, the router never re-read the store and the
+// engine stayed out until the router was restarted.
+func TestReprofiledEngineIsReadmittedWithoutARestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "profiles.json")
+	h := startHarness(t, ppdd, harnessOptions{mod: fastRecovery,
+		router: []func(*Options){func(o *Options) { o.Profiles = ProfileSource{Path: path} }},
+		store: func(st *profile.Store, fl *simengine.Fleet) {
+			d := liveDigest(t, fl.URLs()[3])
+			st.Profiles[3].GenerationDigest = &d
+			if err := profile.Save(path, st); err != nil {
+				t.Fatal(err)
+			}
+		}})
+	time.Sleep(20 * time.Millisecond) // a later process start
+	h.engines.Engines[3].Restart()
+	eventually(t, "d1 excluded as a new process", func() bool { return h.router.life.Ejected()["d1"] == "process_identity" })
+	reprofiled := *h.store
+	reprofiled.Profiles = slices.Clone(h.store.Profiles)
+	d := liveDigest(t, h.engines.URLs()[3])
+	reprofiled.Profiles[3].GenerationDigest = &d
+	reprofiled.Profiles[3].TTFTC += 0.001 // a re-measured curve
+	if err := profile.Save(path, &reprofiled); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "d1 readmitted after its re-profile", func() bool { return !h.ejected("d1") })
+	raw, _ := os.ReadFile(path)
+	st := h.router.state().Profiles
+	if st.Reloads != 1 || st.Digest != profile.FileDigest(raw) || st.Error != "" || st.Path != path {
+		t.Fatalf("state.profiles %+v, want one re-read at the file's digest %s", st, profile.FileDigest(raw))
+	}
+	var row profile.Row
+	h.router.locked(func() { row = h.router.core.Instance("d1").Profile() })
+	if row.TTFTC != reprofiled.Profiles[3].TTFTC {
+		t.Fatalf("the core still prices d1 with its old row (ttft_c %v)", row.TTFTC)
+	}
+}
+
+// A re-read store that does not cover the fleet is refused: the store
+// before stays, the state and the reload route say why; a good one is
+// taken at once by POST /narwhal/profiles/reload.
+func TestProfileReloadRefusesAnIncompleteStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "profiles.json")
+	h := startHarness(t, ppdd, harnessOptions{
+		router: []func(*Options){func(o *Options) { o.Profiles = ProfileSource{Path: path} }},
+		store: func(st *profile.Store, _ *simengine.Fleet) {
+			if err := profile.Save(path, st); err != nil {
+				t.Fatal(err)
+			}
+		}})
+	short := *h.store
+	short.Profiles = h.store.Profiles[:3]
+	if err := profile.Save(path, &short); err != nil {
+		t.Fatal(err)
+	}
+	status, raw := h.postPlain("/narwhal/profiles/reload", "")
+	body := string(raw)
+	if status != 422 || !strings.Contains(body, "profile d1: missing") {
+		t.Fatalf("reload of a store without d1: %d %s; want 422 naming d1", status, body)
+	}
+	if st := h.router.state().Profiles; !strings.Contains(st.Error, "profile d1: missing") || st.Reloads != 0 {
+		t.Fatalf("state.profiles %+v after a refused store", st)
+	}
+	good := *h.store
+	good.Profiles = slices.Clone(h.store.Profiles)
+	good.Profiles[0].TTFTC += 0.002
+	if err := profile.Save(path, &good); err != nil {
+		t.Fatal(err)
+	}
+	status, raw = h.postPlain("/narwhal/profiles/reload", "")
+	body = string(raw)
+	if status != 200 || !strings.Contains(body, `"changed":["p0"]`) {
+		t.Fatalf("reload of a good store: %d %s; want p0 changed", status, body)
+	}
+	if st := h.router.state().Profiles; st.Error != "" || st.Reloads != 1 {
+		t.Fatalf("state.profiles %+v after the good store", st)
 	}
 }

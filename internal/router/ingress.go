@@ -33,6 +33,7 @@ func (r *Router) routes() {
 		{"GET /narwhal/handoff", http.HandlerFunc(r.serveHandoff)},
 		{"POST /narwhal/lifecycle/drain", r.admin(r.av.ServeDrain)},
 		{"POST /narwhal/lifecycle/readmit", r.admin(r.av.ServeReadmit)},
+		{"POST /narwhal/profiles/reload", r.admin(r.serveProfilesReload)},
 		{"GET /metrics", r.metricsHandler()},
 	}
 	table = append(table, r.dashboardRoutes()...)

@@ -44,11 +44,14 @@ import (
 // Options are what a router needs besides the fleet and its profiles.
 // Zero values take production defaults.
 type Options struct {
-	Logger  *slog.Logger
-	Clock   ports.Clock
-	IDs     ports.IDGenerator
-	Rng     ports.Rng // backoff jitter
-	Journal *journal.Writer
+	// Profiles is the file the profile store was loaded from: the router
+	// re-reads it when it changes (zero: never).
+	Profiles ProfileSource
+	Logger   *slog.Logger
+	Clock    ports.Clock
+	IDs      ports.IDGenerator
+	Rng      ports.Rng // backoff jitter
+	Journal  *journal.Writer
 	// MaxConcurrent overrides serving.max_connections as the admission
 	// limit (1 ≤ n ≤ max_connections); 0 keeps the fleet's value.
 	MaxConcurrent int
@@ -139,6 +142,7 @@ type Router struct {
 	reads    httpguard.BodyReads // completion bodies being read, per client
 	models   enginelimits.Limits // the engines' max_model_len
 	evidence *tierd.Runner       // the evidence pass and its last tiers
+	profiles *profileWatch       // the profile store's file, re-read when it changes
 
 	cache    *residency.Tracker // prefix-cache residency per engine (cache.go); nil: every prefill priced cold
 	bg       sync.WaitGroup     // background probes
@@ -199,6 +203,7 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 		Metrics: r.metrics, Core: coreSide{r}, Probes: avail.FleetProbes{Prober: r.probe, Fleet: cfg, Cards: r.noteCards}, Status: status{r}, Generations: profiles.Generations(),
 		StateChanged: r.stateChanged, Reply: writeJSON, Context: r.bgCtx, Go: r.background})
 	r.life = r.av.View()
+	r.profiles = newProfileWatch(o.Profiles, profiles, r.clock.Now())
 	r.evidence = tierd.NewRunner(o.Evidence, tierd.Host{Fleet: cfg, JournalPath: o.Journal.Path(), Clock: r.clock, Log: r.log,
 		SetTier: r.metrics.SetEndpointTier})
 	if r.ha, err = r.newHA(o.HA); err != nil {

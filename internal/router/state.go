@@ -39,6 +39,7 @@ func (r *Router) state() routerdoc.StateDoc {
 	in.Health, in.Quarantined, in.Held = r.av.HealthState(now), r.life.Quarantined(), r.life.Holds()
 	in.Monitoring = r.av.MonitoringState(r.sat.Lag().Seconds())
 	in.Evidence = r.evidence.State()
+	in.Profiles = r.profiles.State()
 	in.Residency = r.residencyState()
 	return routerdoc.State(in)
 }

@@ -36,6 +36,7 @@ type StateDoc struct {
 	Ejected            []string                  `json:"ejected"`
 	Engines            []sched.EngineView        `json:"engines"`
 	Evidence           EvidenceState             `json:"evidence"`
+	Profiles           ProfilesState             `json:"profiles"`
 	Expired            int                       `json:"expired"`
 	Failed             int                       `json:"failed"`
 	FirstTokenTimeoutS float64                   `json:"first_token_timeout_s"`
@@ -288,6 +289,20 @@ type EvidenceJournal struct {
 	// ServingError says why the last pass wrote no serving record ("" when
 	// it did, or had nothing new to judge).
 	ServingError string `json:"serving_error"`
+}
+
+// ProfilesState is /narwhal/state.profiles: the profile store the core
+// prices with and the readmission gate binds to. The router re-reads
+// Path when the file changes (and on POST /narwhal/profiles/reload);
+// narwhal-profile --router compares Digest with the file it wrote.
+type ProfilesState struct {
+	Path     string `json:"path"`      // "" when the store was not loaded from a file
+	Digest   string `json:"digest"`    // sha256 of the file's bytes when loaded
+	LoadedAt string `json:"loaded_at"` // RFC 3339
+	Reloads  int    `json:"reloads"`   // re-reads that changed the store
+	// Error is why the last re-read was not taken ("" when it was, or
+	// none was tried): the store before it stays in use.
+	Error string `json:"error"`
 }
 
 // EndpointTier is one engine endpoint's tier and what the next one lacks.

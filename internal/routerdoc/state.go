@@ -35,6 +35,7 @@ type StateInput struct {
 	Held        []lifecycle.Hold
 	Monitoring  MonitoringState
 	Evidence    EvidenceState                    // each endpoint's tier, when the evidence pass runs
+	Profiles    ProfilesState                    // the profile store the core prices with
 	Residency   map[string]residency.EngineState // each engine's prefix-cache residency view (empty when none is followed)
 }
 
@@ -82,6 +83,7 @@ func State(in StateInput) StateDoc {
 		PanicBypasses: ctl.PanicBypasses,
 		Monitoring:    in.Monitoring,
 		Evidence:      in.Evidence,
+		Profiles:      in.Profiles,
 		Flips:         ctl.History, FlipsRefused: ctl.FlipsRefused,
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/profile"
 )
 
 // StepKind names one of the core's inputs.
@@ -23,10 +24,11 @@ const (
 	StepSetRole
 	StepSetProbation
 	StepCacheEvidence
+	StepSetProfile
 )
 
 var stepNames = [...]string{"", "track", "place", "place_decode", "prefill_done", "output_tokens", "finished", "tick",
-	"set_live", "set_role", "set_probation", "cache_evidence"}
+	"set_live", "set_role", "set_probation", "cache_evidence", "set_profile"}
 
 func (k StepKind) String() string {
 	if int(k) < len(stepNames) {
@@ -44,13 +46,14 @@ type Step struct {
 	Now      float64 // Track: the arrival time; the Set steps take none
 	RID, IID string
 
-	InputLen, WantedLen int        // Track
-	Cached              []CachedOn // Track, CacheEvidence: the cache evidence, sorted by iid
-	Exclude             []string   // Place, PlaceDecode: sorted; nil when none
-	Attempt             Attempt    // Place
-	Tokens              int        // OutputTokens
-	On                  bool       // SetLive, SetProbation
-	Role                fleet.Role // SetRole
+	InputLen, WantedLen int          // Track
+	Cached              []CachedOn   // Track, CacheEvidence: the cache evidence, sorted by iid
+	Exclude             []string     // Place, PlaceDecode: sorted; nil when none
+	Attempt             Attempt      // Place
+	Tokens              int          // OutputTokens
+	On                  bool         // SetLive, SetProbation
+	Role                fleet.Role   // SetRole
+	Profile             *profile.Row // SetProfile
 
 	Placement Placement  // Place, PlaceDecode
 	Refusal   *Refusal   // Place, PlaceDecode

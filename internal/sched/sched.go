@@ -205,6 +205,26 @@ func profClass(before []*Instance, row profile.Row) int {
 	return len(before)
 }
 
+// SetProfile replaces an engine's profile row (a re-profiled engine,
+// the profile store re-read): placement prices it with the new curves
+// from now on, its correction starts again at 1 (it measured the old
+// curves' error), and the profile classes are drawn again. Work resident
+// on it keeps its placement.
+func (c *Core) SetProfile(iid string, row profile.Row) {
+	i := c.byIID[iid]
+	if i == nil || reflect.DeepEqual(i.prof, row) {
+		return
+	}
+	i.prof, i.correction = row, 1
+	for k, inst := range c.instances {
+		inst.profClass = profClass(c.instances[:k], inst.prof)
+	}
+	c.log(Step{Kind: StepSetProfile, IID: iid, Profile: &row})
+}
+
+// Profile is the row the engine is priced with.
+func (i *Instance) Profile() profile.Row { return i.prof }
+
 // Instance returns the engine iid, or nil.
 func (c *Core) Instance(iid string) *Instance { return c.byIID[iid] }
 

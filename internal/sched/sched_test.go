@@ -364,3 +364,32 @@ func TestPhaseSeats(t *testing.T) {
 		t.Errorf("after p0's seat freed: %v %+v", p.IID, ref)
 	}
 }
+
+// A re-profiled engine is priced with its new row from the next
+// placement, its correction starts again at 1, and the step is recorded;
+// the same row again changes nothing.
+func TestSetProfileReprices(t *testing.T) {
+	c := newCore(t, "p0:prefill", "p1:prefill", "d0:decode")
+	var steps []Step
+	c.Record(func(s Step) { steps = append(steps, s) })
+	c.Instance("p1").correction = 1.4
+	fast := row("p1")
+	fast.TTFTB, fast.TTFTC = 1e-6, 0.001
+	c.SetProfile("p1", fast)
+	c.SetProfile("p1", fast)
+	c.Track(0, req("r", 1000, 16))
+	p, ref := c.Place(0, "r", nil, First)
+	if ref != nil || p.IID != "p1" {
+		t.Fatalf("placed %+v (refused %+v), want p1: its new row prefills faster than p0's", p, ref)
+	}
+	if got := c.Instance("p1").correction; got != 1 {
+		t.Fatalf("correction %v after a new profile, want 1", got)
+	}
+	if len(steps) == 0 || steps[0].Kind != StepSetProfile || steps[0].IID != "p1" || steps[0].Profile.TTFTB != 1e-6 ||
+		steps[1].Kind == StepSetProfile {
+		t.Fatalf("steps %+v: want one set_profile for p1 first", steps)
+	}
+	if c.Instance("p0").profClass == c.Instance("p1").profClass {
+		t.Fatal("p0 and p1 still share a profile class")
+	}
+}
