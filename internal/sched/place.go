@@ -251,8 +251,10 @@ func (c *Core) chooseDecode(r *Request, exclude map[string]bool) (Placement, *Re
 // admitDecode is the decode admission check, reduced to what the core can
 // project without seats: the request's KV must fit the live decode pool's
 // token bounds (unless it would be alone), and some live decode engine
-// must meet the TPOT target with it added — or it would miss the target
-// even on an idle engine, in which case refusing it helps nobody.
+// must meet the TPOT target with it added to the batch it will meet (the
+// legs now in prefill included, its handoff priced: decodeproject.go) —
+// or it would miss the target even on an idle engine, in which case
+// refusing it helps nobody.
 func (c *Core) admitDecode(r *Request) *Refusal {
 	if !c.opt.Predictive {
 		return nil
@@ -283,11 +285,14 @@ func (c *Core) admitDecode(r *Request) *Refusal {
 			Message: "the decode pool's KV capacity is full; retry shortly"}
 	}
 	meets, idleMeets := false, false
-	for _, i := range pool {
-		if i.prof.TokenInterval(i.decodeTokens+r.kv(), len(i.decode)+1)*i.correction <= c.opt.TPOT {
+	target, level := c.tpotTarget(r), c.decodeLevels(r, pool)
+	for k, i := range pool {
+		now := i.prof.TokenInterval(i.decodeTokens, len(i.decode)) * i.correction
+		with := i.prof.TokenInterval(i.decodeTokens+r.kv(), len(i.decode)+1) * i.correction
+		if level[k]+(with-now) <= target {
 			meets = true
 		}
-		if i.prof.TokenInterval(r.kv(), 1)*i.correction <= c.opt.TPOT {
+		if i.prof.TokenInterval(r.kv(), 1)*i.correction <= target {
 			idleMeets = true
 		}
 	}

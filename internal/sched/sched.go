@@ -162,6 +162,9 @@ type Core struct {
 	ctl      *controller
 	cands    []*Instance // placement's candidates: scratch, as steps never nest
 	pool     []*Instance // admitDecode's decode pool: scratch likewise
+	level    []float64   // admitDecode's projected interval per pool engine: scratch
+	inc      []float64   // decodeLevels' interval a pending leg adds per engine: scratch
+	order    []int       // waterLevel's engine order: scratch
 	rec      func(Step)  // Record's hook; nil when no one listens
 }
 
