@@ -39,7 +39,10 @@ func classify(err error, b *bundle.Bundle, tm root.TrustedMaterial, in Input) er
 		return chainRefusal(err, b, tm)
 	case strings.HasPrefix(msg, "failed to verify signed certificate timestamp"):
 		return refuse(ReasonSCT, err, "the certificate has no SCT that verifies with a CT log of the trusted root: %s", lastPart(msg))
-	case strings.HasPrefix(msg, "failed to verify signature") && (strings.Contains(msg, "not match") || !signsArtifact(b, in.Artifact)):
+	case strings.HasPrefix(msg, "failed to verify signature") && !signsArtifact(b, in.Artifact):
+		sum := sha256.Sum256(in.Artifact)
+		return refuse(ReasonDigest, err, "the bundle signs sha256:%s…, but the artifact's SHA-256 is %s…", hex.EncodeToString(b.GetMessageSignature().GetMessageDigest().GetDigest())[:20], hex.EncodeToString(sum[:])[:20])
+	case strings.HasPrefix(msg, "failed to verify signature") && (strings.Contains(msg, "not match") || strings.Contains(msg, "no subjects")):
 		return refuse(ReasonDigest, err, "the bundle does not sign this artifact: %s", lastPart(msg))
 	case strings.HasPrefix(msg, "failed to verify signature"):
 		return refuse(ReasonSignature, err, "the signature does not verify with the bundle's certificate or the supplied key: %s", lastPart(msg))

@@ -153,7 +153,7 @@ func TestRefusals(t *testing.T) {
 		reason Reason
 		msg    string
 	}{
-		{"bundle for another digest", good, nil, Input{Artifact: otherRec}, ReasonDigest, "does not sign this artifact"},
+		{"bundle for another digest", good, nil, Input{Artifact: otherRec}, ReasonDigest, "but the artifact's SHA-256 is"},
 		{"logged after the certificate expired", must(f.s.MessageBundle(identity, issuer, rec, f.now.Add(20*time.Minute), false)), nil, Input{}, ReasonExpired, "not valid at the log's integrated time"},
 		{"another CA and log", must(f.other.MessageBundle(identity, issuer, rec, f.now, false)), nil, Input{}, ReasonTlogKey, "does not name"},
 		{"wrong identity", good, nil, Input{Identity: "eve@example.com", Issuer: issuer}, ReasonIdentity, `expected SAN value "eve@example.com", got "dev@example.com"`},
