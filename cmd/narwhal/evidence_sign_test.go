@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,59 +74,72 @@ func TestEvidenceKeygenSignVerify(t *testing.T) {
 	}
 }
 
-// TestEvidenceVerifyBundle runs verify-bundle on bundles built with
-// sigstore-go's virtual Sigstore: the exit code, the document on stdout
-// and the reason on stderr.
-func TestEvidenceVerifyBundle(t *testing.T) {
-	dir := t.TempDir()
+// bundleFiles are the files TestEvidenceVerifyBundle passes, built with
+// sigstore-go's virtual Sigstore.
+type bundleFiles struct {
+	root, otherLog, rec, otherRec, keyPath     string
+	bundle, noProof, expired, unstamped, keyed string
+}
+
+func writeBundleFiles(t *testing.T, dir string) bundleFiles {
+	t.Helper()
 	now := time.Now()
 	s, err := sigbundletest.New()
 	other, err2 := sigbundletest.New()
-	if err != nil || err2 != nil {
-		t.Fatal(err, err2)
-	}
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	der, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
-	keyPath := writeFile(t, dir, "cosign.pub", string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})))
-	canonical, err := canon.Canonicalize([]byte(signRecordJSON))
-	if err != nil {
+	canonical, err3 := canon.Canonicalize([]byte(signRecordJSON))
+	if err := errors.Join(err, err2, err3); err != nil {
 		t.Fatal(err)
 	}
 	st, _ := sign.StatementFor(canonical)
 	payload, _ := st.Encode()
-	file := func(name string) func(*protobundle.Bundle, error) string {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	der, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	file := func(name string) func([]byte, error) string {
+		return func(b []byte, err error) string {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return writeFile(t, dir, name, string(b))
+		}
+	}
+	bundle := func(name string) func(*protobundle.Bundle, error) string {
 		return func(b *protobundle.Bundle, err error) string {
 			t.Helper()
 			if err != nil {
 				t.Fatal(err)
 			}
-			j, err := sigbundletest.JSON(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return writeFile(t, dir, name, string(j))
+			return file(name)(sigbundletest.JSON(b))
 		}
 	}
-	rootFile := func(name string, o sigbundletest.RootOptions) string {
-		b, err := s.TrustedRoot(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return writeFile(t, dir, name, string(b))
+	f := bundleFiles{
+		root:     file("trusted_root.json")(s.TrustedRoot(sigbundletest.RootOptions{})),
+		otherLog: file("other_log.json")(s.TrustedRoot(sigbundletest.RootOptions{RekorFrom: other})),
+		rec:      writeFile(t, dir, "rec.canon.json", string(canonical)),
+		otherRec: writeFile(t, dir, "other.json", strings.Replace(string(canonical), "healthy", "failed", 1)),
+		keyPath:  writeFile(t, dir, "cosign.pub", string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))),
+		bundle:   bundle("rec.sigstore.json")(s.MessageBundle(testIdentity, testIssuer, canonical, now, false)),
+		keyed:    bundle("keyed.sigstore.json")(s.KeyBundle(key, canonical)),
 	}
-	root := rootFile("trusted_root.json", sigbundletest.RootOptions{})
-	otherLog := rootFile("other_log.json", sigbundletest.RootOptions{RekorFrom: other})
-	rec := writeFile(t, dir, "rec.canon.json", string(canonical))
-	otherRec := writeFile(t, dir, "other.json", strings.Replace(string(canonical), "healthy", "failed", 1))
-	bundle := file("rec.sigstore.json")(s.MessageBundle(testIdentity, testIssuer, canonical, now, false))
-	unproved, _ := s.MessageBundle(testIdentity, testIssuer, canonical, now, false)
-	unproved.VerificationMaterial.TlogEntries[0].InclusionProof = nil
-	noProof := file("noproof.sigstore.json")(unproved, nil)
-	expiredB, err := s.DSSEBundle(testIdentity, testIssuer, payload, now.Add(-11*time.Minute), now.Add(-90*time.Second), false)
-	expired := file("expired.sigstore.json")(expiredB, err)
-	expiredB.VerificationMaterial.TlogEntries[0].InclusionPromise = nil
-	unstamped := file("unstamped.sigstore.json")(expiredB, nil)
-	keyed := file("keyed.sigstore.json")(s.KeyBundle(key, canonical))
+	unproved, err := s.MessageBundle(testIdentity, testIssuer, canonical, now, false)
+	if err == nil {
+		unproved.VerificationMaterial.TlogEntries[0].InclusionProof = nil
+	}
+	f.noProof = bundle("noproof.sigstore.json")(unproved, err)
+	// Valid from 11 to 1 minutes ago, logged 90 s ago; then without the
+	// log's signed entry timestamp, no verified time is left.
+	expired, err := s.DSSEBundle(testIdentity, testIssuer, payload, now.Add(-11*time.Minute), now.Add(-90*time.Second), false)
+	f.expired = bundle("expired.sigstore.json")(expired, err)
+	expired.VerificationMaterial.TlogEntries[0].InclusionPromise = nil
+	f.unstamped = bundle("unstamped.sigstore.json")(expired, nil)
+	return f
+}
+
+// TestEvidenceVerifyBundle runs verify-bundle on bundles built with
+// sigstore-go's virtual Sigstore: the exit code, the document on stdout
+// and the reason on stderr.
+func TestEvidenceVerifyBundle(t *testing.T) {
+	f := writeBundleFiles(t, t.TempDir())
 	id := []string{"--certificate-identity", testIdentity, "--certificate-oidc-issuer", testIssuer}
 	cases := []struct {
 		name string
@@ -134,21 +148,21 @@ func TestEvidenceVerifyBundle(t *testing.T) {
 		out  string
 		msg  string
 	}{
-		{"logged, identity pinned", append([]string{"--bundle", bundle, rec}, id...), 0, `"issuer": "https://oauth2.example.com/auth"`, ""},
-		{"tampered artifact", []string{"--bundle", bundle, otherRec}, 1, `"reason": "digest_mismatch"`, "refused (digest_mismatch)"},
-		{"wrong identity", []string{"--bundle", bundle, "--certificate-identity", "eve@example.com", rec}, 1, `"reason": "identity_mismatch"`, "refused (identity_mismatch)"},
-		{"missing inclusion proof", []string{"--bundle", noProof, rec}, 1, `"reason": "inclusion_proof"`, "refused (inclusion_proof)"},
-		{"wrong log key", []string{"--trusted-root", otherLog, "--bundle", bundle, rec}, 1, `"reason": "tlog_key"`, "refused (tlog_key)"},
-		{"expired, logged while valid", []string{"--bundle", expired, rec}, 0, `"time_source": "tlog:0"`, ""},
-		{"expired, no timestamp", []string{"--bundle", unstamped, rec}, 1, `"reason": "certificate_expired"`, "refused (certificate_expired)"},
-		{"public-key bundle", []string{"--bundle", keyed, "--key", keyPath, rec}, 0, `"time_source": "tsa:`, ""},
-		{"public-key bundle without --key", []string{"--bundle", keyed, rec}, 1, `"reason": "key_mismatch"`, "pass that key with --key"},
-		{"--key and an identity", []string{"--bundle", keyed, "--key", keyPath, "--certificate-identity", testIdentity, rec}, 2, "", "none of the others can be"},
-		{"not a bundle", []string{"--bundle", rec, rec}, 2, "", "bundle:"},
-		{"not a public key", []string{"--bundle", keyed, "--key", rec, rec}, 2, "", "PUBLIC KEY"},
+		{"logged, identity pinned", append([]string{"--bundle", f.bundle, f.rec}, id...), 0, `"issuer": "https://oauth2.example.com/auth"`, ""},
+		{"tampered artifact", []string{"--bundle", f.bundle, f.otherRec}, 1, `"reason": "digest_mismatch"`, "refused (digest_mismatch)"},
+		{"wrong identity", []string{"--bundle", f.bundle, "--certificate-identity", "eve@example.com", f.rec}, 1, `"reason": "identity_mismatch"`, "refused (identity_mismatch)"},
+		{"missing inclusion proof", []string{"--bundle", f.noProof, f.rec}, 1, `"reason": "inclusion_proof"`, "refused (inclusion_proof)"},
+		{"wrong log key", []string{"--trusted-root", f.otherLog, "--bundle", f.bundle, f.rec}, 1, `"reason": "tlog_key"`, "refused (tlog_key)"},
+		{"expired, logged while valid", []string{"--bundle", f.expired, f.rec}, 0, `"time_source": "tlog:0"`, ""},
+		{"expired, no timestamp", []string{"--bundle", f.unstamped, f.rec}, 1, `"reason": "certificate_expired"`, "refused (certificate_expired)"},
+		{"public-key bundle", []string{"--bundle", f.keyed, "--key", f.keyPath, f.rec}, 0, `"time_source": "tsa:`, ""},
+		{"public-key bundle without --key", []string{"--bundle", f.keyed, f.rec}, 1, `"reason": "key_mismatch"`, "pass that key with --key"},
+		{"--key and an identity", []string{"--bundle", f.keyed, "--key", f.keyPath, "--certificate-identity", testIdentity, f.rec}, 2, "", "none of the others can be"},
+		{"not a bundle", []string{"--bundle", f.rec, f.rec}, 2, "", "bundle:"},
+		{"not a public key", []string{"--bundle", f.keyed, "--key", f.rec, f.rec}, 2, "", "PUBLIC KEY"},
 	}
 	for _, c := range cases {
-		args := append([]string{"evidence", "verify-bundle", "--trusted-root", root}, c.args...)
+		args := append([]string{"evidence", "verify-bundle", "--trusted-root", f.root}, c.args...)
 		code, out, errs := runCLI(t, args...)
 		if code != c.code || !strings.Contains(out, c.out) || !strings.Contains(errs, c.msg) {
 			t.Errorf("%s: code %d out %q err %q; want %d, stdout containing %q, stderr %q", c.name, code, out, errs, c.code, c.out, c.msg)

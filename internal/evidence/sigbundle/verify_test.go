@@ -135,24 +135,49 @@ func TestAccepts(t *testing.T) {
 	}
 }
 
-// TestRefusals: every refusal carries its reason, and sigstore-go's own
-// message is kept. The old oracle's five refusing cases are the first five.
+// TestRefusals: every refusal carries its reason and a one-line message,
+// and sigstore-go's own error is kept as the cause.
 func TestRefusals(t *testing.T) {
 	f := newFixture(t)
+	for _, c := range refusalCases(t, f) {
+		t.Run(c.name, func(t *testing.T) {
+			in := c.in
+			in.Bundle, in.TrustedRoot, in.Now = js(t, c.bundle), c.root, f.now
+			if in.TrustedRoot == nil {
+				in.TrustedRoot = f.root
+			}
+			if in.Artifact == nil {
+				in.Artifact = rec
+			}
+			_, err := Verify(in)
+			var r *Refusal
+			if !errors.As(err, &r) || r.Reason != c.reason || !strings.Contains(err.Error(), c.msg) || strings.Contains(r.Detail, "\n") {
+				t.Fatalf("err %v, want refusal %s containing %q", err, c.reason, c.msg)
+			}
+			t.Logf("%v (sigstore-go: %v)", err, r.Cause)
+		})
+	}
+}
+
+type refusalCase struct {
+	name   string
+	bundle *protobundle.Bundle
+	root   []byte // nil: the fixture's
+	in     Input
+	reason Reason
+	msg    string
+}
+
+// refusalCases are the bundles sigstore-go refuses, one or more per
+// reason. The old oracle module's five refusing cases come first.
+func refusalCases(t *testing.T, f *fixture) []refusalCase {
 	must := mustFor(t)
 	good := must(f.s.MessageBundle(identity, issuer, rec, f.now, false))
 	goodDSSE := must(f.s.DSSEBundle(identity, issuer, f.payload, f.now.Add(-time.Minute), f.now, false))
 	v2 := must(f.s.RekorV2Bundle(identity, issuer, f.payload))
 	keyed := must(f.s.KeyBundle(f.key, rec))
 	otherKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	cases := []struct {
-		name   string
-		bundle *protobundle.Bundle
-		root   []byte
-		in     Input
-		reason Reason
-		msg    string
-	}{
+	return []refusalCase{
 		{"bundle for another digest", good, nil, Input{Artifact: otherRec}, ReasonDigest, "but the artifact's SHA-256 is"},
 		{"logged after the certificate expired", must(f.s.MessageBundle(identity, issuer, rec, f.now.Add(20*time.Minute), false)), nil, Input{}, ReasonExpired, "not valid at the log's integrated time"},
 		{"another CA and log", must(f.other.MessageBundle(identity, issuer, rec, f.now, false)), nil, Input{}, ReasonTlogKey, "does not name"},
@@ -186,24 +211,6 @@ func TestRefusals(t *testing.T) {
 		{"RFC 3161 timestamp over another signature", edit(keyed, func(b *protobundle.Bundle) { b.GetMessageSignature().Signature[8] ^= 1 }), nil, Input{Key: &f.key.PublicKey}, ReasonTimestamp, "hashed messages don't match"},
 		{"public-key bundle without --key", keyed, nil, Input{}, ReasonKey, "pass that key with --key"},
 		{"certificate bundle with --key", good, nil, Input{Key: &f.key.PublicKey}, ReasonKey, "signed with a certificate"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			in := c.in
-			in.Bundle, in.TrustedRoot, in.Now = js(t, c.bundle), c.root, f.now
-			if in.TrustedRoot == nil {
-				in.TrustedRoot = f.root
-			}
-			if in.Artifact == nil {
-				in.Artifact = rec
-			}
-			_, err := Verify(in)
-			var r *Refusal
-			if !errors.As(err, &r) || r.Reason != c.reason || !strings.Contains(err.Error(), c.msg) || strings.Contains(r.Detail, "\n") {
-				t.Fatalf("err %v, want refusal %s containing %q", err, c.reason, c.msg)
-			}
-			t.Logf("%v (sigstore-go: %v)", err, r.Cause)
-		})
 	}
 }
 
