@@ -30,11 +30,12 @@ func evVerifyBundleCmd() *cobra.Command {
 		Short: "Verify a Sigstore bundle offline with sigstore-go and print what it proves: exit 0 verified, 1 refused (with a reason), 2 bad input",
 		Long: `Verify a Sigstore bundle (v0.1 to v0.3; keyless or public-key; Rekor v1 or v2)
 offline against a pinned trusted_root.json, with sigstore-go. A keyless bundle
-needs a verified transparency-log entry (inclusion proof, and for v0.1 the
-signed entry timestamp), a verified signing time (the log's signed entry
-timestamp or an RFC 3161 timestamp) inside its certificate's validity, a
-chain to a certificate authority of the root and, when the root names a CT
-log, an SCT. A public-key bundle (--key) needs a verified signing time.
+needs a verified transparency-log entry (with an inclusion proof from bundle
+v0.2 on and for Rekor v2; with a signed entry timestamp in v0.1), a verified
+signing time (the log's signed entry timestamp or an RFC 3161 timestamp)
+inside its certificate's validity, a chain to a certificate authority of the
+root and, when the root names a CT log, an SCT. A public-key bundle (--key)
+needs a verified signing time. The wall clock decides nothing.
 Refusals name a reason: see docs/evidence.md.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
