@@ -84,8 +84,8 @@ type bundleFiles struct {
 func writeBundleFiles(t *testing.T, dir string) bundleFiles {
 	t.Helper()
 	now := time.Now()
-	s, err := sigbundletest.New()
-	other, err2 := sigbundletest.New()
+	s, err := sigbundletest.New(rand.Reader, now)
+	other, err2 := sigbundletest.New(rand.Reader, now)
 	canonical, err3 := canon.Canonicalize([]byte(signRecordJSON))
 	if err := errors.Join(err, err2, err3); err != nil {
 		t.Fatal(err)

@@ -40,10 +40,10 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{now: time.Now()}
 	var err error
-	if f.s, err = sigbundletest.New(); err != nil {
+	if f.s, err = sigbundletest.New(rand.Reader, f.now); err != nil {
 		t.Fatal(err)
 	}
-	if f.other, err = sigbundletest.New(); err != nil {
+	if f.other, err = sigbundletest.New(rand.Reader, f.now); err != nil {
 		t.Fatal(err)
 	}
 	f.root = f.trustedRoot(t, sigbundletest.RootOptions{})

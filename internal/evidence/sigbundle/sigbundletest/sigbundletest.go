@@ -4,18 +4,21 @@
 // authority answers RFC 3161 requests, and its Fulcio issues leaves. A second
 // Fulcio made with the same package's helpers issues leaves at a chosen time,
 // so tests can hold a certificate that has already expired. Everything is
-// in memory; nothing touches the network.
+// in memory; nothing touches the network. This package's own keys and
+// signatures draw from the entropy its caller passes, and its times come
+// from the caller too (INV-42); sigstore-go's helpers inside use
+// crypto/rand and the wall clock, which is why the caller passes now.
 package sigbundletest
 
 import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -40,11 +43,12 @@ type Sigstore struct {
 	VS       *ca.VirtualSigstore
 	fulcio   *root.FulcioCertificateAuthority
 	interKey *ecdsa.PrivateKey
+	entropy  io.Reader
 }
 
-// New makes a fresh virtual Sigstore; its certificates are valid around
-// the wall clock (sigstore-go's helpers use time.Now).
-func New() (*Sigstore, error) {
+// New makes a fresh virtual Sigstore. now must be the wall clock's time:
+// sigstore-go's helpers make their certificates valid around time.Now.
+func New(entropy io.Reader, now time.Time) (*Sigstore, error) {
 	vs, err := ca.NewVirtualSigstore()
 	if err != nil {
 		return nil, fmt.Errorf("virtual sigstore: %w", err)
@@ -57,10 +61,9 @@ func New() (*Sigstore, error) {
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
 	f := &root.FulcioCertificateAuthority{Root: rootCert, Intermediates: []*x509.Certificate{inter},
 		ValidityPeriodStart: now.Add(-5 * time.Hour), ValidityPeriodEnd: now.Add(time.Hour), URI: "https://fulcio.timed.test"}
-	return &Sigstore{VS: vs, fulcio: f, interKey: interKey}, nil
+	return &Sigstore{VS: vs, fulcio: f, interKey: interKey, entropy: entropy}, nil
 }
 
 // RootOptions chooses what a trusted root trusts.
@@ -143,7 +146,7 @@ func (s *Sigstore) MessageBundle(identity, issuer string, artifact []byte, logge
 // logged with a promise and an inclusion proof; tsa adds an RFC 3161
 // timestamp (taken now).
 func (s *Sigstore) DSSEBundle(identity, issuer string, payload []byte, leafFrom, logged time.Time, tsa bool) (*protobundle.Bundle, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), s.entropy)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +156,7 @@ func (s *Sigstore) DSSEBundle(identity, issuer string, payload []byte, leafFrom,
 	}
 	const payloadType = "application/vnd.in-toto+json"
 	pae := sha256.Sum256(dsse.PAE(payloadType, payload))
-	sig, err := ecdsa.SignASN1(rand.Reader, key, pae[:])
+	sig, err := ecdsa.SignASN1(s.entropy, key, pae[:])
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +200,7 @@ func (s *Sigstore) RekorV2Bundle(identity, issuer string, payload []byte) (*prot
 // certificate), stamped by the virtual timestamp authority and not logged.
 func (s *Sigstore) KeyBundle(key *ecdsa.PrivateKey, artifact []byte) (*protobundle.Bundle, error) {
 	sum := sha256.Sum256(artifact)
-	sig, err := ecdsa.SignASN1(rand.Reader, key, sum[:])
+	sig, err := ecdsa.SignASN1(s.entropy, key, sum[:])
 	if err != nil {
 		return nil, err
 	}
