@@ -10,7 +10,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X github.com/narwhal-go/narwhal/internal/version.Version=$(VERSION)
 FUZZTIME    ?= 60s
 
-.PHONY: all build run observe demo bench flood evidence-pass test sdk-burst corpus-tables lint fmt-check vet staticcheck gotest claims node-deps node-checks sigstore-check fuzz tools promtool etcd chromium uvicorn image clean help ha-outage
+.PHONY: all build run observe demo bench flood evidence-pass test sdk-burst corpus-tables lint fmt-check vet staticcheck gotest claims node-deps node-checks fuzz tools promtool etcd chromium uvicorn image clean help ha-outage
 
 all: build
 
@@ -34,7 +34,7 @@ observe: promtool ## Prometheus with the shipped config and alert rules against 
 demo: ## static splits vs aggregated vs adaptive on a moving trace, in virtual time (seconds)
 	$(GO) run ./cmd/narwhal demo $(DEMO_ARGS)
 
-test: lint tools node-deps gotest sdk-burst claims node-checks sigstore-check ## everything CI runs
+test: lint tools node-deps gotest sdk-burst claims node-checks ## everything CI runs
 
 lint: fmt-check vet staticcheck ## gofmt, go vet, staticcheck
 
@@ -119,14 +119,6 @@ $(NODE_DIR)/node_modules/.installed: $(NODE_DIR)/package.json
 	touch $@
 
 node-deps: $(NODE_DIR)/node_modules/.installed
-
-# The Sigstore project's own Go verifier must agree with narwhal's offline
-# bundle verifier; it lives in a separate module so the main module does not
-# carry sigstore-go's requirements.
-sigstore-check: ## sigstore-go cross-checks internal/evidence/sign's bundle verifier
-	@# Its go.mod requires this module by a replace: -mod=mod lets a change of
-	@# the main module's requirements through without a tidy of this one.
-	cd internal/evidence/sign/sigstorego && GOFLAGS=-mod=mod $(GO) test -count=1 ./...
 
 node-checks: node-deps ## checks that run under Node
 	@for s in scripts/*.mjs; do [ -e "$$s" ] || continue; echo "node $$s"; node "$$s"; done

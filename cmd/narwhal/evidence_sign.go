@@ -2,8 +2,6 @@ package main
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -154,15 +152,4 @@ func refusalExit(what string, err error) error {
 		return cli.Failed(fmt.Errorf("%s: %w", what, err))
 	}
 	return cli.Invalid(fmt.Errorf("%s: %w", what, err))
-}
-
-// fileDigest is the 1220… digest of a file's exact bytes, which for a
-// stored or canonicalized record is its record digest.
-func fileDigest(path string) (string, error) {
-	b, err := readInput(path)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(b)
-	return "1220" + hex.EncodeToString(sum[:]), nil
 }

@@ -1,17 +1,24 @@
 package main
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
+
 	"github.com/narwhal-go/narwhal/internal/canon"
+	"github.com/narwhal-go/narwhal/internal/evidence/sigbundle/sigbundletest"
 	"github.com/narwhal-go/narwhal/internal/evidence/sign"
-	"github.com/narwhal-go/narwhal/internal/evidence/sign/signtest"
 )
 
 const signRecordJSON = `{"schema":"narwhal.evidence.record","schema_version":1,"kind":"boot","claim_scope":"boot","epistemic_status":"measured","level":"community_reported","subject":{"artifact":"a"},"claim":{"quantity":"boot","verdict":"healthy","value":null,"unit":"","tolerance":0},"engine":{"name":"vllm","version":"0.11.0","packages":[]},"provenance":{"producer":"me","producer_version":"0","inputs":[]},"corrects":null,"observed_at":"2026-09-10T12:00:00Z","license":"CDLA-Permissive-2.0","display":{}}`
@@ -67,35 +74,106 @@ func TestEvidenceKeygenSignVerify(t *testing.T) {
 	}
 }
 
+// bundleFiles are the files TestEvidenceVerifyBundle passes, built with
+// sigstore-go's virtual Sigstore.
+type bundleFiles struct {
+	root, otherLog, rec, otherRec, keyPath     string
+	bundle, noProof, expired, unstamped, keyed string
+}
+
+func writeBundleFiles(t *testing.T, dir string) bundleFiles {
+	t.Helper()
+	now := time.Now()
+	s, err := sigbundletest.New(rand.Reader, now)
+	other, err2 := sigbundletest.New(rand.Reader, now)
+	canonical, err3 := canon.Canonicalize([]byte(signRecordJSON))
+	if err := errors.Join(err, err2, err3); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := sign.StatementFor(canonical)
+	payload, _ := st.Encode()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	der, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	file := func(name string) func([]byte, error) string {
+		return func(b []byte, err error) string {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return writeFile(t, dir, name, string(b))
+		}
+	}
+	bundle := func(name string) func(*protobundle.Bundle, error) string {
+		return func(b *protobundle.Bundle, err error) string {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return file(name)(sigbundletest.JSON(b))
+		}
+	}
+	f := bundleFiles{
+		root:     file("trusted_root.json")(s.TrustedRoot(sigbundletest.RootOptions{})),
+		otherLog: file("other_log.json")(s.TrustedRoot(sigbundletest.RootOptions{RekorFrom: other})),
+		rec:      writeFile(t, dir, "rec.canon.json", string(canonical)),
+		otherRec: writeFile(t, dir, "other.json", strings.Replace(string(canonical), "healthy", "failed", 1)),
+		keyPath:  writeFile(t, dir, "cosign.pub", string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))),
+		bundle:   bundle("rec.sigstore.json")(s.MessageBundle(testIdentity, testIssuer, canonical, now, false)),
+		keyed:    bundle("keyed.sigstore.json")(s.KeyBundle(key, canonical)),
+	}
+	unproved, err := s.MessageBundle(testIdentity, testIssuer, canonical, now, false)
+	if err == nil {
+		unproved.VerificationMaterial.TlogEntries[0].InclusionProof = nil
+	}
+	f.noProof = bundle("noproof.sigstore.json")(unproved, err)
+	// Valid from 11 to 1 minutes ago, logged 90 s ago; then without the
+	// log's signed entry timestamp, no verified time is left.
+	expired, err := s.DSSEBundle(testIdentity, testIssuer, payload, now.Add(-11*time.Minute), now.Add(-90*time.Second), false)
+	f.expired = bundle("expired.sigstore.json")(expired, err)
+	expired.VerificationMaterial.TlogEntries[0].InclusionPromise = nil
+	f.unstamped = bundle("unstamped.sigstore.json")(expired, nil)
+	return f
+}
+
+// TestEvidenceVerifyBundle runs verify-bundle on bundles built with
+// sigstore-go's virtual Sigstore: the exit code, the document on stdout
+// and the reason on stderr.
 func TestEvidenceVerifyBundle(t *testing.T) {
-	dir := t.TempDir()
-	at := time.Date(2026, 9, 10, 12, 0, 0, 0, time.UTC)
-	ca := signtest.NewCA(rand.Reader, at.AddDate(0, -6, 0))
-	leaf := ca.Issue(signtest.Leaf{Identity: "dev@example.com", Issuer: "https://oauth2.example.com/auth", NotBefore: at.Add(-time.Minute), NotAfter: at.Add(9 * time.Minute)})
-	root := writeFile(t, dir, "trusted_root.json", string(ca.TrustedRoot()))
-	rec := writeFile(t, dir, "rec.json", signRecordJSON)
-	other := writeFile(t, dir, "other.json", strings.Replace(signRecordJSON, "healthy", "failed", 1))
-	bundle := writeFile(t, dir, "rec.sigstore.json", string(leaf.MessageBundle([]byte(signRecordJSON), at)))
-	unlogged := writeFile(t, dir, "unlogged.sigstore.json", string(leaf.MessageBundle([]byte(signRecordJSON), time.Time{})))
-	base := []string{"evidence", "verify-bundle", "--trusted-root", root}
+	f := writeBundleFiles(t, t.TempDir())
+	id := []string{"--certificate-identity", testIdentity, "--certificate-oidc-issuer", testIssuer}
 	cases := []struct {
+		name string
 		args []string
 		code int
+		out  string
 		msg  string
 	}{
-		{[]string{"--bundle", bundle, "--certificate-identity", "dev@example.com", "--certificate-oidc-issuer", "https://oauth2.example.com/auth", rec}, 0, `"issuer": "https://oauth2.example.com/auth"`},
-		{[]string{"--bundle", bundle, other}, 1, "refused (digest_mismatch)"},
-		{[]string{"--bundle", unlogged, rec}, 1, "refused (certificate_expired)"}, // the wall clock is past a 10-minute certificate
-		{[]string{"--bundle", bundle, "--certificate-identity", "eve@example.com", rec}, 1, "refused (identity_mismatch)"},
-		{[]string{"--bundle", rec, rec}, 2, "mediaType"},
+		{"logged, identity pinned", append([]string{"--bundle", f.bundle, f.rec}, id...), 0, `"issuer": "https://oauth2.example.com/auth"`, ""},
+		{"tampered artifact", []string{"--bundle", f.bundle, f.otherRec}, 1, `"reason": "digest_mismatch"`, "refused (digest_mismatch)"},
+		{"wrong identity", []string{"--bundle", f.bundle, "--certificate-identity", "eve@example.com", f.rec}, 1, `"reason": "identity_mismatch"`, "refused (identity_mismatch)"},
+		{"missing inclusion proof", []string{"--bundle", f.noProof, f.rec}, 1, `"reason": "inclusion_proof"`, "refused (inclusion_proof)"},
+		{"wrong log key", []string{"--trusted-root", f.otherLog, "--bundle", f.bundle, f.rec}, 1, `"reason": "tlog_key"`, "refused (tlog_key)"},
+		{"expired, logged while valid", []string{"--bundle", f.expired, f.rec}, 0, `"time_source": "tlog:0"`, ""},
+		{"expired, no timestamp", []string{"--bundle", f.unstamped, f.rec}, 1, `"reason": "certificate_expired"`, "refused (certificate_expired)"},
+		{"public-key bundle", []string{"--bundle", f.keyed, "--key", f.keyPath, f.rec}, 0, `"time_source": "tsa:`, ""},
+		{"public-key bundle without --key", []string{"--bundle", f.keyed, f.rec}, 1, `"reason": "key_mismatch"`, "pass that key with --key"},
+		{"--key and an identity", []string{"--bundle", f.keyed, "--key", f.keyPath, "--certificate-identity", testIdentity, f.rec}, 2, "", "none of the others can be"},
+		{"not a bundle", []string{"--bundle", f.rec, f.rec}, 2, "", "bundle:"},
+		{"not a public key", []string{"--bundle", f.keyed, "--key", f.rec, f.rec}, 2, "", "PUBLIC KEY"},
 	}
 	for _, c := range cases {
-		code, out, errs := runCLI(t, append(base, c.args...)...)
-		if code != c.code || !strings.Contains(out+errs, c.msg) {
-			t.Errorf("%v: code %d out %q err %q; want %d containing %q", c.args, code, out, errs, c.code, c.msg)
+		args := append([]string{"evidence", "verify-bundle", "--trusted-root", f.root}, c.args...)
+		code, out, errs := runCLI(t, args...)
+		if code != c.code || !strings.Contains(out, c.out) || !strings.Contains(errs, c.msg) {
+			t.Errorf("%s: code %d out %q err %q; want %d, stdout containing %q, stderr %q", c.name, code, out, errs, c.code, c.out, c.msg)
 		}
 	}
 }
+
+const (
+	testIdentity = "dev@example.com"
+	testIssuer   = "https://oauth2.example.com/auth"
+)
 
 func TestEvidenceStatementOfRelease(t *testing.T) {
 	dir := t.TempDir()

@@ -8,7 +8,6 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/canon"
 	"github.com/narwhal-go/narwhal/internal/evidence/sign"
-	"github.com/narwhal-go/narwhal/internal/ports"
 )
 
 func evVerifySignatureCmd() *cobra.Command {
@@ -62,40 +61,4 @@ func loadEnvelope(keyPath, envPath string) (sign.PublicKey, sign.Envelope, []byt
 	}
 	pe, err := readParsed(envPath, parseEnvelopeFile)
 	return pub, pe.env, pe.payload, err
-}
-
-func evVerifyBundleCmd() *cobra.Command {
-	var rootPath, bundlePath string
-	var pol sign.Policy
-	c := &cobra.Command{
-		Use:   "verify-bundle --trusted-root FILE --bundle FILE [--certificate-identity ID --certificate-oidc-issuer URL] ARTIFACT",
-		Short: "Verify a keyless Sigstore bundle offline and print the signer's identity and issuer: exit 0 valid, 1 refused, 2 bad input",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			root, err := readParsed(rootPath, sign.ParseTrustedRoot)
-			if err != nil {
-				return err
-			}
-			digest, err := fileDigest(args[0])
-			if err != nil {
-				return err
-			}
-			raw, err := readInput(bundlePath)
-			if err != nil {
-				return err
-			}
-			res, err := sign.VerifyBundle(raw, root, digest, pol, ports.SystemClock())
-			if err != nil {
-				return refusalExit(bundlePath, err)
-			}
-			return writeJSON(cmd, res)
-		},
-	}
-	c.Flags().StringVar(&rootPath, "trusted-root", "", "Sigstore trusted_root.json (pinned; no network is used)")
-	c.Flags().StringVar(&bundlePath, "bundle", "", "Sigstore bundle (v0.1–v0.3 JSON)")
-	c.Flags().StringVar(&pol.Identity, "certificate-identity", "", "require this certificate SAN (e-mail or URI)")
-	c.Flags().StringVar(&pol.Issuer, "certificate-oidc-issuer", "", "require this OIDC issuer")
-	_ = c.MarkFlagRequired("trusted-root")
-	_ = c.MarkFlagRequired("bundle")
-	return c
 }

@@ -1,13 +1,12 @@
 // Package sign signs and verifies narwhal evidence (ADR-006 signing,
 // reference §2.17, §3.6): in-toto Statement v1 payloads whose subjects are
 // record or release-manifest digests, wrapped in DSSE envelopes signed
-// with Ed25519, and offline verification of Sigstore bundles against a
-// supplied trusted root.
+// with Ed25519. Sigstore bundles are verified by package sigbundle, with
+// sigstore-go.
 //
 // Signatures never enter a record: they live beside it, so signing never
 // changes record identity. The package is deterministic (INV-42): key
-// generation takes its entropy as an io.Reader and certificate checks take
-// the time from a ports.Clock.
+// generation takes its entropy as an io.Reader.
 package sign
 
 import (

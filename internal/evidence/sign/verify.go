@@ -15,13 +15,10 @@ import (
 type Reason string
 
 const (
-	ReasonWrongKey  Reason = "wrong_key"           // signed by a key other than the one supplied
-	ReasonAltered   Reason = "altered"             // the signature does not cover these payload bytes
-	ReasonDigest    Reason = "digest_mismatch"     // the artifact is not what was signed
-	ReasonPayload   Reason = "bad_payload"         // the signed payload is not a usable Statement
-	ReasonExpired   Reason = "certificate_expired" // the signing certificate was not valid at signing time
-	ReasonUntrusted Reason = "untrusted"           // the certificate does not chain to the trusted root
-	ReasonIdentity  Reason = "identity_mismatch"   // the certificate names another identity or issuer
+	ReasonWrongKey Reason = "wrong_key"       // signed by a key other than the one supplied
+	ReasonAltered  Reason = "altered"         // the signature does not cover these payload bytes
+	ReasonDigest   Reason = "digest_mismatch" // the artifact is not what was signed
+	ReasonPayload  Reason = "bad_payload"     // the signed payload is not a usable Statement
 )
 
 // Refusal is a verification that ran and said no (CLI exit 1); any other
