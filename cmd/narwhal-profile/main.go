@@ -26,7 +26,8 @@ func main() { cli.Main(newRoot()) }
 
 type flags struct {
 	fleet, out, limits, format    string
-	evidenceDir                   string
+	evidenceDir, router           string
+	routerWait                    time.Duration
 	engines                       []string
 	merge, warm                   bool
 	prefillLens, decodeLens, conc string
@@ -46,6 +47,8 @@ func newRoot() *cobra.Command {
 	fs.StringSliceVar(&f.engines, "engines", nil, "engine iids to profile, comma-separated (default: every engine)")
 	fs.StringVar(&f.out, "out", "", "profile store to write (default: the fleet's profiles.path)")
 	fs.BoolVar(&f.merge, "merge", false, "replace only the profiled engines' rows of the existing store")
+	fs.StringVar(&f.router, "router", "", "a running router's base URL: after writing, wait until it has re-read the store (its /narwhal/state.profiles.digest), exit 1 if it has not")
+	fs.DurationVar(&f.routerWait, "router-wait", 15*time.Second, "with --router: how long to wait for the router to take the store")
 	fs.StringVar(&f.prefillLens, "prefill-lengths", "256,700,1024,1300,2300,4096,4300,8300,12300,16300", "cold prefill input lengths, filtered to each engine's max_model_len (≥ 3 usable)")
 	fs.IntVar(&f.prefillRepeats, "prefill-repeats", 3, "repeats per prefill length (≥ 3); the fit uses the median")
 	fs.StringVar(&f.decodeLens, "decode-lengths", "512,4096,8192", "decode input lengths (≥ 2 usable, each leaving 64 output tokens)")
@@ -68,6 +71,9 @@ func (f *flags) check() error {
 		return cli.Usage("--fleet is required: name the fleet file whose engines to profile")
 	}
 	if err := cli.CheckFormat(f.format); err != nil {
+		return err
+	}
+	if err := checkRouterURL(f.router); err != nil {
 		return err
 	}
 	for _, l := range []struct {

@@ -2,11 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/narwhal-go/narwhal/internal/cli"
 	"github.com/narwhal-go/narwhal/internal/fleet"
@@ -168,5 +173,34 @@ func TestProfileBadInputIsExit2(t *testing.T) {
 		if code != 2 || !strings.Contains(out+errs, tc.want) {
 			t.Errorf("%v: exit %d, output %q; want 2 and %q", tc.args, code, out+errs, tc.want)
 		}
+	}
+}
+
+// --router waits for a running router to report the digest of the store
+// just written, and fails when it does not take it (a router that does
+// not re-read, or another profiles.path).
+func TestProfileWaitsForTheRouterToTakeTheStore(t *testing.T) {
+	path, cfg, _ := testFleet(t, 2)
+	stale := false
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
+		digest := "sha256:old"
+		if b, err := os.ReadFile(cfg.Profiles.Path); err == nil && !stale {
+			digest = profile.FileDigest(b)
+		}
+		fmt.Fprintf(w, `{"schema":"narwhal.state","profiles":{"path":%q,"digest":%q,"error":"boom"}}`, cfg.Profiles.Path, digest)
+	}))
+	defer srv.Close()
+	code, out, errs := profileCmd(append(append([]string{"--fleet", path}, quick...), "--router", srv.URL, "--router-wait", "5s")...)
+	if code != 0 || !strings.Contains(out, "has taken the new profiles (digest sha256:") {
+		t.Fatalf("a router that took the store: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	stale = true
+	rc := awaitRouter(context.Background(), srv.URL, cfg.Profiles.Path, 300*time.Millisecond)
+	if line := rc.line(300 * time.Millisecond); rc.Taken || !strings.Contains(line, `has not taken the new profiles within 300ms: it serves digest "sha256:old"`) ||
+		!strings.Contains(line, "it says: boom") {
+		t.Fatalf("a router that did not take it: %+v\n%s", rc, line)
+	}
+	if code, _, errs := profileCmd("--fleet", path, "--router", "127.0.0.1:8000"); code != 2 || !strings.Contains(errs, "want the router's base URL") {
+		t.Errorf("a --router without a scheme: exit %d, %s", code, errs)
 	}
 }

@@ -110,6 +110,9 @@ type report struct {
 	elapsed  time.Duration
 	writeErr error
 	evidence []engineRecord
+	// router is what --router found (nil without it).
+	router     *routerCheck
+	routerWait time.Duration
 }
 
 func (r report) failed() bool {
@@ -152,6 +155,12 @@ func (r report) text(c *cobra.Command) error {
 		fmt.Fprintf(out, "evidence: %s workload record %s (execution %s)\n", e.Engine, e.Record, e.Execution)
 	}
 	fmt.Fprintf(out, "wrote %d profile(s) to %s in %.1fs\n", r.written, r.job.out, r.elapsed.Seconds())
+	if r.router != nil {
+		fmt.Fprintln(out, r.router.line(r.routerWait))
+		if !r.router.Taken {
+			return cli.Silent(cli.ExitFailed)
+		}
+	}
 	return nil
 }
 
@@ -212,7 +221,15 @@ func (r report) json(c *cobra.Command, res cmdresult.Result) error {
 	if r.writeErr != nil {
 		res.Errors = append(res.Errors, cmdresult.Problem{Code: "write_failed", Message: r.writeErr.Error(), Command: res.Command, Stage: "write"})
 	}
-	res.Data = map[string]any{"engines": ids, "results": rows, "written": r.written, "elapsed_s": r.elapsed.Seconds(), "evidence": r.evidence}
+	data := map[string]any{"engines": ids, "results": rows, "written": r.written, "elapsed_s": r.elapsed.Seconds(), "evidence": r.evidence}
+	res.Data = data
+	if r.router != nil {
+		data["router"] = r.router
+		if !r.router.Taken {
+			res.Status = cmdresult.FailedGate
+			res.Errors = append(res.Errors, cmdresult.Problem{Code: "router_not_taken", Message: r.router.line(r.routerWait), Command: res.Command, Stage: "router"})
+		}
+	}
 	res.Artifacts = []cmdresult.Artifact{{Kind: "profile_samples", Path: sweep.SamplesPath(r.job.out), State: "updated"}}
 	if r.written > 0 {
 		res.Artifacts = append(res.Artifacts, cmdresult.Artifact{Kind: "profile_store", Path: r.job.out, State: "updated"})

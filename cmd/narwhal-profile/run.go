@@ -48,7 +48,11 @@ func run(c *cobra.Command, f *flags) error {
 	if werr == nil && written > 0 {
 		ev, werr = writeEvidence(j.cfg, results, sweep.SamplesPath(j.out), f.evidenceDir)
 	}
-	rep := report{job: j, results: results, written: written, elapsed: time.Since(start), writeErr: werr, evidence: ev}
+	rep := report{job: j, results: results, written: written, elapsed: time.Since(start), writeErr: werr, evidence: ev, routerWait: f.routerWait}
+	if f.router != "" && werr == nil && written > 0 && !rep.failed() {
+		rc := awaitRouter(ctx, f.router, j.out, f.routerWait)
+		rep.router = &rc
+	}
 	if asJSON {
 		return rep.json(c, res)
 	}
