@@ -105,7 +105,7 @@ func (r *Router) serveReady(w http.ResponseWriter, _ *http.Request) {
 	}
 	epoch, holder := r.ha.LeaseIdentity()
 	body := routerdoc.Ready{Status: "ready", ControlReady: r.ha.Controls(), Epoch: epoch, Holder: holder, Reason: reason,
-		Held: r.life.Holds()}
+		Held: routerdoc.Holds(r.life.Holds())}
 	if !ready {
 		body.Status = "not_ready"
 		w.Header().Set("Retry-After", "1")

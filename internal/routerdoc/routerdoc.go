@@ -9,8 +9,6 @@ import (
 	"encoding/json"
 
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
-	"github.com/narwhal-go/narwhal/internal/residency"
-	"github.com/narwhal-go/narwhal/internal/sched"
 )
 
 // The documents' names and versions. Keys are snake_case; after schema
@@ -34,16 +32,16 @@ type StateDoc struct {
 	Controller         string                    `json:"controller"`
 	Draining           []string                  `json:"draining"`
 	Ejected            []string                  `json:"ejected"`
-	Engines            []sched.EngineView        `json:"engines"`
+	Engines            []Engine                  `json:"engines"`
 	Evidence           EvidenceState             `json:"evidence"`
 	Profiles           ProfilesState             `json:"profiles"`
 	Expired            int                       `json:"expired"`
 	Failed             int                       `json:"failed"`
 	FirstTokenTimeoutS float64                   `json:"first_token_timeout_s"`
-	Flips              []sched.Flip              `json:"flips"`
-	FlipsRefused       []sched.Refused           `json:"flips_refused"`
+	Flips              []Flip                    `json:"flips"`
+	FlipsRefused       []FlipRefused             `json:"flips_refused"`
 	Health             map[string]HealthState    `json:"health"`
-	Held               []lifecycle.Hold          `json:"held"`
+	Held               []Hold                    `json:"held"`
 	InvalidRequests    int                       `json:"invalid_requests"`
 	JournalRun         string                    `json:"journal_run"`
 	Load               PhasePair[float64]        `json:"load"`
@@ -60,15 +58,15 @@ type StateDoc struct {
 	Resident           map[string]PhasePair[int] `json:"resident"`
 	// Residency is each engine's prefix-cache residency view (empty when
 	// no engine serves residency).
-	Residency       map[string]residency.EngineState `json:"residency"`
-	Served          int                              `json:"served"`
-	Serving         ServingState                     `json:"serving"`
-	SLO             SLOState                         `json:"slo"`
-	SLOMet          int                              `json:"slo_met"`
-	Thresholds      ThresholdState                   `json:"thresholds"`
-	TokenAccounting string                           `json:"token_accounting"`
-	Unserved        int                              `json:"unserved"`
-	UnsizedOffered  int                              `json:"unsized_offered"`
+	Residency       map[string]Residency `json:"residency"`
+	Served          int                  `json:"served"`
+	Serving         ServingState         `json:"serving"`
+	SLO             SLOState             `json:"slo"`
+	SLOMet          int                  `json:"slo_met"`
+	Thresholds      ThresholdState       `json:"thresholds"`
+	TokenAccounting string               `json:"token_accounting"`
+	Unserved        int                  `json:"unserved"`
+	UnsizedOffered  int                  `json:"unsized_offered"`
 }
 
 // PhasePair is one figure for each phase.
@@ -89,7 +87,7 @@ type AdmissionState struct {
 	Rejected      int     `json:"rejected"`
 	// DeadlineQueue is the core's deadline queue now (depth, KV tokens,
 	// bounds, projected drain).
-	DeadlineQueue sched.QueueView `json:"deadline_queue"`
+	DeadlineQueue DeadlineQueue `json:"deadline_queue"`
 }
 
 // ServingState is /narwhal/state.serving: the request path's counters.
@@ -120,12 +118,12 @@ type AttemptFailure struct {
 
 // ControlSummary is /narwhal/state.control: the controller's counters.
 type ControlSummary struct {
-	Advisory      bool            `json:"advisory"`
-	Decisions     map[string]int  `json:"decisions"`
-	FlipReversals int             `json:"flip_reversals"`
-	Flips         map[string]int  `json:"flips"`
-	FlipsRefused  []sched.Refused `json:"flips_refused"`
-	LastDecision  *sched.Decision `json:"last_decision"`
+	Advisory      bool           `json:"advisory"`
+	Decisions     map[string]int `json:"decisions"`
+	FlipReversals int            `json:"flip_reversals"`
+	Flips         map[string]int `json:"flips"`
+	FlipsRefused  []FlipRefused  `json:"flips_refused"`
+	LastDecision  *Decision      `json:"last_decision"`
 }
 
 // ThresholdState is /narwhal/state.thresholds, the controller's.
@@ -324,10 +322,10 @@ type Health struct {
 // Ready is GET /ready's answer: 200 only when this router controls the
 // fleet, knows its engines and has one live; 503 with the reason otherwise.
 type Ready struct {
-	ControlReady bool             `json:"control_ready"`
-	Epoch        int              `json:"epoch"`
-	Held         []lifecycle.Hold `json:"held"`
-	Holder       string           `json:"holder"`
-	Reason       string           `json:"reason"`
-	Status       string           `json:"status"`
+	ControlReady bool   `json:"control_ready"`
+	Epoch        int    `json:"epoch"`
+	Held         []Hold `json:"held"`
+	Holder       string `json:"holder"`
+	Reason       string `json:"reason"`
+	Status       string `json:"status"`
 }

@@ -54,13 +54,13 @@ func State(in StateInput) StateDoc {
 	}
 	return StateDoc{
 		Schema: StateSchema, SchemaVersion: StateSchemaVersion,
-		JournalRun: in.JournalRun, Controller: "reactive", TokenAccounting: "token_ids", Residency: in.Residency,
+		JournalRun: in.JournalRun, Controller: "reactive", TokenAccounting: "token_ids", Residency: residencies(in.Residency),
 		Served: st.Served, SLOMet: st.SLOMet, Failed: st.Failed, Offered: st.Offered,
 		UnsizedOffered: st.UnsizedOffered, Expired: st.Expired, Cancelled: st.Cancelled,
 		InvalidRequests: st.Invalid, Unserved: snap.Unserved,
 		OutcomeReasons: OutcomeReasons(st.Reasons),
 		Admission: AdmissionState{
-			Inflight: in.Inflight, QueueCapacity: c.Serving.QueueCapacity, Limit: in.Limit, DeadlineQueue: snap.Queue,
+			Inflight: in.Inflight, QueueCapacity: c.Serving.QueueCapacity, Limit: in.Limit, DeadlineQueue: deadlineQueue(snap.Queue),
 			Rejected: st.Rejected, Refused: st.Refused, EngineAuth: c.Engine.AuthMode(),
 			Mode: c.Serving.Admission, Margin: c.Serving.AdmissionMargin,
 		},
@@ -68,7 +68,7 @@ func State(in StateInput) StateDoc {
 		FirstTokenTimeoutS: c.Engine.FirstTokenTimeoutS,
 		Pools:              PhasePair[[]string]{Prefill: snap.Pool(fleet.Prefill), Decode: snap.Pool(fleet.Decode)},
 		Load:               PhasePair[float64]{Prefill: snap.Load.Prefill, Decode: snap.Load.Decode},
-		Engines:            snap.Engines,
+		Engines:            engines(snap.Engines),
 		Thresholds: ThresholdState{Expand: t.Expand, Shrink: t.Shrink, CooldownS: t.CooldownS,
 			SustainedIntervals: t.SustainedIntervals, DwellS: t.DwellS, PanicRatio: t.PanicRatio},
 		SLO:        SLOState{TTFTS: c.SLO.TTFT, TPOTS: c.SLO.TPOT},
@@ -76,15 +76,15 @@ func State(in StateInput) StateDoc {
 		Pinned:     nonNil(pinned),
 		MinPrefill: c.Controller.MinPrefill, MinDecode: c.Controller.MinDecode,
 		Ejected: ejected(in.Ejected), Draining: draining(in.Records), Probation: in.Probation,
-		Health: in.Health, Quarantined: nonNil(in.Quarantined), Held: in.Held,
-		Control: ControlSummary{Advisory: ctl.Advisory, LastDecision: ctl.LastDecision,
+		Health: in.Health, Quarantined: nonNil(in.Quarantined), Held: Holds(in.Held),
+		Control: ControlSummary{Advisory: ctl.Advisory, LastDecision: decision(ctl.LastDecision),
 			Decisions: ctl.Decisions, Flips: ctl.Flips, FlipReversals: ctl.FlipReversals,
-			FlipsRefused: ctl.FlipsRefused},
+			FlipsRefused: flipsRefused(ctl.FlipsRefused)},
 		PanicBypasses: ctl.PanicBypasses,
 		Monitoring:    in.Monitoring,
 		Evidence:      in.Evidence,
 		Profiles:      in.Profiles,
-		Flips:         ctl.History, FlipsRefused: ctl.FlipsRefused,
+		Flips:         flips(ctl.History), FlipsRefused: flipsRefused(ctl.FlipsRefused),
 	}
 }
 

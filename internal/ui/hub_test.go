@@ -14,7 +14,6 @@ import (
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/metrics"
 	"github.com/narwhal-go/narwhal/internal/routerdoc"
-	"github.com/narwhal-go/narwhal/internal/sched"
 )
 
 // fakeSource is a router of two engines that served n requests, all
@@ -24,12 +23,12 @@ type fakeSource struct{ n int }
 func (f *fakeSource) Snapshot() Snapshot {
 	f.n += 10
 	st := routerdoc.StateDoc{Served: f.n, SLOMet: f.n, Offered: f.n,
-		Engines: []sched.EngineView{{IID: "p0", Role: fleet.Prefill, Live: true}, {IID: "d0", Role: fleet.Decode, Live: true, ResidentDecode: 2}},
+		Engines: []routerdoc.Engine{{IID: "p0", Role: fleet.Prefill, Live: true}, {IID: "d0", Role: fleet.Decode, Live: true, ResidentDecode: 2}},
 		Pools:   routerdoc.PhasePair[[]string]{Prefill: []string{"p0"}, Decode: []string{"d0"}},
 		Load:    routerdoc.PhasePair[float64]{Prefill: 0.4, Decode: 0.9},
 		Ejected: []string{}, Draining: []string{"d0"},
-		Flips:          []sched.Flip{{At: 3, IID: "d0", To: fleet.Decode, By: "reactive"}},
-		Control:        routerdoc.ControlSummary{LastDecision: &sched.Decision{At: 3, Reason: "decode pressure", Flip: &sched.Flip{At: 3, IID: "d0"}}},
+		Flips:          []routerdoc.Flip{{At: 3, IID: "d0", To: fleet.Decode, By: "reactive"}},
+		Control:        routerdoc.ControlSummary{LastDecision: &routerdoc.Decision{At: 3, Reason: "decode pressure", Flip: &routerdoc.Flip{At: 3, IID: "d0"}}},
 		OutcomeReasons: map[string]map[string]int{"refused": {"queue": 2, "tpot": 0}},
 	}
 	h := metrics.Histogram{Bounds: []float64{0.5, 1}, Counts: []uint64{uint64(f.n), uint64(f.n)}, Count: uint64(f.n)}

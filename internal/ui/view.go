@@ -7,7 +7,6 @@ import (
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/metrics"
 	"github.com/narwhal-go/narwhal/internal/routerdoc"
-	"github.com/narwhal-go/narwhal/internal/sched"
 )
 
 // Snapshot is what the dashboard reads from the router at one instant.
@@ -187,7 +186,7 @@ func str(p *string) string {
 
 // flips are the state's flip history, newest first, with the reasons of
 // the decisions the hub saw.
-func flips(history []sched.Flip, reasons map[flipKey]string) []Flip {
+func flips(history []routerdoc.Flip, reasons map[flipKey]string) []Flip {
 	out := make([]Flip, 0, len(history))
 	for i := len(history) - 1; i >= 0; i-- {
 		f := history[i]
