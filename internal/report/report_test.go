@@ -14,7 +14,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/ports"
 )
 
-func TestHistQuantileWithinOnePercent(t *testing.T) {
+func TestHistQuantileWithinATenthOfAPercent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, n := range []int{1, 2, 10, 1000, 20000} {
 		var h Hist
@@ -27,8 +27,8 @@ func TestHistQuantileWithinOnePercent(t *testing.T) {
 		for _, q := range []float64{0, 0.5, 0.9, 0.99, 1} {
 			exact := xs[min(n-1, int(q*float64(n)))]
 			got := h.Quantile(q)
-			if math.Abs(got-exact) > 0.0101*exact {
-				t.Fatalf("n=%d q=%v: %v, exact nearest rank %v (over 1%%)", n, q, got, exact)
+			if math.Abs(got-exact) > 0.001*exact+1e-6 {
+				t.Fatalf("n=%d q=%v: %v, exact nearest rank %v (over 0.1%% + 1 µs)", n, q, got, exact)
 			}
 		}
 		if h.N() != n || h.Below(xs[n-1]) != 1 {
