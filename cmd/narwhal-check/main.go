@@ -18,6 +18,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/ports"
 	"github.com/narwhal-go/narwhal/internal/profile"
+	"github.com/narwhal-go/narwhal/internal/progress"
 	"github.com/narwhal-go/narwhal/internal/version"
 )
 
@@ -26,7 +27,7 @@ func main() { cli.Main(newRoot()) }
 type flags struct {
 	fleet, format, evidenceDir string
 	plan                       string
-	ring, noKV                 bool
+	ring, noKV, quiet          bool
 	repeats, paceWords         int
 }
 
@@ -40,6 +41,7 @@ func newRoot() *cobra.Command {
 	cli.FormatFlag(fs, &f.format)
 	fs.BoolVar(&f.ring, "ring", false, "consume probes by rotating ring instead of the full mesh")
 	fs.BoolVar(&f.noKV, "no-kv", false, "skip the produce and consume KV probes")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress on stderr (off a terminal it is one line per gate)")
 	fs.IntVar(&f.repeats, "repeats", 1, "probes per pair (clamped to >= 1)")
 	fs.IntVar(&f.paceWords, "pace-words", 4096, "pace prompt length in words ('benchmark ' x N), halved on HTTP 400")
 	fs.StringVar(&f.evidenceDir, "evidence-store", "evidence", "evidence store for the run's records; empty writes none")
@@ -71,7 +73,12 @@ func run(c *cobra.Command, f *flags) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	bar := progress.New(c.ErrOrStderr(), "narwhal-check", f.quiet)
+	o.Progress = func(gate string, i, n int) {
+		bar.Set(float64(i)/float64(n), fmt.Sprintf("gate %d/%d: %s", i+1, n, gate))
+	}
 	rep := check.Run(ctx, o)
+	bar.Finish(fmt.Sprintf("%d gates, %d failed", len(rep.Gates), len(rep.Failed)))
 	bind, err := planBinding(f.evidenceDir, f.plan)
 	if err != nil {
 		return invalid(c, res, asJSON, "plan_invalid", err)

@@ -91,7 +91,22 @@ func TestPreflightCommand(t *testing.T) {
 			if len(recs) == 0 {
 				t.Fatal("no evidence records written")
 			}
+			// Off a terminal the progress is a plain line per gate on
+			// stderr, never on stdout.
+			if !strings.Contains(errb.String(), "narwhal-check: gate 1/9: reach (0%)") || strings.Count(errb.String(), "narwhal-check: gate ") != 9 {
+				t.Fatalf("progress on stderr:\n%s", errb.String())
+			}
 		})
+	}
+}
+
+// --quiet writes no progress.
+func TestQuietWritesNoProgress(t *testing.T) {
+	dir, fl, closeAll := fixture(t, 0)
+	defer closeAll()
+	var out, errb bytes.Buffer
+	if code := cli.Run(newRoot(), []string{"--fleet", fl, "--pace-words", "100", "--quiet", "--evidence-store", filepath.Join(dir, "ev")}, &out, &errb); code != 0 || errb.Len() != 0 {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
 }
 

@@ -29,7 +29,7 @@ type flags struct {
 	evidenceDir, router           string
 	routerWait                    time.Duration
 	engines                       []string
-	merge, warm                   bool
+	merge, warm, quiet            bool
 	prefillLens, decodeLens, conc string
 	warmPrefixes, warmSuffixes    string
 	prefillRepeats, decodeTokens  int
@@ -61,6 +61,7 @@ func newRoot() *cobra.Command {
 	fs.Float64Var(&f.timeoutS, "observation-timeout-s", 300, "bound on one completion or decode cohort, seconds")
 	fs.StringVar(&f.evidenceDir, "evidence-store", "evidence", "evidence store for one workload record per profiled engine; empty writes none")
 	fs.StringVar(&f.format, "format", "text", "output: text or json (the narwhal.command-result envelope)")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress on stderr (off a terminal it is one line per step)")
 	return root
 }
 

@@ -190,9 +190,12 @@ func TestProfileWaitsForTheRouterToTakeTheStore(t *testing.T) {
 		fmt.Fprintf(w, `{"schema":"narwhal.state","profiles":{"path":%q,"digest":%q,"error":"boom"}}`, cfg.Profiles.Path, digest)
 	}))
 	defer srv.Close()
-	code, out, errs := profileCmd(append(append([]string{"--fleet", path}, quick...), "--router", srv.URL, "--router-wait", "5s")...)
+	code, out, errs := profileCmd(append(append([]string{"--fleet", path}, quick...), "--router", srv.URL, "--router-wait", "5s", "--quiet")...)
 	if code != 0 || !strings.Contains(out, "has taken the new profiles (digest sha256:") {
 		t.Fatalf("a router that took the store: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	if errs != "" {
+		t.Fatalf("--quiet still wrote to stderr:\n%s", errs)
 	}
 	stale = true
 	rc := awaitRouter(context.Background(), srv.URL, cfg.Profiles.Path, 300*time.Millisecond)

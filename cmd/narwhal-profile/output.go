@@ -16,32 +16,26 @@ import (
 	"github.com/narwhal-go/narwhal/internal/cmdresult"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/profile/sweep"
+	nprogress "github.com/narwhal-go/narwhal/internal/progress"
 )
 
-// progress shows each engine's phase on stderr: one redrawn line on a
-// terminal, a plain line per phase step otherwise. It never writes to
-// stdout, so JSON mode's stdout holds only the envelope.
+// progress shows the engines' phases on stderr (internal/progress: a
+// bar on a terminal, a line per step elsewhere, nothing with --quiet).
+// It never writes to stdout, so JSON mode's stdout holds only the
+// envelope.
 type progress struct {
-	mu    sync.Mutex // guards state and the writes to w
-	w     io.Writer
-	tty   bool
-	start time.Time
+	mu    sync.Mutex // guards state and frac
+	bar   *nprogress.Bar
+	n     int // engines profiled
 	state map[string]string
 	frac  map[string]float64
 }
 
-func newProgress(w io.Writer, _ bool, start time.Time) *progress {
-	f, ok := w.(*os.File)
-	tty := false
-	if ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			tty = true
-		}
-	}
-	return &progress{w: w, tty: tty, start: start, state: map[string]string{}, frac: map[string]float64{}}
+func newProgress(w io.Writer, engines int, quiet bool) *progress {
+	return &progress{bar: nprogress.New(w, "narwhal-profile", quiet), n: max(1, engines), state: map[string]string{}, frac: map[string]float64{}}
 }
 
-// phaseWeight is each phase's rough share of an engine's sweep, for the ETA.
+// phaseWeight is each phase's rough share of an engine's sweep.
 var phaseWeight = map[string][2]float64{sweep.PhasePrefill: {0, 0.3}, sweep.PhaseDecode: {0.3, 0.6}, sweep.PhaseWarm: {0.9, 0.1}}
 
 func (p *progress) update(iid, phase string, done, total int) {
@@ -49,8 +43,8 @@ func (p *progress) update(iid, phase string, done, total int) {
 	defer p.mu.Unlock()
 	w := phaseWeight[phase]
 	p.frac[iid] = w[0] + w[1]*float64(done)/float64(max(total, 1))
-	p.state[iid] = fmt.Sprintf("%s %s %s %d/%d", iid, phase, bar(float64(done)/float64(max(total, 1))), done, total)
-	p.drawLocked(iid)
+	p.state[iid] = fmt.Sprintf("%s %s %d/%d", iid, phase, done, total)
+	p.showLocked()
 }
 
 func (p *progress) finish(iid string, err error) {
@@ -61,45 +55,34 @@ func (p *progress) finish(iid string, err error) {
 	if err != nil {
 		p.state[iid] = iid + " FAILED"
 	}
-	p.drawLocked(iid)
-	if p.tty {
-		fmt.Fprintln(p.w)
-	}
+	p.showLocked()
 }
 
-func (p *progress) drawLocked(iid string) {
-	if !p.tty {
-		fmt.Fprintf(p.w, "narwhal-profile: %s (eta %s)\n", p.state[iid], p.etaLocked())
-		return
-	}
+// showLocked shows every engine's step and the mean share done (an
+// engine not started counts 0), so the estimate does not swing with the
+// slowest engine. Called with mu held.
+func (p *progress) showLocked() {
 	ids := make([]string, 0, len(p.state))
+	total := 0.0
 	for id := range p.state {
 		ids = append(ids, id)
+		total += p.frac[id]
 	}
 	sort.Strings(ids)
 	parts := make([]string, len(ids))
 	for i, id := range ids {
 		parts[i] = p.state[id]
 	}
-	fmt.Fprintf(p.w, "\r\033[K%s  eta %s", strings.Join(parts, " | "), p.etaLocked())
+	p.bar.Set(total/float64(p.n), strings.Join(parts, " | "))
 }
 
-// etaLocked extrapolates the slowest engine's progress.
-func (p *progress) etaLocked() string {
-	least := 1.0
-	for _, f := range p.frac {
-		least = min(least, f)
+// end finishes the display.
+func (p *progress) end(failed bool) {
+	if failed {
+		p.bar.Finish("failed")
+		return
 	}
-	if least <= 0 {
-		return "?"
-	}
-	el := time.Since(p.start)
-	return (time.Duration(float64(el)/least) - el).Round(time.Second).String()
-}
-
-func bar(f float64) string {
-	n := int(f*10 + 0.5)
-	return "[" + strings.Repeat("#", n) + strings.Repeat(".", 10-n) + "]"
+	p.bar.Finish("profiled")
 }
 
 // report is a finished run as the operator reads it.

@@ -39,11 +39,12 @@ func run(c *cobra.Command, f *flags) error {
 	ctx, stop := signalContext(c)
 	defer stop()
 	start := time.Now()
-	p := newProgress(c.ErrOrStderr(), asJSON, start)
+	p := newProgress(c.ErrOrStderr(), len(j.engines), f.quiet)
 	run := sweep.Fleet{Config: j.cfg, Engines: j.engines, Limits: j.limits, Out: j.out, APIKey: j.key, Prev: j.prev,
 		Progress: p.update, Finished: p.finish}
 	results := run.Sweep(ctx, f.parsed)
 	written, werr := run.Write(results)
+	p.end(werr != nil || report{results: results}.failed())
 	var ev []engineRecord
 	if werr == nil && written > 0 {
 		ev, werr = writeEvidence(j.cfg, results, sweep.SamplesPath(j.out), f.evidenceDir)

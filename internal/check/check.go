@@ -109,6 +109,9 @@ type Options struct {
 	PaceTolerance float64
 	ProbeWords    int          // produce/consume/tokenize prompt words; default 64
 	Sidecars      *http.Client // default: probe's direct client without credentials
+	// Progress, when set, hears each gate as it starts: its name, its
+	// index from 0, and the number of gates.
+	Progress func(gate string, i, n int)
 }
 
 // Report is the outcome of a run.
@@ -176,7 +179,10 @@ func Run(ctx context.Context, o Options) *Report {
 		{GatePace, r.pace}, {GateTokenize, r.tokenize}, {GateProduce, r.produce}, {GateConsume, r.consume}, {GateSLO, r.slo}}
 	rep := &Report{Engines: len(o.Fleet.Engines), Model: o.Fleet.Model, TTFT: o.Fleet.SLO.TTFT, TPOT: o.Fleet.SLO.TPOT,
 		Attested: r.attested, Live: r.identity}
-	for _, s := range steps {
+	for i, s := range steps {
+		if o.Progress != nil {
+			o.Progress(s.name, i, len(steps))
+		}
 		g := Gate{Name: s.name}
 		s.fn(ctx, &g)
 		g.settle()

@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"time"
+
+	"github.com/narwhal-go/narwhal/internal/progress"
 )
 
 // prepare asks the router for its model (unless given) and SLO, so a
@@ -58,18 +59,18 @@ func (g *Generator) getJSON(ctx context.Context, path string, v any) error {
 	return nil
 }
 
-// progress redraws a one-line bar on a terminal every 200 ms (a line
-// every 5 s elsewhere) until the returned stop is called.
+// progress shows the run on Progress (internal/progress: a redrawn bar
+// on a terminal every 200 ms, a line every 5 s elsewhere) until the
+// returned stop is called.
 func (g *Generator) progress() (stop func()) {
 	w := g.cfg.Progress
 	if w == nil {
 		return func() {}
 	}
-	every, cr := 5*time.Second, "\n"
-	if f, ok := w.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			every, cr = 200*time.Millisecond, "\r"
-		}
+	bar := progress.New(w, "narwhal bench", false)
+	every := 5 * time.Second
+	if progress.IsTerminal(w) {
+		every = 200 * time.Millisecond
 	}
 	done, quit := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -79,28 +80,23 @@ func (g *Generator) progress() (stop func()) {
 		for {
 			select {
 			case <-quit:
-				fmt.Fprint(w, g.bar()+"\n")
+				bar.Finish(g.status())
 				return
 			case <-t.C:
-				fmt.Fprint(w, g.bar()+cr)
+				bar.Set(g.share(), g.status())
 			}
 		}
 	}()
 	return func() { close(quit); <-done }
 }
 
-func (g *Generator) bar() string {
-	total := len(g.cfg.Schedule.Offers)
-	done := int(g.finished.Load())
-	const width = 30
-	fill := width * done / max(1, total)
-	bar := make([]byte, width)
-	for i := range bar {
-		bar[i] = ' '
-		if i < fill {
-			bar[i] = '='
-		}
-	}
-	return fmt.Sprintf("[%s] %d/%d done, %d in flight, %d not completed, %.0f s", bar, done, total,
+// share is the share of offers finished.
+func (g *Generator) share() float64 {
+	return float64(g.finished.Load()) / float64(max(1, len(g.cfg.Schedule.Offers)))
+}
+
+// status is the run's counts now.
+func (g *Generator) status() string {
+	return fmt.Sprintf("%d/%d done, %d in flight, %d not completed, %.0f s", g.finished.Load(), len(g.cfg.Schedule.Offers),
 		g.inflight.Load(), g.failed.Load(), time.Since(g.start).Seconds())
 }
