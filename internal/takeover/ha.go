@@ -328,7 +328,11 @@ func (h *HA) LeaseIdentity() (int, string) {
 // renew interval, then doubling up to ttl − margin (about the lease
 // period, so a lease freed or a store come back is claimed within two
 // periods), each drawn from [d/2, d] so routers fenced by one outage do
-// not claim in lockstep.
+// not claim in lockstep. It is not cenkalti/backoff (already in the
+// module graph): that library draws its jitter from math/rand's global
+// source (backoff/v5 exponential.go, NextBackOff), with no way to hand it
+// a seeded ports.Rng, and the lease tests replay the claims' timing from
+// a seed; the rule itself is the three lines below.
 type backoff struct {
 	d, max time.Duration
 	rng    ports.Rng
