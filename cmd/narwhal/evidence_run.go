@@ -118,10 +118,11 @@ func iids(cfg *fleet.Config) []string {
 }
 
 type writtenRecord struct {
-	Record  string `json:"record"`
-	Engine  any    `json:"engine"`
-	Verdict string `json:"verdict"`
-	Value   any    `json:"value"`
+	Record   string `json:"record"`
+	Endpoint string `json:"endpoint"`
+	Engines  any    `json:"engines"` // the fingerprint's replicas that served
+	Verdict  string `json:"verdict"`
+	Value    any    `json:"value"`
 }
 
 func writeRecords(st *store.Store, rs []evidence.Record) ([]writtenRecord, error) {
@@ -131,7 +132,12 @@ func writeRecords(st *store.Store, rs []evidence.Record) ([]writtenRecord, error
 		if err != nil {
 			return nil, cli.Failed(err)
 		}
-		out = append(out, writtenRecord{Record: d, Engine: r.Display["engine_iid"], Verdict: *r.Claim.Verdict, Value: r.Claim.Value})
+		engines := r.Display["engine_iids"] // serving records: the fingerprint's replicas
+		if engines == nil {
+			engines = []any{r.Display["engine_iid"]} // task records: one engine
+		}
+		out = append(out, writtenRecord{Record: d, Endpoint: r.Subject[evidence.SubjectEndpoint], Engines: engines,
+			Verdict: *r.Claim.Verdict, Value: r.Claim.Value})
 	}
 	return out, nil
 }
@@ -152,7 +158,7 @@ func writeServing(cmd *cobra.Command, f *evFlags, res serving.Result, reads []jo
 	}
 	return f.emit(cmd, "from-journal", map[string]any{"records": rows, "notes": notes, "journals": reads}, func(w io.Writer) {
 		for _, r := range rows {
-			fmt.Fprintf(w, "%s  engine %v  %s  attainment %v\n", r.Record, r.Engine, r.Verdict, deref(r.Value))
+			fmt.Fprintf(w, "%s  endpoint %s  engines %v  %s  attainment %v\n", r.Record, shortDigest(r.Endpoint), r.Engines, r.Verdict, deref(r.Value))
 		}
 		for _, n := range notes {
 			fmt.Fprintf(w, "note: %s\n", n)
@@ -234,7 +240,7 @@ func runTasks(cmd *cobra.Command, f *evFlags, t *taskFlags) error {
 			fmt.Fprintf(w, "case %-14s pass=%v  %s\n", o.Case, o.Pass, o.Reason)
 		}
 		for _, r := range rows {
-			fmt.Fprintf(w, "%s  engine %v  %s  pass rate %v\n", r.Record, r.Engine, r.Verdict, deref(r.Value))
+			fmt.Fprintf(w, "%s  engine %v  %s  pass rate %v\n", r.Record, r.Engines, r.Verdict, deref(r.Value))
 		}
 		for _, n := range notes {
 			fmt.Fprintf(w, "note: %s\n", n)

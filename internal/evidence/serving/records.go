@@ -8,7 +8,6 @@ import (
 	"github.com/narwhal-go/narwhal/internal/canon"
 	"github.com/narwhal-go/narwhal/internal/evidence"
 	"github.com/narwhal-go/narwhal/internal/evidence/decision"
-	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/ports"
 	"github.com/narwhal-go/narwhal/internal/version"
 )
@@ -38,55 +37,33 @@ type Result struct {
 	Notes   []string
 }
 
-type groupKey struct{ iid, endpoint string }
-
-type group struct {
-	b   Binding
-	acc *accumulator
-}
-
-// Records builds one record per engine execution that served in the
-// windows. A generation that cannot be bound to a boot record makes no
-// record: its note says why.
+// Records builds one record per endpoint fingerprint that served in the
+// windows (reference/evidence.md §4.4: a serving record is of one endpoint
+// fingerprint): the replicas of one fingerprint combine, a request
+// counting once however many of its replicas it touched, with each
+// replica's own counts shown beside (per_engine). A request never placed
+// counts in the denominator of every fingerprint that served in the
+// window — the fleet's — and makes no record for an idle engine; only a
+// window in which nothing was placed charges it to the fleet's bound
+// fingerprints. A generation that cannot be bound to a boot record makes
+// no record: its note says why. Replicas whose own verdicts disagree are
+// named in a note, never decided by iid.
 func Records(in Input, clock ports.Clock) (Result, error) {
-	groups := map[groupKey]*group{}
-	var res Result
+	f := newFolder(in)
 	for _, w := range in.Windows {
-		w.compact()
-		var buf []int16
-		for i := range w.rows {
-			r := &w.rows[i]
-			if terminals[r.terminal] == journal.TerminalInvalid {
-				continue // the client's own mistake is no offer to any engine
-			}
-			for _, e := range w.touched(r, buf) {
-				g := w.gens[e][w.epochs[r.epoch][e]]
-				b, err := bind(g, in.Bindings)
-				if err != nil {
-					res.Notes = appendOnce(res.Notes, err.Error())
-					continue
-				}
-				k := groupKey{g.iid, b.Endpoint}
-				if groups[k] == nil {
-					groups[k] = &group{b: b, acc: newAccumulator()}
-				}
-				groups[k].acc.add(w.runs[r.run], r, in.Request.SLO)
-			}
-		}
+		f.window(w)
 	}
-	keys := make([]groupKey, 0, len(groups))
-	for k := range groups {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		return keys[i].iid < keys[j].iid || keys[i].iid == keys[j].iid && keys[i].endpoint < keys[j].endpoint
-	})
-	for _, k := range keys {
-		r, err := record(in, groups[k], clock)
+	f.chargeUnplaced()
+	var res Result
+	res.Notes = f.notes
+	for _, k := range f.sortedKeys() {
+		g := f.groups[k]
+		r, err := record(in, g, clock)
 		if err != nil {
-			return res, fmt.Errorf("serving record for engine %s: %w", k.iid, err)
+			return res, fmt.Errorf("serving record for endpoint %s: %w", k, err)
 		}
 		res.Records = append(res.Records, r)
+		res.Notes = append(res.Notes, g.disagreement(in.Request)...)
 	}
 	return res, nil
 }
@@ -112,22 +89,27 @@ func record(in Input, g *group, clock ports.Clock) (evidence.Record, error) {
 	if err != nil {
 		return evidence.Record{}, err
 	}
-	_, window, err := canon.MarshalDigest(map[string]any{"engine": g.b.IID, "endpoint": g.b.Endpoint,
+	iids := g.iids()
+	_, window, err := canon.MarshalDigest(map[string]any{"endpoint": g.endpoint, "engines": iids,
 		"request": in.RequestDigest, "runs_first_arrived": g.acc.firstArrived, "runs_last_arrived": g.acc.lastAr})
 	if err != nil {
 		return evidence.Record{}, err
 	}
 	att := s.Attainment
-	inputs := []string{g.b.BootRecord, in.RequestDigest}
+	inputs := append(g.bootRecords(), in.RequestDigest)
 	sort.Strings(inputs)
+	perEngine, err := g.perEngine(in.Request)
+	if err != nil {
+		return evidence.Record{}, err
+	}
 	r := evidence.Record{Kind: evidence.KindWorkload, ClaimScope: evidence.ScopeServingPerformance, EpistemicStatus: evidence.Measured,
 		Level: evidence.MaintainerLabMeasured,
-		Subject: map[string]string{evidence.SubjectEndpoint: g.b.Endpoint, evidence.SubjectApplication: in.RequestDigest,
+		Subject: map[string]string{evidence.SubjectEndpoint: g.endpoint, evidence.SubjectApplication: in.RequestDigest,
 			evidence.SubjectWindow: window},
 		Claim:      evidence.Claim{Quantity: Quantity, Verdict: &verdict, Value: &att, Unit: "fraction"},
-		Engine:     evidence.Engine{Name: "vllm", Version: g.b.EngineVersion, Packages: []string{}},
+		Engine:     evidence.Engine{Name: "vllm", Version: g.version, Packages: []string{}},
 		Provenance: evidence.Provenance{Producer: Producer, ProducerVersion: version.Version, Inputs: inputs},
-		Display: map[string]any{"engine_iid": g.b.IID, "process_start_time_seconds": g.b.ProcessStart, "serving": stats,
+		Display: map[string]any{"engine_iids": iids, "per_engine": perEngine, "serving": stats,
 			"production_mode": in.ProductionMode, "slo": in.Request.SLO, "workload_envelope": in.Request.Workload}}
 	return evidence.Stamp(r, clock), nil
 }

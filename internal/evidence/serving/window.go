@@ -220,29 +220,21 @@ func (w *Window) compact() {
 	}
 }
 
-// touched lists the engine indexes a row counts against: the legs it
-// was placed on, or every engine when it was never placed (a refusal
-// counts against every engine live in the window: unserved offers stay
-// in the denominator). A leg on an engine outside the fleet counts for
-// none.
-func (w *Window) touched(r *wrow, buf []int16) []int16 {
+// legs lists the fleet engines a row's legs ran on, each once, and says
+// whether it was placed at all: a row never placed (refused, rejected or
+// expired before a leg) counts at the fleet's level (Records), and a leg
+// on an engine outside the fleet counts for none.
+func (w *Window) legs(r *wrow, buf []int16) ([]int16, bool) {
 	buf = buf[:0]
+	placed := false
 	for _, e := range []int16{r.prefill, r.decode} {
-		if e != noEngine && (len(buf) == 0 || buf[0] != e) {
+		if e == noEngine {
+			continue
+		}
+		placed = true
+		if e >= 0 && (len(buf) == 0 || buf[0] != e) {
 			buf = append(buf, e)
 		}
 	}
-	if len(buf) == 0 {
-		for i := range w.engines {
-			buf = append(buf, int16(i))
-		}
-		return buf
-	}
-	out := buf[:0]
-	for _, e := range buf {
-		if e >= 0 {
-			out = append(out, e)
-		}
-	}
-	return out
+	return buf, placed
 }

@@ -3,6 +3,7 @@ package serving
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,46 +17,84 @@ func bindings() []Binding {
 		{IID: "d0", Endpoint: "fpD", BootRecord: bootB, ObservedAt: "2026-01-01T00:00:01Z"}}
 }
 
-// offers is the Offered count per engine in the window's records.
-func offers(t *testing.T, w *Window) map[string]int {
+// offers is the Offered count per endpoint fingerprint in the window's
+// records.
+func offers(t *testing.T, w *Window, bs []Binding) map[string]int {
 	t.Helper()
-	res, err := Records(Input{Windows: []*Window{w}, Bindings: bindings(), Request: request(), RequestDigest: reqD}, ports.NewFake(time.Unix(0, 0)))
+	res, err := Records(Input{Windows: []*Window{w}, Bindings: bs, Request: request(), RequestDigest: reqD}, ports.NewFake(time.Unix(0, 0)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]int{}
 	for _, r := range res.Records {
-		out[r.Display["engine_iid"].(string)] = int(r.Display["serving"].(map[string]any)["offered"].(float64))
+		out[r.Subject[evidence.SubjectEndpoint]] = int(r.Display["serving"].(map[string]any)["offered"].(float64))
 	}
 	return out
 }
 
-// Which engines a row counts against, and which rows are in the window.
+// Which fingerprints a row counts against, and which rows are in the
+// window.
 func TestWindowCountsEachRowWhereItBelongs(t *testing.T) {
 	refused := Row{Run: "r1", TTFT: math.NaN(), TPOT: math.NaN(), WantedLen: -1, OutLen: -1, Terminal: journal.TerminalRefused}
+	served := Row{Run: "r1", Prefill: "p0", Terminal: journal.TerminalCompleted}
 	cases := []struct {
 		name  string
 		rows  []Row
 		width time.Duration
 		want  string
 	}{
-		{"both legs", []Row{{Run: "r1", Prefill: "p0", Decode: "d0", Terminal: journal.TerminalCompleted}}, 0, "map[d0:1 p0:1]"},
-		{"never placed counts against every engine", []Row{refused}, 0, "map[d0:1 p0:1]"},
+		{"both legs", []Row{{Run: "r1", Prefill: "p0", Decode: "d0", Terminal: journal.TerminalCompleted}}, 0, "map[fpD:1 fpP:1]"},
+		{"a refusal counts against the fingerprints that served, not an idle one", []Row{served, refused}, 0, "map[fpP:2]"},
+		{"nothing placed: the fleet's fingerprints carry the refusals", []Row{refused, refused}, 0, "map[fpD:2 fpP:2]"},
 		{"an engine outside the fleet counts for none", []Row{{Run: "r1", Prefill: "zz", Terminal: journal.TerminalFailed}}, 0, "map[]"},
 		{"the client's own mistake is no offer", []Row{{Run: "r1", Terminal: journal.TerminalInvalid}}, 0, "map[]"},
 		{"only the last width of a run", []Row{{Run: "r1", Arrived: 0, Prefill: "p0"}, {Run: "r1", Arrived: 5, Prefill: "p0"},
-			{Run: "r1", Arrived: 20, Prefill: "p0"}}, 15 * time.Second, "map[p0:2]"},
+			{Run: "r1", Arrived: 20, Prefill: "p0"}}, 15 * time.Second, "map[fpP:2]"},
 		{"each run its own window", []Row{{Run: "r1", Arrived: 100, Prefill: "p0"}, {Run: "r2", Arrived: 1, Prefill: "p0"},
-			{Run: "r1", Arrived: 0, Prefill: "p0"}}, 10 * time.Second, "map[p0:2]"},
+			{Run: "r1", Arrived: 0, Prefill: "p0"}}, 10 * time.Second, "map[fpP:2]"},
 	}
 	for _, c := range cases {
 		w := NewWindow([]string{"p0", "d0"}, c.width)
 		for _, r := range c.rows {
 			w.Request(r)
 		}
-		if got := fmt.Sprint(offers(t, w)); got != c.want {
+		if got := fmt.Sprint(offers(t, w, bindings())); got != c.want {
 			t.Errorf("%s: offers %s, want %s", c.name, got, c.want)
 		}
+	}
+}
+
+// Replicas of one fingerprint make one record: a request counts once
+// however many of them it touched, each replica's share is shown, and
+// replicas whose own verdicts differ are named in a note (not decided by
+// iid or by which record was stamped last).
+func TestReplicasOfOneFingerprintCombine(t *testing.T) {
+	bs := []Binding{{IID: "p0", Endpoint: "fpS", BootRecord: bootA, ObservedAt: "2026-01-01T00:00:01Z"},
+		{IID: "p1", Endpoint: "fpS", BootRecord: bootB, ObservedAt: "2026-01-01T00:00:02Z"},
+		{IID: "d0", Endpoint: "fpS", BootRecord: bootA, ObservedAt: "2026-01-01T00:00:01Z"}}
+	w := NewWindow([]string{"p0", "p1", "d0"}, 0)
+	for i := range 30 {
+		fast, slow := row(float64(i), 0.1, "p0"), row(float64(i), 5, "p1") // p1's requests miss the TTFT
+		fast.Decode, slow.Decode = "d0", "d0"
+		w.Request(fast)
+		w.Request(slow)
+	}
+	w.Request(Row{Run: "r1", Arrived: 40, TTFT: math.NaN(), TPOT: math.NaN(), WantedLen: -1, OutLen: -1, Terminal: journal.TerminalRefused})
+	res, err := Records(Input{Windows: []*Window{w}, Bindings: bs, Request: request(), RequestDigest: reqD}, ports.NewFake(time.Unix(0, 0)))
+	if err != nil || len(res.Records) != 1 {
+		t.Fatalf("records %d (err %v), want one for the fingerprint", len(res.Records), err)
+	}
+	d := res.Records[0].Display
+	if got := d["serving"].(map[string]any)["offered"].(float64); got != 61 {
+		t.Fatalf("offered %v, want 61: 60 placed once each and the refusal", got)
+	}
+	per := d["per_engine"].(map[string]any)
+	if len(per) != 3 || per["d0"].(map[string]any)["offered"].(float64) != 60 || per["p1"].(map[string]any)["verdict"] != VerdictMissesSLO ||
+		per["p0"].(map[string]any)["verdict"] != "meets_slo" {
+		t.Fatalf("per_engine %v", per)
+	}
+	if len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "replicas disagree") || !strings.Contains(res.Notes[0], "p1 misses_slo") {
+		t.Fatalf("notes %v, want the disagreeing replicas named", res.Notes)
 	}
 }
 
@@ -113,12 +152,12 @@ func TestWallWindowLetsOldRunsGo(t *testing.T) {
 					Terminal: journal.TerminalCompleted, Prefill: "p0"})
 			}
 		}
-		return offers(t, w)
+		return offers(t, w, bindings())
 	}
-	if got := feed(NewWindow([]string{"p0", "d0"}, 10*time.Second))["p0"]; got != 33 {
+	if got := feed(NewWindow([]string{"p0", "d0"}, 10*time.Second))["fpP"]; got != 33 {
 		t.Fatalf("per-run windows: %d offers, want 11 from each of the three runs", got)
 	}
-	if got := feed(NewWallWindow([]string{"p0", "d0"}, 10*time.Second))["p0"]; got != 22 {
+	if got := feed(NewWallWindow([]string{"p0", "d0"}, 10*time.Second))["fpP"]; got != 22 {
 		t.Fatalf("wall window: %d offers, want 11 from the latest run and 11 from the one without a start", got)
 	}
 }
