@@ -110,7 +110,10 @@ func (p *libzmqPublisher) do(t *testing.T, command string) state {
 
 type testWriter struct{ t *testing.T }
 
-func (w *testWriter) Write(b []byte) (int, error) { w.t.Logf("vllm_publisher.py: %s", b); return len(b), nil }
+func (w *testWriter) Write(b []byte) (int, error) {
+	w.t.Logf("vllm_publisher.py: %s", b)
+	return len(b), nil
+}
 
 // reaches polls x until it has applied seq, for at most 10 s.
 func reaches(t *testing.T, x *residency.Index, seq int64) residency.Snapshot {
