@@ -14,12 +14,12 @@ import (
 )
 
 // TCPAddr turns a ZeroMQ tcp endpoint into a Go address ("*" is every
-// interface). narwhal accepts tcp:// only: it follows engines on other
-// hosts, and an ipc:// socket is only reachable on the engine's own.
+// interface). narwhal accepts tcp:// only, the transport its tests
+// exercise; zmq4 also has ipc://, which nothing here has been tried on.
 func TCPAddr(endpoint string) (string, error) {
 	rest, ok := strings.CutPrefix(endpoint, "tcp://")
 	if !ok {
-		return "", fmt.Errorf("kvevents: endpoint %q is not tcp://host:port (narwhal follows engines over tcp only)", endpoint)
+		return "", fmt.Errorf("kvevents: endpoint %q is not tcp://host:port (only the tcp transport is supported)", endpoint)
 	}
 	host, port, err := net.SplitHostPort(rest)
 	if err != nil {
