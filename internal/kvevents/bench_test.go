@@ -2,9 +2,13 @@ package kvevents
 
 import (
 	"context"
+	"encoding/binary"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/go-zeromq/zmq4"
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // counter is a Handler that only counts what it is given.
@@ -34,11 +38,41 @@ func benchBatch(i int) Batch {
 	return b
 }
 
+// publishPayload is Publish for a payload already encoded.
+func (p *Publisher) publishPayload(payload []byte) (int64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	seq := p.next
+	p.next++
+	p.keepLocked(stored{seq, payload})
+	return seq, p.pub.SendMulti(zmq4.NewMsgFrom(p.topic, binary.BigEndian.AppendUint64(nil, uint64(seq)), payload))
+}
+
 // BenchmarkSubscriberDecode measures events per second through the whole
 // subscriber: a Publisher on loopback, the Subscriber's sockets, framing
 // and msgpack decoding, into a counting Handler. The publisher stays at
-// most 512 batches ahead so no high-water mark drops a batch.
+// most 512 batches ahead so no high-water mark drops a batch. map is
+// vLLM's current wire form; array its form before vllm-project/vllm#42892
+// (what the hand-written ZMTP's benchmark, commit f46d0ba, sent).
 func BenchmarkSubscriberDecode(b *testing.B) {
+	mapForm := make([][]byte, 64)
+	arrays := make([][]byte, 64)
+	for i := range mapForm {
+		var err error
+		if mapForm[i], err = benchBatch(i).Encode(); err != nil {
+			b.Fatal(err)
+		}
+		arrays[i] = arrayForm(benchBatch(i))
+	}
+	for _, form := range []struct {
+		name     string
+		payloads [][]byte
+	}{{"map", mapForm}, {"array", arrays}} {
+		b.Run(form.name, func(b *testing.B) { benchSubscriber(b, form.payloads) })
+	}
+}
+
+func benchSubscriber(b *testing.B, payloads [][]byte) {
 	p, err := NewPublisher(Config{Endpoint: "tcp://127.0.0.1:0", ReplayEndpoint: "tcp://127.0.0.1:0", BufferSteps: 1024, HWM: 1 << 16, Topic: "kv"})
 	if err != nil {
 		b.Fatal(err)
@@ -57,21 +91,17 @@ func BenchmarkSubscriberDecode(b *testing.B) {
 		if i > 500 {
 			b.Fatal("no batch reached the subscriber in 5 s")
 		}
-		if _, err := p.Publish(benchBatch(0)); err != nil {
+		if _, err := p.publishPayload(payloads[0]); err != nil {
 			b.Fatal(err)
 		}
 		time.Sleep(10 * time.Millisecond)
-	}
-	batches := make([]Batch, 64)
-	for i := range batches {
-		batches[i] = benchBatch(i)
 	}
 	startEvents := c.events.Load()
 	b.ResetTimer()
 	start := time.Now()
 	var last int64
 	for i := 0; i < b.N; i++ {
-		if last, err = p.Publish(batches[i%len(batches)]); err != nil {
+		if last, err = p.publishPayload(payloads[i%len(payloads)]); err != nil {
 			b.Fatal(err)
 		}
 		for last-c.last.Load() > 512 {
@@ -89,4 +119,46 @@ func BenchmarkSubscriberDecode(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(c.events.Load()-startEvents)/el.Seconds(), "events/s")
 	b.ReportMetric(float64(c.gaps.Load()), "gaps")
+}
+
+// arrayForm is b as vLLM wrote it before vllm-project/vllm#42892:
+// positional events.
+func arrayForm(b Batch) []byte {
+	evs := make([]any, 0, len(b.Events))
+	for _, e := range b.Events {
+		switch e.Kind {
+		case KindStored:
+			evs = append(evs, []any{e.Kind, e.Hashes, nil, e.TokenIDs, e.BlockSize, nil, e.Medium, nil})
+		case KindRemoved:
+			evs = append(evs, []any{e.Kind, e.Hashes, e.Medium})
+		default:
+			evs = append(evs, []any{e.Kind})
+		}
+	}
+	p, err := msgpack.Marshal([]any{b.TS, evs, 0})
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// BenchmarkDecodeBatch separates the decoder's share from the sockets':
+// one engine step's batch in vLLM's current map form and in its earlier
+// positional form.
+func BenchmarkDecodeBatch(b *testing.B) {
+	mapForm, err := benchBatch(1).Encode()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, p := range map[string][]byte{"map": mapForm, "array": arrayForm(benchBatch(1))} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(p)))
+			for b.Loop() {
+				if _, err := DecodeBatch(p); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(benchBatch(1).Events))*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
 }

@@ -171,8 +171,8 @@ func DecodeBatch(p []byte) (Batch, error) {
 func decodeBatchMap(dec *msgpack.Decoder) (Batch, error) {
 	var b Batch
 	var ts, events bool
-	err := eachKey(dec, func(key string) (err error) {
-		switch key {
+	err := eachKey(dec, func(key []byte) (err error) {
+		switch string(key) {
 		case "ts":
 			ts = true
 			b.TS, err = dec.DecodeFloat64()
@@ -196,13 +196,16 @@ func decodeBatchMap(dec *msgpack.Decoder) (Batch, error) {
 }
 
 // eachKey reads a map, handing each string key to fn to read its value.
-func eachKey(dec *msgpack.Decoder, fn func(key string) error) error {
+// The key is only valid during fn: keys are read into one buffer, not
+// allocated, since every event repeats the same few names.
+func eachKey(dec *msgpack.Decoder, fn func(key []byte) error) error {
 	n, err := dec.DecodeMapLen()
 	if err != nil {
 		return err
 	}
+	var buf [32]byte // vLLM's longest field name has 28 bytes
 	for range n {
-		key, err := dec.DecodeString()
+		key, err := readStr(dec, buf[:])
 		if err != nil {
 			return err
 		}
@@ -211,6 +214,32 @@ func eachKey(dec *msgpack.Decoder, fn func(key string) error) error {
 		}
 	}
 	return nil
+}
+
+// readStr reads a string into buf when it fits (else into a new slice).
+func readStr(dec *msgpack.Decoder, buf []byte) ([]byte, error) {
+	n, err := dec.DecodeBytesLen()
+	if err != nil || n <= 0 {
+		return nil, err
+	}
+	if n > len(buf) {
+		buf = make([]byte, n)
+	}
+	return buf[:n], dec.ReadFull(buf[:n])
+}
+
+// kindOf names an event's tag without allocating for the kinds narwhal
+// reads.
+func kindOf(tag []byte) string {
+	switch string(tag) {
+	case KindStored:
+		return KindStored
+	case KindRemoved:
+		return KindRemoved
+	case KindCleared:
+		return KindCleared
+	}
+	return string(tag)
 }
 
 // isMap says whether the next value is a map.
@@ -270,10 +299,13 @@ func decodeEvent(dec *msgpack.Decoder) (Event, error) {
 func decodeEventMap(dec *msgpack.Decoder) (Event, error) {
 	var e Event
 	var hashes, tokens, size bool // the fields BlockStored cannot do without
-	err := eachKey(dec, func(key string) (err error) {
-		switch key {
+	var tag [16]byte
+	err := eachKey(dec, func(key []byte) (err error) {
+		switch string(key) {
 		case "type":
-			e.Kind, err = dec.DecodeString()
+			var b []byte
+			b, err = readStr(dec, tag[:])
+			e.Kind = kindOf(b)
 		case "block_hashes":
 			hashes = true
 			e.Hashes, err = decodeHashes(dec)

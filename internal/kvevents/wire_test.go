@@ -81,7 +81,8 @@ func TestDecodeMapEvents(t *testing.T) {
 	events := []any{
 		map[string]any{"type": "BlockStored", "block_hashes": []uint64{1 << 63, 2}, "parent_block_hash": parent,
 			"token_ids": []int{1, 2, 3, 4}, "block_size": 2, "lora_id": nil, "medium": "GPU", "lora_name": nil,
-			"extra_keys": []any{nil, nil}, "group_idx": 1, "kv_cache_spec_kind": "full_attention", "locality": "LOCAL"},
+			"extra_keys": []any{nil, nil}, "group_idx": 1, "kv_cache_spec_kind": "full_attention", "locality": "LOCAL",
+			"a_later_field_whose_name_is_over_32_bytes": 1},
 		map[string]any{"type": "BlockStored", "block_hashes": []uint64{3}, "parent_block_hash": nil,
 			"token_ids": []int{5, 6}, "block_size": 2, "lora_id": nil, "medium": nil, "lora_name": nil},
 		map[string]any{"type": "BlockRemoved", "block_hashes": []uint64{2}, "medium": "GPU", "ownership": "x"},
