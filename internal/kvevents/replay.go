@@ -16,8 +16,8 @@ import (
 //   - the request is [b"", start_seq] (8 bytes big-endian): the ROUTER
 //     refuses anything that does not arrive as [identity, b"", start_seq];
 //   - each buffered batch from start_seq on comes back as
-//     [b"", topic, seq, payload] since vllm-project/vllm#45177 (vLLM
-//     0.26), [b"", seq, payload] before it;
+//     [b"", topic, seq, payload] since vllm-project/vllm#45177 (merged
+//     June 2026), [b"", seq, payload] before it;
 //   - the end marker is [b"", b"", END_SEQ, b""] (resp. [b"", END_SEQ,
 //     b""]) where END_SEQ is -1 as 8 signed big-endian bytes.
 //
