@@ -428,7 +428,10 @@ func decodeArray[T any](dec *msgpack.Decoder, item func(*msgpack.Decoder) (T, er
 }
 
 // decodeHash takes an int hash, or a bytes hash (VLLM_KV_EVENTS_USE_INT_
-// BLOCK_HASHES=0) reduced the same way vLLM reduces it to an int.
+// BLOCK_HASHES=0) reduced the same way vLLM reduces it to an int:
+// int.from_bytes(hash_bytes, "big") & (1<<64)-1, the last 8 bytes
+// (maybe_convert_block_hash in
+// https://github.com/vllm-project/vllm/blob/001cabc1be16a59a70d720ed61a13b678c060a18/vllm/v1/core/kv_cache_utils.py).
 func decodeHash(dec *msgpack.Decoder) (uint64, error) {
 	c, err := dec.PeekCode()
 	if err != nil {
