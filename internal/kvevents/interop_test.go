@@ -1,12 +1,8 @@
 package kvevents_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
-	"os/exec"
 	"slices"
 	"testing"
 	"time"
@@ -15,18 +11,12 @@ import (
 	"github.com/narwhal-go/narwhal/internal/residency"
 )
 
-// python is Debian's interpreter, where make's pyzmq target installs
-// python3-zmq and python3-msgpack (a pyenv python3 first on PATH has
-// neither).
-const python = "/usr/bin/python3"
-
 // libzmqPublisher is testdata/vllm_publisher.py: vLLM's publisher on
-// libzmq, driven one command at a time.
+// libzmq.
 type libzmqPublisher struct {
 	Endpoint       string `json:"endpoint"`
 	ReplayEndpoint string `json:"replay_endpoint"`
-	stdin          io.WriteCloser
-	lines          chan string
+	proc           *kvevents.PyProc
 }
 
 // state is the publisher's answer to a command.
@@ -37,82 +27,21 @@ type state struct {
 
 func startLibzmqPublisher(t *testing.T, format, topic string) *libzmqPublisher {
 	t.Helper()
-	if out, err := exec.Command(python, "-c", "import zmq, msgpack").CombinedOutput(); err != nil {
-		t.Skipf("%s lacks zmq or msgpack (make pyzmq installs Debian's python3-zmq and python3-msgpack): %v: %s", python, err, out)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, python, "testdata/vllm_publisher.py", "--format", format, "--topic", topic)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = &testWriter{t}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &libzmqPublisher{stdin: stdin, lines: make(chan string, 16)}
-	go func() {
-		defer close(p.lines)
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(nil, 16<<20)
-		for sc.Scan() {
-			p.lines <- sc.Text()
-		}
-	}()
-	t.Cleanup(func() {
-		stdin.Close() // the script exits at the end of its stdin
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cancel()
-			<-done
-			t.Error("vllm_publisher.py did not exit within 5 s of its stdin closing; killed")
-		}
-		cancel()
-	})
-	if err := json.Unmarshal([]byte(p.line(t)), p); err != nil || p.Endpoint == "" || p.ReplayEndpoint == "" {
+	p := &libzmqPublisher{proc: kvevents.StartPython(t, "testdata/vllm_publisher.py", "--format", format, "--topic", topic)}
+	if err := json.Unmarshal([]byte(p.proc.Line(t)), p); err != nil || p.Endpoint == "" || p.ReplayEndpoint == "" {
 		t.Fatalf("vllm_publisher.py's first line is not its endpoints: %v", err)
 	}
 	return p
 }
 
-func (p *libzmqPublisher) line(t *testing.T) string {
-	t.Helper()
-	select {
-	case l, ok := <-p.lines:
-		if !ok {
-			t.Fatal("vllm_publisher.py exited (its stderr is in the log above)")
-		}
-		return l
-	case <-time.After(10 * time.Second):
-		t.Fatal("vllm_publisher.py did not answer within 10 s")
-	}
-	return ""
-}
-
 func (p *libzmqPublisher) do(t *testing.T, command string) state {
 	t.Helper()
-	if _, err := fmt.Fprintln(p.stdin, command); err != nil {
-		t.Fatal(err)
-	}
+	p.proc.Send(t, command)
 	var s state
-	if err := json.Unmarshal([]byte(p.line(t)), &s); err != nil {
+	if err := json.Unmarshal([]byte(p.proc.Line(t)), &s); err != nil {
 		t.Fatalf("%s: %v", command, err)
 	}
 	return s
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w *testWriter) Write(b []byte) (int, error) {
-	w.t.Logf("vllm_publisher.py: %s", b)
-	return len(b), nil
 }
 
 // reaches polls x until it has applied seq, for at most 10 s.

@@ -168,9 +168,11 @@ func TestTCPAddr(t *testing.T) {
 
 // lose publishes a batch that no subscriber receives but the replay
 // buffer keeps: what a PUB socket's high-water-mark drop looks like.
-func lose(t *testing.T, p *Publisher) {
+func lose(t *testing.T, p *Publisher) { keepOnly(t, p, Batch{Events: []Event{{Kind: KindCleared}}}) }
+
+func keepOnly(t *testing.T, p *Publisher, b Batch) {
 	t.Helper()
-	payload, err := Batch{Events: []Event{{Kind: KindCleared}}}.Encode()
+	payload, err := b.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
