@@ -3,7 +3,9 @@ package kvevents_test
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,9 +27,10 @@ type state struct {
 	Blocks []uint64 `json:"blocks"`
 }
 
-func startLibzmqPublisher(t *testing.T, format, topic string) *libzmqPublisher {
+func startLibzmqPublisher(t *testing.T, format, topic string, more ...string) *libzmqPublisher {
 	t.Helper()
-	p := &libzmqPublisher{proc: kvevents.StartPython(t, "testdata/vllm_publisher.py", "--format", format, "--topic", topic)}
+	args := append([]string{"testdata/vllm_publisher.py", "--format", format, "--topic", topic}, more...)
+	p := &libzmqPublisher{proc: kvevents.StartPython(t, args...)}
 	if err := json.Unmarshal([]byte(p.proc.Line(t)), p); err != nil || p.Endpoint == "" || p.ReplayEndpoint == "" {
 		t.Fatalf("vllm_publisher.py's first line is not its endpoints: %v", err)
 	}
@@ -118,5 +121,74 @@ func reachesWithin(x *residency.Index, seq int64, d time.Duration) {
 	deadline := time.Now().Add(d)
 	for x.Snapshot().Sequence < seq && time.Now().Before(deadline) {
 		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// sync publishes one batch at a time until x applies one: libzmq drops
+// what PUB sends before the subscription reaches it.
+func (p *libzmqPublisher) sync(t *testing.T, x *residency.Index) {
+	t.Helper()
+	for i := 0; i < 100; i++ {
+		s := p.do(t, "live 1")
+		reachesWithin(x, s.Seq, 50*time.Millisecond)
+		if x.Snapshot().Sequence >= s.Seq {
+			return
+		}
+	}
+	t.Fatal("no batch reached the subscriber in 100 tries")
+}
+
+func port(t *testing.T, endpoint string) string {
+	t.Helper()
+	_, p, err := net.SplitHostPort(strings.TrimPrefix(endpoint, "tcp://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestFollowResubscribesAfterTheEngineRestarts: when the libzmq
+// publisher's process ends, residency.Follow marks residency unknown,
+// and once an engine publishes on the same ports again it resubscribes
+// and the index holds the new process's blocks (its history from 0).
+func TestFollowResubscribesAfterTheEngineRestarts(t *testing.T) {
+	a := startLibzmqPublisher(t, "map", "kv")
+	x := residency.NewIndex("restart", 0, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	sub := kvevents.Subscriber{Endpoint: a.Endpoint, ReplayEndpoint: a.ReplayEndpoint, Topic: "kv", Timeout: 2 * time.Second}
+	go func() { defer close(done); residency.Follow(ctx, sub, x, 50*time.Millisecond) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Error("Follow did not stop within 5 s")
+		}
+	})
+	a.sync(t, x)
+	a.proc.Stop(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for x.Snapshot().Known && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if s := x.Snapshot(); s.Known || !strings.Contains(s.Reason, "subscription failed") {
+		t.Fatalf("after the publisher exited: known=%v reason %q, want unknown after a failed subscription", s.Known, s.Reason)
+	}
+	b := startLibzmqPublisher(t, "map", "kv", "--seed", "2", "--pub-port", port(t, a.Endpoint), "--replay-port", port(t, a.ReplayEndpoint))
+	// The index still shows the old process's last sequence: wait for
+	// the new one's, publishing meanwhile (Follow redials every 50 ms).
+	var s state
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		s = b.do(t, "live 1")
+		reachesWithin(x, s.Seq, 20*time.Millisecond)
+		if got := x.Snapshot(); got.Known && got.Sequence == s.Seq {
+			break
+		}
+		time.Sleep(5 * time.Millisecond) // pace: one batch per try
+	}
+	got := x.Snapshot()
+	if !got.Known || got.Sequence != s.Seq || !slices.Equal(resident(got), s.Blocks) {
+		t.Fatalf("after the restart: known=%v (%s) at %d with %v, want known at %d with %v", got.Known, got.Reason, got.Sequence, resident(got), s.Seq, s.Blocks)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"sync"
 	"testing"
 	"time"
 )
@@ -18,8 +19,14 @@ const python = "/usr/bin/python3"
 // PyProc is a testdata script on pyzmq (libzmq), driven one line at a
 // time over its stdin and stdout. Exported for interop_test.go.
 type PyProc struct {
-	stdin io.WriteCloser
-	lines chan string
+	name   string
+	cmd    *exec.Cmd
+	cancel context.CancelFunc
+	stdin  io.WriteCloser
+	lines  chan string
+	eof    chan struct{} // closed once stdout has ended
+	quit   chan struct{} // closed by Stop: lines nobody will read are dropped
+	once   sync.Once
 }
 
 // StartPython runs /usr/bin/python3 args… until the test ends (closing
@@ -44,42 +51,57 @@ func StartPython(t *testing.T, args ...string) *PyProc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &PyProc{stdin: stdin, lines: make(chan string, 16)}
+	p := &PyProc{name: args[0], cmd: cmd, cancel: cancel, stdin: stdin, lines: make(chan string, 16),
+		eof: make(chan struct{}), quit: make(chan struct{})}
 	go func() {
-		defer close(p.lines)
+		defer close(p.eof)
 		sc := bufio.NewScanner(stdout)
 		sc.Buffer(nil, 16<<20)
 		for sc.Scan() {
-			p.lines <- sc.Text()
+			select {
+			case p.lines <- sc.Text():
+			case <-p.quit:
+			}
 		}
 	}()
-	t.Cleanup(func() {
-		stdin.Close() // the scripts exit at the end of their stdin
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cancel()
-			<-done
-			t.Errorf("%s did not exit within 5 s of its stdin closing; killed", args[0])
-		}
-		cancel()
-	})
+	t.Cleanup(func() { p.Stop(t) })
 	return p
+}
+
+// Stop closes the script's stdin, at whose end it exits, and waits for
+// it, killing it after 5 s. Later calls do nothing.
+func (p *PyProc) Stop(t *testing.T) {
+	t.Helper()
+	p.once.Do(func() {
+		defer p.cancel()
+		close(p.quit)
+		p.stdin.Close()
+		select {
+		case <-p.eof:
+		case <-time.After(5 * time.Second):
+			p.cancel()
+			<-p.eof
+			t.Errorf("%s did not exit within 5 s of its stdin closing; killed", p.name)
+		}
+		_ = p.cmd.Wait() // after stdout's end, as os/exec asks
+	})
 }
 
 // Line is the script's next line of output, within 10 s.
 func (p *PyProc) Line(t *testing.T) string {
 	t.Helper()
 	select {
-	case l, ok := <-p.lines:
-		if !ok {
-			t.Fatal("the python script exited (its stderr is in the log above)")
-		}
+	case l := <-p.lines:
 		return l
+	case <-p.eof:
+		select {
+		case l := <-p.lines:
+			return l
+		default:
+			t.Fatalf("%s exited (its stderr is in the log above)", p.name)
+		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("the python script did not answer within 10 s")
+		t.Fatalf("%s did not answer within 10 s", p.name)
 	}
 	return ""
 }

@@ -17,8 +17,9 @@ What it copies from vllm/distributed/kv_events.py (ZmqEventPublisher):
     {"type": ..., field: ...} with --format map (vllm-project/vllm#42892),
     a positional array [tag, field...] in declaration order with --format array.
 
-It binds both sockets on 127.0.0.1 ephemeral ports and prints them as one JSON
-line. It then reads commands on stdin, one a line, and answers each with one
+It binds both sockets on 127.0.0.1, on ephemeral ports unless --pub-port and
+--replay-port name them (an engine restarting on its ports), and prints them
+as one JSON line. It then reads commands on stdin, one a line, and answers each with one
 JSON line {"seq": last published sequence, "blocks": sorted resident hashes}:
   live N   publish N batches of random stores and removals
   drop N   make N such batches and keep them for replay, but send none of them
@@ -43,14 +44,22 @@ END_SEQ = (-1).to_bytes(8, "big", signed=True)
 BLOCK_SIZE = 16
 
 
+def bind(sock, port):
+    """Binds on 127.0.0.1: port, or an ephemeral port when 0."""
+    if port == 0:
+        return sock.bind_to_random_port("tcp://127.0.0.1")
+    sock.bind(f"tcp://127.0.0.1:{port}")
+    return port
+
+
 class Publisher:
-    def __init__(self, fmt, topic, seed, buffer_steps):
+    def __init__(self, fmt, topic, seed, buffer_steps, pub_port=0, replay_port=0):
         ctx = zmq.Context.instance()
         self.pub = ctx.socket(zmq.PUB)
         self.pub.set_hwm(100_000)
-        self.pub_port = self.pub.bind_to_random_port("tcp://127.0.0.1")
+        self.pub_port = bind(self.pub, pub_port)
         self.router = ctx.socket(zmq.ROUTER)
-        self.router_port = self.router.bind_to_random_port("tcp://127.0.0.1")
+        self.router_port = bind(self.router, replay_port)
         self.fmt = fmt
         self.topic = topic.encode("utf-8")
         self.rng = random.Random(seed)
@@ -131,8 +140,10 @@ def main():
     ap.add_argument("--topic", default="kv-events")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--buffer-steps", type=int, default=10_000)
+    ap.add_argument("--pub-port", type=int, default=0, help="0: an ephemeral port")
+    ap.add_argument("--replay-port", type=int, default=0, help="0: an ephemeral port")
     args = ap.parse_args()
-    p = Publisher(args.format, args.topic, args.seed, args.buffer_steps)
+    p = Publisher(args.format, args.topic, args.seed, args.buffer_steps, args.pub_port, args.replay_port)
     print(json.dumps({"endpoint": f"tcp://127.0.0.1:{p.pub_port}",
                       "replay_endpoint": f"tcp://127.0.0.1:{p.router_port}"}), flush=True)
     stdin = sys.stdin.fileno()
