@@ -2,6 +2,7 @@ package kvevents
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zeromq/zmq4"
 	"go.uber.org/goleak"
 )
 
@@ -287,6 +289,7 @@ func TestSubscriberGivesUpOnASilentPeer(t *testing.T) {
 // The publisher going away ends Run with an error, so the caller marks
 // residency unknown and resubscribes.
 func TestSubscriberReturnsWhenThePublisherCloses(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), goleak.IgnoreAnyFunction(ParkedPubWriter))
 	p, err := NewPublisher(Config{Endpoint: "tcp://127.0.0.1:0", ReplayEndpoint: "tcp://127.0.0.1:0", Topic: "kv"})
 	if err != nil {
 		t.Fatal(err)
@@ -305,5 +308,49 @@ func TestSubscriberReturnsWhenThePublisherCloses(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run still running 5 s after the publisher closed")
+	}
+}
+
+// Cancelling the context ends Run promptly, also while it waits for a
+// replay's answer, and leaves nothing running.
+func TestSubscriberStopsOnCancelDuringAReplay(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), goleak.IgnoreAnyFunction(ParkedPubWriter))
+	// A ROUTER that never answers: the subscription's first replay waits.
+	ctx, cancel := context.WithCancel(context.Background())
+	router := zmq4.NewRouter(ctx, zmq4.WithLogger(quiet))
+	defer router.Close()
+	if err := router.Listen("tcp://127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPublisher(Config{Endpoint: "tcp://127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	r := newRecorder()
+	done := make(chan error, 1)
+	go func() {
+		done <- Subscriber{Endpoint: p.Endpoint(), ReplayEndpoint: "tcp://" + router.Addr().String(), Timeout: time.Minute}.Run(ctx, r)
+	}()
+	if _, err := router.Recv(); err != nil { // the replay request has arrived
+		t.Fatal(err)
+	}
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Run = %v, want context.Canceled", err)
+		}
+		if el := time.Since(start); el > time.Second {
+			t.Errorf("Run took %v to stop after cancel", el)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run still running 5 s after cancel, in a replay with a one-minute timeout")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.begun) != 0 {
+		t.Errorf("Begin called with %v before the replay answered", r.begun)
 	}
 }

@@ -43,13 +43,14 @@ type reply struct {
 // replayer owns the DEALER socket: one goroutine reads it into in, so a
 // replay can give up after its timeout.
 type replayer struct {
-	d  zmq4.Socket
-	in chan reply
-	to time.Duration
+	ctx context.Context // the subscription's: a replay ends with it
+	d   zmq4.Socket
+	in  chan reply
+	to  time.Duration
 }
 
 func newReplayer(ctx context.Context, d zmq4.Socket, to time.Duration) *replayer {
-	r := &replayer{d: d, in: make(chan reply, 64), to: to}
+	r := &replayer{ctx: ctx, d: d, in: make(chan reply, 64), to: to}
 	go func() {
 		for {
 			m, err := d.Recv()
@@ -82,6 +83,8 @@ func (r *replayer) replay(start int64, fn func(int64, Batch)) error {
 		case m = <-r.in:
 		case <-t.C:
 			return fmt.Errorf("kvevents: replay from %d: no answer within %v (is replay_endpoint the engine's?)", start, r.to)
+		case <-r.ctx.Done():
+			return r.ctx.Err()
 		}
 		if m.err != nil {
 			return fmt.Errorf("kvevents: replay from %d: %w", start, m.err)
