@@ -10,7 +10,10 @@ import (
 	"github.com/go-zeromq/zmq4"
 )
 
-// Config is vLLM's --kv-events-config for the zmq publisher.
+// Config is vLLM's --kv-events-config for the zmq publisher; the defaults
+// are ZmqEventPublisher.__init__'s in
+// https://github.com/vllm-project/vllm/blob/0181ea3173e53eea8cf04a86891488e3dc89bb34/vllm/distributed/kv_events.py
+// (endpoint tcp://*:5557, buffer_steps 10_000, hwm 100_000, topic "").
 type Config struct {
 	Enable         bool   `json:"enable_kv_cache_events"`
 	Publisher      string `json:"publisher"`       // "zmq" (or "null")
@@ -127,7 +130,8 @@ func (p *Publisher) Publish(b Batch) (int64, error) {
 	seq := p.next
 	p.next++
 	p.keepLocked(stored{seq, payload})
-	// vLLM sends seq.to_bytes(8, "big") after the topic (_publisher_thread).
+	// vLLM sends (topic_bytes, seq.to_bytes(8, "big"), payload), seq
+	// counting from 0 (_publisher_thread, same file as Config's defaults).
 	msg := zmq4.NewMsgFrom(p.topic, binary.BigEndian.AppendUint64(nil, uint64(seq)), payload)
 	if err := p.pub.SendMulti(msg); err != nil {
 		return seq, fmt.Errorf("kvevents: publish batch %d: %w", seq, err)

@@ -27,6 +27,12 @@ JSON line {"seq": last published sequence, "blocks": sorted resident hashes}:
            high-water mark)
   clear    publish a batch with AllBlocksCleared
 It services replay requests between commands, and exits at the end of stdin.
+
+Read from vLLM's own files (the same as internal/kvevents/wire.go and
+replay.go cite):
+  https://github.com/vllm-project/vllm/blob/0181ea3173e53eea8cf04a86891488e3dc89bb34/vllm/distributed/kv_events.py
+  https://github.com/vllm-project/vllm/blob/b4e69e0af33f4698e157a262cc787fe61983cd3d/vllm/distributed/kv_events.py
+  https://github.com/vllm-project/vllm/blob/1bd773f6a52899e189c8237e55473cda0074f2fb/examples/features/kv_events/kv_events_subscriber.py
 """
 
 import argparse

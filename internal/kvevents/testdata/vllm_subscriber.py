@@ -18,6 +18,13 @@ It replays from 0 at start, prints {"ready": true}, then applies every batch
 empties the set) and answers each stdin line "report" with
 {"seq": last applied sequence, "blocks": sorted hashes, "replays": count}.
 It exits at the end of stdin.
+
+vLLM's example, read at
+  https://github.com/vllm-project/vllm/blob/1bd773f6a52899e189c8237e55473cda0074f2fb/examples/features/kv_events/kv_events_subscriber.py
+and the replay answers' topic frame in vLLM's test_replay_includes_topic at
+  https://github.com/vllm-project/vllm/blob/05d3142f485910eab6c3421d8dcf37be44d5eaca/tests/distributed/test_events.py
+(the move of vLLM's test subscriber from REQ to DEALER is in the text of
+https://github.com/vllm-project/vllm/pull/45177).
 """
 
 import argparse
