@@ -10,7 +10,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X github.com/narwhal-go/narwhal/internal/version.Version=$(VERSION)
 FUZZTIME    ?= 60s
 
-.PHONY: all build run observe demo bench flood evidence-pass test sdk-burst corpus-tables lint fmt-check vet staticcheck gotest claims node-deps node-checks fuzz tools promtool etcd chromium uvicorn image clean help ha-outage
+.PHONY: all build run observe demo bench flood evidence-pass test sdk-burst corpus-tables lint fmt-check vet staticcheck gotest claims node-deps node-checks fuzz tools promtool etcd chromium uvicorn pyzmq image clean help ha-outage
 
 all: build
 
@@ -73,12 +73,19 @@ uvicorn:
 	@if /usr/bin/python3 -c 'import uvicorn, httptools' 2>/dev/null; then :; else \
 		scripts/apt-install.sh python3-uvicorn python3-httptools; fi
 
+# The KV events interop test runs a vLLM-shaped publisher on libzmq, the
+# library vLLM publishes with (Debian's python3-zmq and python3-msgpack;
+# the test starts and stops its own).
+pyzmq:
+	@if /usr/bin/python3 -c 'import zmq, msgpack' 2>/dev/null; then :; else \
+		scripts/apt-install.sh python3-zmq python3-msgpack; fi
+
 # The dashboard's browser test drives Debian's chromium headless.
 chromium:
 	@if command -v chromium >/dev/null; then :; else \
 		scripts/apt-install.sh chromium; fi
 
-tools: $(STATICCHECK) promtool etcd chromium uvicorn
+tools: $(STATICCHECK) promtool etcd chromium uvicorn pyzmq
 
 staticcheck: $(STATICCHECK)
 	$(STATICCHECK) ./...

@@ -20,12 +20,17 @@ import (
 	"github.com/narwhal-go/narwhal/internal/check"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/kvevents"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/profile/sweep"
 	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// Each simulated engine publishing KV events leaves zmq4's PUB writer
+// parked (kvevents.ParkedPubWriter).
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction(kvevents.ParkedPubWriter))
+}
 
 // fleetRun is a running dev fleet.
 type fleetRun struct {

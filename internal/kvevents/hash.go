@@ -2,9 +2,9 @@
 // the chained block hashes vLLM's KV cache manager computes (so the router
 // can name the blocks of a prompt it tokenized), the KV cache event batches
 // vLLM publishes (BlockStored, BlockRemoved, AllBlocksCleared, msgpack), and
-// the minimal ZeroMQ (ZMTP 3.0 over TCP) PUB/SUB and ROUTER/DEALER sockets
-// the publisher and its replay socket speak. It is pure Go: no cgo, no
-// libzmq.
+// vLLM's publisher and subscriber over ZeroMQ: PUB/SUB for the live stream,
+// ROUTER/DEALER for the replay, through go-zeromq/zmq4 (pure Go: no cgo,
+// no libzmq; tested against libzmq in interop_test.go).
 package kvevents
 
 import (

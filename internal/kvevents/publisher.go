@@ -1,24 +1,26 @@
 package kvevents
 
 import (
-	"bytes"
+	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"net"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/go-zeromq/zmq4"
 )
 
-// Config is vLLM's --kv-events-config for the zmq publisher.
+// Config is vLLM's --kv-events-config for the zmq publisher; the defaults
+// are ZmqEventPublisher.__init__'s in
+// https://github.com/vllm-project/vllm/blob/0181ea3173e53eea8cf04a86891488e3dc89bb34/vllm/distributed/kv_events.py
+// (endpoint tcp://*:5557, buffer_steps 10_000, hwm 100_000, topic "").
 type Config struct {
 	Enable         bool   `json:"enable_kv_cache_events"`
 	Publisher      string `json:"publisher"`       // "zmq" (or "null")
 	Endpoint       string `json:"endpoint"`        // PUB: tcp://*:5557
 	ReplayEndpoint string `json:"replay_endpoint"` // ROUTER: tcp://*:5558; "" no replay
 	BufferSteps    int    `json:"buffer_steps"`    // batches kept for replay (10000)
-	HWM            int    `json:"hwm"`             // messages queued per subscriber before drops (100000)
+	HWM            int    `json:"hwm"`             // messages queued before drops (100000)
 	Topic          string `json:"topic"`
 }
 
@@ -38,27 +40,6 @@ func (c *Config) Defaults() {
 	}
 }
 
-// TCPAddr turns a ZeroMQ tcp endpoint into a Go address ("*" is every
-// interface). Only tcp:// is supported: ipc:// needs a Unix-socket
-// transport this package does not implement.
-func TCPAddr(endpoint string) (string, error) {
-	rest, ok := strings.CutPrefix(endpoint, "tcp://")
-	if !ok {
-		return "", fmt.Errorf("kvevents: endpoint %q is not tcp://host:port (only the tcp transport is implemented)", endpoint)
-	}
-	host, port, err := net.SplitHostPort(rest)
-	if err != nil {
-		return "", fmt.Errorf("kvevents: endpoint %q: %w", endpoint, err)
-	}
-	if host == "*" {
-		host = ""
-	}
-	return net.JoinHostPort(host, port), nil
-}
-
-// endSeq is the replay's end marker: -1 as 8 big-endian bytes.
-var endSeq = []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-
 const handshakeTimeout = 5 * time.Second
 
 type stored struct {
@@ -66,41 +47,28 @@ type stored struct {
 	payload []byte
 }
 
-type pubPeer struct {
-	z      *zconn
-	out    chan [][]byte
-	mu     sync.Mutex // guards topics
-	topics [][]byte
-}
-
-func (s *pubPeer) wants(topic []byte) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, t := range s.topics {
-		if bytes.HasPrefix(topic, t) {
-			return true
-		}
-	}
-	return false
-}
-
-// Publisher is vLLM's ZmqEventPublisher: a PUB socket sending
+// Publisher is vLLM's ZmqEventPublisher over zmq4: a PUB socket sending
 // (topic, seq, payload) and a ROUTER socket answering replay requests
-// from its buffer of recent batches.
+// from its buffer of recent batches, in the shapes replay.go describes
+// (the current vLLM's, with the topic frame).
+//
+// zmq4's PUB queues every message for all subscribers together and drops
+// once HWM messages wait; one writer sends to each subscriber in turn, so
+// a subscriber that stops reading holds back the others until the queue
+// fills (libzmq keeps a queue per subscriber).
 type Publisher struct {
 	cfg   Config
 	topic []byte
 
-	mu    sync.Mutex // guards next, buf, head, peers, conns
-	next  int64
-	buf   []stored // ring of the last BufferSteps batches; oldest at head once full
-	head  int
-	peers map[*pubPeer]struct{}
-	conns map[net.Conn]struct{}
+	mu   sync.Mutex // guards next, buf, head; held across a send to keep sequence order
+	next int64
+	buf  []stored // ring of the last BufferSteps batches; oldest at head once full
+	head int
 
-	pubLn, replayLn net.Listener
-	wg              sync.WaitGroup
-	closeOnce       sync.Once
+	pub, router zmq4.Socket // router is nil without a replay endpoint
+	cancel      context.CancelFunc
+	wg          sync.WaitGroup
+	closeOnce   sync.Once
 }
 
 // NewPublisher binds the PUB and replay sockets.
@@ -110,63 +78,48 @@ func NewPublisher(cfg Config) (*Publisher, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Publisher{cfg: cfg, topic: []byte(cfg.Topic), peers: map[*pubPeer]struct{}{}, conns: map[net.Conn]struct{}{}}
-	if p.pubLn, err = net.Listen("tcp", addr); err != nil {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Publisher{cfg: cfg, topic: []byte(cfg.Topic), cancel: cancel}
+	p.pub = zmq4.NewPub(ctx, socketOptions(handshakeTimeout)...)
+	if err := p.pub.SetOption(zmq4.OptionHWM, cfg.HWM); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("kvevents: hwm %d: %w", cfg.HWM, err)
+	}
+	if err := p.pub.Listen("tcp://" + addr); err != nil {
+		p.Close()
 		return nil, fmt.Errorf("kvevents: bind %s: %w (choose another endpoint port)", cfg.Endpoint, err)
 	}
-	if cfg.ReplayEndpoint != "" {
-		raddr, err := TCPAddr(cfg.ReplayEndpoint)
-		if err == nil {
-			p.replayLn, err = net.Listen("tcp", raddr)
-		}
-		if err != nil {
-			p.pubLn.Close()
-			return nil, fmt.Errorf("kvevents: bind replay %s: %w (choose another replay_endpoint port)", cfg.ReplayEndpoint, err)
-		}
-		p.accept(p.replayLn, p.serveReplay)
+	if cfg.ReplayEndpoint == "" {
+		return p, nil
 	}
-	p.accept(p.pubLn, p.servePub)
+	raddr, err := TCPAddr(cfg.ReplayEndpoint)
+	if err == nil {
+		p.router = zmq4.NewRouter(ctx, socketOptions(handshakeTimeout)...)
+		err = p.router.Listen("tcp://" + raddr)
+	}
+	if err != nil {
+		p.Close()
+		return nil, fmt.Errorf("kvevents: bind replay %s: %w (choose another replay_endpoint port)", cfg.ReplayEndpoint, err)
+	}
+	p.wg.Add(1)
+	go p.serveReplay()
 	return p, nil
 }
 
 // Endpoint and ReplayEndpoint are the bound tcp:// addresses.
-func (p *Publisher) Endpoint() string { return "tcp://" + p.pubLn.Addr().String() }
+func (p *Publisher) Endpoint() string { return "tcp://" + p.pub.Addr().String() }
 
 func (p *Publisher) ReplayEndpoint() string {
-	if p.replayLn == nil {
+	if p.router == nil {
 		return ""
 	}
-	return "tcp://" + p.replayLn.Addr().String()
-}
-
-func (p *Publisher) accept(ln net.Listener, serve func(net.Conn)) {
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			p.mu.Lock()
-			p.conns[c] = struct{}{}
-			p.mu.Unlock()
-			p.wg.Add(1)
-			go func() {
-				defer p.wg.Done()
-				serve(c)
-				c.Close()
-				p.mu.Lock()
-				delete(p.conns, c)
-				p.mu.Unlock()
-			}()
-		}
-	}()
+	return "tcp://" + p.router.Addr().String()
 }
 
 // Publish sends one batch to every subscriber of the topic and keeps it
 // for replay; it returns the batch's sequence number. It never blocks on
-// a slow subscriber.
+// a slow subscriber: past the high-water mark the batch is dropped for
+// the live stream (still replayable), as ZeroMQ's PUB does.
 func (p *Publisher) Publish(b Batch) (int64, error) {
 	payload, err := b.Encode()
 	if err != nil {
@@ -177,108 +130,36 @@ func (p *Publisher) Publish(b Batch) (int64, error) {
 	seq := p.next
 	p.next++
 	p.keepLocked(stored{seq, payload})
-	msg := [][]byte{p.topic, binary.BigEndian.AppendUint64(nil, uint64(seq)), payload}
-	for s := range p.peers {
-		if !s.wants(p.topic) {
-			continue
-		}
-		select {
-		case s.out <- msg:
-		default: // over the high-water mark: dropped, as ZeroMQ PUB does
-		}
+	// vLLM sends (topic_bytes, seq.to_bytes(8, "big"), payload), seq
+	// counting from 0 (_publisher_thread, same file as Config's defaults).
+	msg := zmq4.NewMsgFrom(p.topic, binary.BigEndian.AppendUint64(nil, uint64(seq)), payload)
+	if err := p.pub.SendMulti(msg); err != nil {
+		return seq, fmt.Errorf("kvevents: publish batch %d: %w", seq, err)
 	}
 	return seq, nil
 }
 
-func (p *Publisher) servePub(c net.Conn) {
-	z, err := handshake(c, "PUB", true, handshakeTimeout)
-	if err != nil {
-		return
-	}
-	s := &pubPeer{z: z, out: make(chan [][]byte, min(p.cfg.HWM, 1<<16))}
-	p.mu.Lock()
-	p.peers[s] = struct{}{}
-	p.mu.Unlock()
-	defer func() {
-		p.mu.Lock()
-		delete(p.peers, s)
-		p.mu.Unlock()
-	}()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for msg := range s.out {
-			if z.writeMsg(msg...) != nil {
-				c.Close()
-				return
-			}
-		}
-	}()
-	p.readSubscriptions(s)
-	close(s.out)
-	<-done
-}
-
-// readSubscriptions applies (un)subscribe messages and commands until the
-// subscriber goes away.
-func (p *Publisher) readSubscriptions(s *pubPeer) {
-	sub := func(on bool, topic []byte) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if on {
-			s.topics = append(s.topics, append([]byte(nil), topic...))
-			return
-		}
-		for i, t := range s.topics {
-			if bytes.Equal(t, topic) {
-				s.topics = append(s.topics[:i], s.topics[i+1:]...)
-				return
-			}
-		}
-	}
-	onCommand := func(name string, data []byte) {
-		switch name {
-		case "SUBSCRIBE":
-			sub(true, data)
-		case "CANCEL":
-			sub(false, data)
-		}
-	}
+// serveReplay answers [identity, "", start_seq] requests until Close;
+// vLLM logs and ignores a malformed one.
+func (p *Publisher) serveReplay() {
+	defer p.wg.Done()
 	for {
-		msg, err := s.z.readMsg(onCommand)
+		msg, err := p.router.Recv()
 		if err != nil {
 			return
 		}
-		if len(msg) == 1 && len(msg[0]) >= 1 && msg[0][0] <= 1 {
-			sub(msg[0][0] == 1, msg[0][1:])
+		f := msg.Frames
+		if len(f) != 3 || len(f[1]) != 0 || len(f[2]) != 8 {
+			continue
 		}
-	}
-}
-
-// serveReplay answers [empty, start_seq] requests with every buffered
-// batch from start_seq on, as [empty, seq, payload], then [empty, -1, ""].
-func (p *Publisher) serveReplay(c net.Conn) {
-	z, err := handshake(c, "ROUTER", true, handshakeTimeout)
-	if err != nil {
-		return
-	}
-	for {
-		msg, err := z.readMsg(nil)
-		if err != nil {
-			return
+		id, start := f[0], int64(binary.BigEndian.Uint64(f[2]))
+		for _, s := range p.buffered(start) {
+			seq := binary.BigEndian.AppendUint64(nil, uint64(s.seq))
+			if p.router.SendMulti(zmq4.NewMsgFrom(id, nil, p.topic, seq, s.payload)) != nil {
+				break
+			}
 		}
-		start, ok := replayStart(msg)
-		if !ok {
-			continue // vLLM logs and ignores a malformed request
-		}
-		out := p.buffered(start)
-		var werr error
-		for _, s := range out {
-			werr = errors.Join(werr, z.writeMsg(nil, binary.BigEndian.AppendUint64(nil, uint64(s.seq)), s.payload))
-		}
-		if errors.Join(werr, z.writeMsg(nil, endSeq, nil)) != nil {
-			return
-		}
+		_ = p.router.SendMulti(zmq4.NewMsgFrom(id, nil, nil, endSeq, nil))
 	}
 }
 
@@ -305,30 +186,23 @@ func (p *Publisher) buffered(start int64) []stored {
 	return out
 }
 
-func replayStart(msg [][]byte) (int64, bool) {
-	if len(msg) == 0 {
-		return 0, false
-	}
-	last := msg[len(msg)-1]
-	if len(last) != 8 || (len(msg) == 2 && len(msg[0]) != 0) || len(msg) > 2 {
-		return 0, false
-	}
-	return int64(binary.BigEndian.Uint64(last)), true
-}
-
 // Close stops both sockets and every connection.
 func (p *Publisher) Close() error {
 	p.closeOnce.Do(func() {
-		p.pubLn.Close()
-		if p.replayLn != nil {
-			p.replayLn.Close()
+		p.cancel()
+		p.pub.Close()
+		if p.router != nil {
+			p.router.Close()
 		}
-		p.mu.Lock()
-		for c := range p.conns {
-			c.Close()
-		}
-		p.mu.Unlock()
 	})
 	p.wg.Wait()
 	return nil
 }
+
+// ParkedPubWriter is the function of the one goroutine each zmq4
+// PUB socket leaves behind after Close: zmq4 v0.17.0 starts the socket's
+// writer at creation and only a writer Close, which the socket's Close
+// never calls, ends it. It holds no connection, only the empty queue.
+// Tests that check for leaked goroutines ignore it
+// (goleak.IgnoreAnyFunction(kvevents.ParkedPubWriter)).
+const ParkedPubWriter = "github.com/go-zeromq/zmq4.(*pubMWriter).run"

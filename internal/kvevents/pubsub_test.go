@@ -2,10 +2,16 @@ package kvevents
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-zeromq/zmq4"
+	"go.uber.org/goleak"
 )
 
 type recorder struct {
@@ -164,9 +170,11 @@ func TestTCPAddr(t *testing.T) {
 
 // lose publishes a batch that no subscriber receives but the replay
 // buffer keeps: what a PUB socket's high-water-mark drop looks like.
-func lose(t *testing.T, p *Publisher) {
+func lose(t *testing.T, p *Publisher) { keepOnly(t, p, Batch{Events: []Event{{Kind: KindCleared}}}) }
+
+func keepOnly(t *testing.T, p *Publisher, b Batch) {
 	t.Helper()
-	payload, err := Batch{Events: []Event{{Kind: KindCleared}}}.Encode()
+	payload, err := b.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,4 +240,117 @@ func publishUntilLive(t *testing.T, p *Publisher, r *recorder, have int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	r.waitFor(t, "a live batch", func() bool { return len(r.seqs) > have })
+}
+
+// A peer that accepts the connection and never answers (a frozen engine
+// process) fails the subscription within its timeout, leaving nothing
+// running: closing the socket ends the handshake zmq4 is blocked in.
+func TestSubscriberGivesUpOnASilentPeer(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan net.Conn, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				close(held)
+				return
+			}
+			held <- c // read nothing, write nothing
+		}
+	}()
+	defer func() {
+		ln.Close()
+		for c := range held {
+			c.Close()
+		}
+	}()
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		done <- Subscriber{Endpoint: "tcp://" + ln.Addr().String(), Timeout: 200 * time.Millisecond}.Run(context.Background(), newRecorder())
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "no ZMTP handshake within 200ms") {
+			t.Errorf("Run = %v, want the handshake timeout", err)
+		}
+		if el := time.Since(start); el > 2*time.Second {
+			t.Errorf("Run took %v against a 200 ms timeout", el)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run still blocked 5 s after a 200 ms handshake timeout")
+	}
+}
+
+// The publisher going away ends Run with an error, so the caller marks
+// residency unknown and resubscribes.
+func TestSubscriberReturnsWhenThePublisherCloses(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), goleak.IgnoreAnyFunction(ParkedPubWriter))
+	p, err := NewPublisher(Config{Endpoint: "tcp://127.0.0.1:0", ReplayEndpoint: "tcp://127.0.0.1:0", Topic: "kv"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRecorder()
+	done := make(chan error, 1)
+	go func() {
+		done <- Subscriber{Endpoint: p.Endpoint(), ReplayEndpoint: p.ReplayEndpoint(), Topic: "kv", Timeout: 2 * time.Second}.Run(context.Background(), r)
+	}()
+	r.waitFor(t, "begin", func() bool { return len(r.begun) == 1 })
+	p.Close()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("Run returned nil after the publisher closed")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run still running 5 s after the publisher closed")
+	}
+}
+
+// Cancelling the context ends Run promptly, also while it waits for a
+// replay's answer, and leaves nothing running.
+func TestSubscriberStopsOnCancelDuringAReplay(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), goleak.IgnoreAnyFunction(ParkedPubWriter))
+	// A ROUTER that never answers: the subscription's first replay waits.
+	ctx, cancel := context.WithCancel(context.Background())
+	router := zmq4.NewRouter(ctx, zmq4.WithLogger(quiet))
+	defer router.Close()
+	if err := router.Listen("tcp://127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPublisher(Config{Endpoint: "tcp://127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	r := newRecorder()
+	done := make(chan error, 1)
+	go func() {
+		done <- Subscriber{Endpoint: p.Endpoint(), ReplayEndpoint: "tcp://" + router.Addr().String(), Timeout: time.Minute}.Run(ctx, r)
+	}()
+	if _, err := router.Recv(); err != nil { // the replay request has arrived
+		t.Fatal(err)
+	}
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Run = %v, want context.Canceled", err)
+		}
+		if el := time.Since(start); el > time.Second {
+			t.Errorf("Run took %v to stop after cancel", el)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run still running 5 s after cancel, in a replay with a one-minute timeout")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.begun) != 0 {
+		t.Errorf("Begin called with %v before the replay answered", r.begun)
+	}
 }

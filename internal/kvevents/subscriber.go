@@ -1,12 +1,14 @@
 package kvevents
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net"
 	"time"
+
+	"github.com/go-zeromq/zmq4"
 )
 
 // Handler receives a subscription's batches in sequence order.
@@ -22,11 +24,11 @@ type Handler interface {
 	Gap(from, to int64)
 }
 
-// Subscriber is a SUB socket on vLLM's event endpoint plus a DEALER on its
-// replay endpoint, filling sequence gaps from the replay buffer.
+// Subscriber is a zmq4 SUB socket on vLLM's event endpoint plus a DEALER
+// on its replay endpoint, filling sequence gaps from the replay buffer.
 type Subscriber struct {
 	Endpoint, ReplayEndpoint, Topic string
-	Timeout                         time.Duration // dial, handshake and replay; default 5 s
+	Timeout                         time.Duration // dial, handshake and each replayed message; default 5 s
 }
 
 type live struct {
@@ -35,6 +37,12 @@ type live struct {
 	err error
 }
 
+// liveBuffer bounds the batches read off the SUB socket and not yet
+// applied (a replay in progress holds them back); past it the socket's
+// TCP window fills and the engine's PUB drops at its high-water mark,
+// which the next sequence number shows as a gap.
+const liveBuffer = 1024
+
 // Run subscribes and feeds h until ctx ends or a socket fails (the
 // returned error says which; the caller resubscribes).
 func (s Subscriber) Run(ctx context.Context, h Handler) error {
@@ -42,26 +50,28 @@ func (s Subscriber) Run(ctx context.Context, h Handler) error {
 	if to <= 0 {
 		to = handshakeTimeout
 	}
-	sub, err := s.dial(ctx, s.Endpoint, "SUB", to)
-	if err != nil {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sub := zmq4.NewSub(ctx, socketOptions(to)...)
+	defer sub.Close()
+	if err := sub.SetOption(zmq4.OptionSubscribe, s.Topic); err != nil {
+		return fmt.Errorf("kvevents: subscribe to topic %q: %w", s.Topic, err)
+	}
+	if err := dial(ctx, sub, s.Endpoint, to); err != nil {
 		return err
 	}
-	defer sub.Close()
-	if err := sub.writeMsg(append([]byte{1}, s.Topic...)); err != nil {
-		return fmt.Errorf("kvevents: subscribe on %s: %w", s.Endpoint, err)
-	}
-	var rep *zconn
+	var rep *replayer
 	if s.ReplayEndpoint != "" {
-		if rep, err = s.dial(ctx, s.ReplayEndpoint, "DEALER", to); err != nil {
+		d := zmq4.NewDealer(ctx, socketOptions(to)...)
+		defer d.Close()
+		if err := dial(ctx, d, s.ReplayEndpoint, to); err != nil {
 			return err
 		}
-		defer rep.Close()
+		rep = newReplayer(ctx, d, to)
 	}
-	stop := context.AfterFunc(ctx, func() { sub.Close(); closeConn(rep) })
-	defer stop()
-	msgs := make(chan live, 1024)
-	go readLive(sub, msgs)
-	next, err := s.begin(rep, h, to)
+	msgs := make(chan live, liveBuffer)
+	go readLive(ctx, sub, []byte(s.Topic), msgs)
+	next, err := s.begin(rep, h)
 	if err != nil {
 		return err
 	}
@@ -69,94 +79,82 @@ func (s Subscriber) Run(ctx context.Context, h Handler) error {
 		if m.err != nil {
 			return errors.Join(ctx.Err(), fmt.Errorf("kvevents: %s: %w", s.Endpoint, m.err))
 		}
-		if next, err = s.deliver(rep, h, next, m, to); err != nil {
+		if next, err = s.deliver(rep, h, next, m); err != nil {
 			return err
 		}
 	}
 	return ctx.Err()
 }
 
-func closeConn(z *zconn) {
-	if z != nil {
-		z.Close()
-	}
-}
-
-func (s Subscriber) dial(ctx context.Context, endpoint, socketType string, to time.Duration) (*zconn, error) {
-	addr, err := TCPAddr(endpoint)
-	if err != nil {
-		return nil, err
-	}
-	d := net.Dialer{Timeout: to}
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("kvevents: connect %s: %w (is the engine publishing KV events there?)", endpoint, err)
-	}
-	z, err := handshake(c, socketType, false, to)
-	if err != nil {
-		c.Close()
-		return nil, fmt.Errorf("kvevents: %s: %w", endpoint, err)
-	}
-	return z, nil
-}
-
-func readLive(z *zconn, out chan<- live) {
+// readLive decodes (topic, seq, payload) messages until the socket fails
+// or ctx ends; other messages are skipped.
+func readLive(ctx context.Context, sub zmq4.Socket, topic []byte, out chan<- live) {
 	defer close(out)
 	for {
-		msg, err := z.readMsg(nil)
-		if err != nil {
-			out <- live{err: err}
-			return
-		}
-		if len(msg) != 3 || len(msg[1]) != 8 {
+		msg, err := sub.Recv()
+		var m live
+		switch {
+		case err != nil:
+			m.err = err
+		case len(msg.Frames) != 3 || len(msg.Frames[1]) != 8 || !bytes.HasPrefix(msg.Frames[0], topic):
 			continue // not an event message
+		default:
+			m.seq = int64(binary.BigEndian.Uint64(msg.Frames[1]))
+			if m.b, err = DecodeBatch(msg.Frames[2]); err != nil {
+				m.err = fmt.Errorf("batch %d: %w", m.seq, err)
+			}
 		}
-		b, err := DecodeBatch(msg[2])
-		if err != nil {
-			out <- live{err: err}
+		select {
+		case out <- m:
+		case <-ctx.Done():
 			return
 		}
-		out <- live{seq: int64(binary.BigEndian.Uint64(msg[1])), b: b}
+		if m.err != nil {
+			return
+		}
 	}
 }
 
 // begin replays from 0 and reports whether history is complete; it
 // returns the next sequence expected.
-func (s Subscriber) begin(rep *zconn, h Handler, to time.Duration) (int64, error) {
+func (s Subscriber) begin(rep *replayer, h Handler) (int64, error) {
 	if rep == nil {
 		h.Begin(false)
 		return -1, nil // first live batch sets the sequence
 	}
-	got, err := replay(rep, 0, to)
+	next, begun := int64(0), false
+	err := rep.replay(0, func(seq int64, b Batch) {
+		if !begun {
+			begun = true
+			h.Begin(seq == 0)
+			next = seq
+		}
+		next = applyOne(h, next, seq, b)
+	})
 	if err != nil {
 		return 0, err
 	}
-	complete := len(got) == 0 || got[0].seq == 0
-	h.Begin(complete)
-	next := int64(0)
-	if !complete {
-		next = got[0].seq
+	if !begun {
+		h.Begin(true) // nothing published yet
 	}
-	return s.applyRun(h, next, got), nil
+	return next, nil
 }
 
-// applyRun applies a replayed run from next on, returning the new next.
-func (s Subscriber) applyRun(h Handler, next int64, run []live) int64 {
-	for _, m := range run {
-		if m.seq < next {
-			continue
-		}
-		if m.seq > next {
-			h.Gap(next, m.seq)
-		}
-		h.Apply(m.seq, m.b)
-		next = m.seq + 1
+// applyOne applies a replayed batch at or after next, returning the new
+// next: older batches were already applied, newer ones follow a gap.
+func applyOne(h Handler, next, seq int64, b Batch) int64 {
+	if seq < next {
+		return next
 	}
-	return next
+	if seq > next {
+		h.Gap(next, seq)
+	}
+	h.Apply(seq, b)
+	return seq + 1
 }
 
 // deliver applies one live batch, first filling any gap from the replay.
-func (s Subscriber) deliver(rep *zconn, h Handler, next int64, m live, to time.Duration) (int64, error) {
+func (s Subscriber) deliver(rep *replayer, h Handler, next int64, m live) (int64, error) {
 	switch {
 	case next < 0:
 		h.Apply(m.seq, m.b)
@@ -164,50 +162,13 @@ func (s Subscriber) deliver(rep *zconn, h Handler, next int64, m live, to time.D
 	case m.seq < next:
 		return next, nil // already seen in a replay
 	case m.seq > next && rep != nil:
-		got, err := replay(rep, next, to)
+		err := rep.replay(next, func(seq int64, b Batch) { next = applyOne(h, next, seq, b) })
 		if err != nil {
 			return next, err
 		}
-		next = s.applyRun(h, next, got)
 		if m.seq < next {
-			return next, nil
+			return next, nil // the replay reached past it
 		}
 	}
-	if m.seq > next {
-		h.Gap(next, m.seq)
-	}
-	h.Apply(m.seq, m.b)
-	return m.seq + 1, nil
-}
-
-// replay asks for every buffered batch from start and reads to the end
-// marker.
-func replay(z *zconn, start int64, to time.Duration) ([]live, error) {
-	_ = z.c.SetDeadline(time.Now().Add(to))
-	defer z.c.SetDeadline(time.Time{})
-	if err := z.writeMsg(nil, binary.BigEndian.AppendUint64(nil, uint64(start))); err != nil {
-		return nil, fmt.Errorf("kvevents: replay request: %w", err)
-	}
-	var out []live
-	for {
-		msg, err := z.readMsg(nil)
-		if err != nil {
-			return nil, fmt.Errorf("kvevents: replay: %w", err)
-		}
-		if len(msg) > 0 && len(msg[0]) == 0 {
-			msg = msg[1:] // the delimiter a ROUTER puts before a DEALER's reply
-		}
-		if len(msg) != 2 || len(msg[0]) != 8 {
-			return nil, errors.New("kvevents: replay: reply is not (seq, payload)")
-		}
-		seq := int64(binary.BigEndian.Uint64(msg[0]))
-		if seq == -1 {
-			return out, nil
-		}
-		b, err := DecodeBatch(msg[1])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, live{seq: seq, b: b})
-	}
+	return applyOne(h, next, m.seq, m.b), nil
 }

@@ -20,13 +20,18 @@ import (
 	"github.com/narwhal-go/narwhal/internal/attest"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/kvevents"
 	"github.com/narwhal-go/narwhal/internal/ports"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/simengine"
 	"github.com/narwhal-go/narwhal/internal/testkit/simkit"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// Each simulated engine publishing KV events leaves zmq4's PUB writer
+// parked (kvevents.ParkedPubWriter).
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction(kvevents.ParkedPubWriter))
+}
 
 const model = "sim-model"
 

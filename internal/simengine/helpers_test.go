@@ -10,11 +10,16 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/narwhal-go/narwhal/internal/kvevents"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// Each simulated engine publishing KV events leaves zmq4's PUB writer
+// parked (kvevents.ParkedPubWriter).
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction(kvevents.ParkedPubWriter))
+}
 
 // fastProfile keeps real-clock tests quick: 1 ms prefill, 0.2 ms tokens.
 func fastProfile() profile.Row {
