@@ -268,7 +268,7 @@ Ctrl-C stops everything.
 func QuickSweep() sweep.Config {
 	return sweep.Config{PrefillLengths: []int{256, 1024, 2048, 4095}, PrefillRepeats: 3, DecodeLengths: []int{256, 1024},
 		Concurrency: []int{1, 4, 16}, DecodeTokens: 16, Timeout: 60 * time.Second,
-		Warm: true, WarmPrefixes: []int{64, 512, 1536}, WarmSuffixes: []int{8, 64, 512}}
+		Warm: true, WarmPrefixes: []int{16, 512, 1536, 3072}, WarmSuffixes: []int{8, 64, 512}}
 }
 
 // profileFleet profiles the simulated engines the way an operator profiles

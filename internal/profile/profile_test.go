@@ -136,3 +136,44 @@ func TestExampleStoreLoads(t *testing.T) {
 		t.Fatal("example store is empty")
 	}
 }
+
+// The warm price outside the measured domain follows the bounded rule:
+// only with most of the prompt cached, never below the fit inside the
+// domain's nearest edge, never above cold, and cold past the bounds.
+func TestWarmPrefillTimeBoundedExtrapolation(t *testing.T) {
+	a, b, c, d := 1e-9, 1e-5, 0.01, 2e-6
+	minP, maxP, minS, maxS := 512, 2048, 64, 1024
+	r := Row{IID: "p0", TTFTA: 1e-8, TTFTB: 1e-4, TTFTC: 0.01, CachedTTFTA: &a, CachedTTFTB: &b, CachedTTFTC: &c, CachedTTFTD: &d,
+		CachedMinPrefixTokens: &minP, CachedMaxPrefixTokens: &maxP, CachedMinSuffixTokens: &minS, CachedMaxSuffixTokens: &maxS}
+	fitAt := func(p, s int) float64 { v, _ := r.CachedPrefillTime(p, s); return v }
+	cases := []struct {
+		name       string
+		p, s       int
+		ok, extrap bool
+		want       float64 // 0: only the bounds are checked
+	}{
+		{"inside the domain: the fit", 1024, 128, true, false, fitAt(1024, 128)},
+		{"a follow-up's short suffix: priced as the shortest measured", 1700, 20, true, true, fitAt(1700, 64)},
+		{"a prefix past the longest measured, within twice it", 3600, 30, true, true, 0},
+		{"a prefix past twice the longest: cold", 4200, 30, false, false, 0},
+		{"a suffix past the longest measured: cold", 2000, 1500, false, false, 0},
+		{"most of the prompt not cached: cold", 300, 900, false, false, 0},
+		{"a short prefix, most of the prompt: priced as the shortest prefix", 100, 20, true, true, fitAt(512, 64)},
+	}
+	for _, tc := range cases {
+		v, extrap, ok := r.WarmPrefillTime(tc.p, tc.s)
+		if ok != tc.ok || extrap != tc.extrap {
+			t.Errorf("%s: ok %v extrapolated %v, want %v %v", tc.name, ok, extrap, tc.ok, tc.extrap)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if tc.want != 0 && math.Abs(v-min(tc.want, r.PrefillTime(tc.p+tc.s))) > 1e-12 {
+			t.Errorf("%s: %v, want %v", tc.name, v, tc.want)
+		}
+		if v > r.PrefillTime(tc.p+tc.s)+1e-12 {
+			t.Errorf("%s: warm %v above cold %v", tc.name, v, r.PrefillTime(tc.p+tc.s))
+		}
+	}
+}

@@ -25,14 +25,16 @@ type Warm struct {
 }
 
 // prefillTime is T(r, i): cold, or the lower of cold and warm with the
-// prefix i holds.
+// prefix i holds — the fit inside its measured domain, its bounded
+// extrapolation outside it when most of the prompt is cached
+// (profile.Row.WarmPrefillTime: a conversation's follow-up turn).
 func (c *Core) prefillTime(r *Request, i *Instance) float64 {
 	cold := i.prof.PrefillTime(r.InputLen)
 	p := r.CachedTokens[i.IID]
 	if p <= 0 || p >= r.InputLen {
 		return cold
 	}
-	if warm, ok := i.prof.CachedPrefillTime(p, r.InputLen-p); ok && warm < cold {
+	if warm, _, ok := i.prof.WarmPrefillTime(p, r.InputLen-p); ok && warm < cold {
 		return warm
 	}
 	return cold
