@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/narwhal-go/narwhal/internal/evidence/memory"
+	"github.com/narwhal-go/narwhal/internal/vllmlog"
 )
 
 // capKind says how a regexp group becomes a typed candidate.
@@ -110,7 +110,7 @@ func (c capture) memValue(m []string) (val, *extractError) {
 			return val{}, &extractError{field: c.field, reason: RejectMalformed}
 		}
 	}
-	b, err := memory.LogDecimalBytes(m[c.group], u)
+	b, err := vllmlog.DecimalBytes(m[c.group], u)
 	if err != nil {
 		return val{}, &extractError{field: c.field, reason: RejectOutOfRange}
 	}
@@ -121,7 +121,7 @@ func (c capture) memValue(m []string) (val, *extractError) {
 func scalarValue(k capKind, s string) (val, bool) {
 	switch k {
 	case ckCount:
-		n, err := memory.LogCount(s)
+		n, err := vllmlog.ParseCount(s)
 		return val{i: n}, err == nil
 	case ckInt, ckIntish:
 		if k == ckIntish {
@@ -148,14 +148,14 @@ func scalarValue(k capKind, s string) (val, bool) {
 	return val{}, false
 }
 
-// unitBytes extends memory's unit table with the bare byte units torch
+// unitBytes extends vllmlog's unit table with the bare byte units torch
 // prints ("0 bytes free", "448.00 KiB").
 func unitBytes(unit string) (int64, bool) {
 	switch unit {
 	case "B", "bytes", "byte":
 		return 1, true
 	}
-	return memory.LogUnitBytes(unit, false)
+	return vllmlog.UnitBytes(unit, false)
 }
 
 // textValue checks enum and identifier text as soon as it is read, so a

@@ -31,6 +31,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/canon"
 	"github.com/narwhal-go/narwhal/internal/evidence"
 	"github.com/narwhal-go/narwhal/internal/units"
+	"github.com/narwhal-go/narwhal/internal/vllmlog"
 )
 
 // Observation record identity.
@@ -107,24 +108,25 @@ const (
 var obsSourceKinds = map[SourceKind]bool{SourceLogLine: true, SourceDebugLog: true, SourceDerived: true, SourceMetrics: true, SourceInstrumentedHook: true}
 
 // SourceNote qualifies what a figure holds when that differs from the
-// field's plain meaning.
-type SourceNote string
+// field's plain meaning: the notes of vllmlog's line table, and
+// NoteDifference for figures derived here.
+type SourceNote = vllmlog.Note
 
 // Source notes.
 const (
-	NoteNone               SourceNote = "none"
-	NoteIncludesPersistent SourceNote = "includes_persistent" // transient peak holds the whole torch peak increase; the persistent split is unknown
-	NoteAbsoluteNonTorch   SourceNote = "absolute_non_torch"  // V0 logged all non-torch memory after profiling, not its increase
-	NoteEngineLevel        SourceNote = "engine_level"        // an engine-wide figure (vLLM takes the minimum over workers)
-	NoteConfigured         SourceNote = "configured"          // kv_cache_memory_bytes was set: a configured budget, profiling skipped
-	NoteDifference         SourceNote = "difference"          // the difference of two logged figures
+	NoteNone                          = vllmlog.NoteNone
+	NoteIncludesPersistent            = vllmlog.NoteIncludesPersistent
+	NoteAbsoluteNonTorch              = vllmlog.NoteAbsoluteNonTorch
+	NoteEngineLevel                   = vllmlog.NoteEngineLevel
+	NoteConfigured                    = vllmlog.NoteConfigured
+	NoteDifference         SourceNote = "difference" // the difference of two logged figures
 )
 
 var obsSourceNotes = map[SourceNote]bool{NoteNone: true, NoteIncludesPersistent: true, NoteAbsoluteNonTorch: true, NoteEngineLevel: true, NoteConfigured: true, NoteDifference: true}
 
-// PatternID names the parser pattern a figure was read with. It is an
+// PatternID names the vllmlog pattern a figure was read with. It is an
 // identifier from a closed set, never text from the log.
-type PatternID string
+type PatternID = vllmlog.PatternID
 
 // ObservationSource records how one figure was obtained. Resolution is in
 // the field's own unit (bytes, tokens, blocks, or the dimensionless ratio):
