@@ -30,6 +30,8 @@ var memoryFacts = []memoryFact{
 	{vllmlog.PatV0ProfileRequested, map[vllmlog.Target]fieldID{vllmlog.TargetUtil: fUtil, vllmlog.TargetRequested: fRequested}, phaseNone},
 	{vllmlog.PatGraphCaptured, map[vllmlog.Target]fieldID{vllmlog.TargetGraphActual: fGraph}, phaseCaptured},
 	{vllmlog.PatV1GraphEstimated, map[vllmlog.Target]fieldID{vllmlog.TargetGraphEstimate: fGraph}, phaseNone},
+	{vllmlog.PatV1FreeOnStartup, map[vllmlog.Target]fieldID{vllmlog.TargetFree: fFree, vllmlog.TargetTotal: fTotal}, phaseNone},
+	{vllmlog.PatV1DesiredUtil, map[vllmlog.Target]fieldID{vllmlog.TargetUtil: fUtil, vllmlog.TargetRequested: fRequested}, phaseNone},
 }
 
 // memoryMatchers turns memoryFacts into facts matchers: the pattern's

@@ -136,9 +136,10 @@ var ownMatchers = []matcher{
 	// read by the memory-line facts of the same line (facts_memory.go).
 	{wording: WordNegativeKVBudget, family: FamilyNoKVCacheMemory, needles: []string{"Available KV cache memory: -", "reserved for KV Cache is -", "kv_cache_size=-"}},
 	{wording: WordAutoFitFailed, family: FamilyNoKVCacheMemory, needles: []string{"Cannot auto-fit max_model_len: not enough GPU memory"}},
-	{wording: WordFreeOnStartup, family: FamilyStartupFreeMemory, needles: []string{"on startup is less than desired GPU memory utilization"},
-		res: []rx{re(`Free memory on device(?: [A-Za-z]+:[0-9]+)? \(`+reDec+`/`+reDec+` GiB\) on startup is less than desired GPU memory utilization \(`+reDec+`, `+reDec+` GiB\)`,
-			cp(1, fFree, ckGiB), cp(2, fTotal, ckGiB), cp(3, fUtil, ckRatio), cp(4, fRequested, ckGiB))}},
+	// V1's "Free memory on device (F/T GiB) on startup is less than desired
+	// GPU memory utilization (U, R GiB)" ([u1]): the figures are read by
+	// the memory-line facts of the same line (facts_memory.go).
+	{wording: WordFreeOnStartup, family: FamilyStartupFreeMemory, needles: []string{"on startup is less than desired GPU memory utilization"}},
 	{wording: WordMaxLenDerived, family: FamilyMaxModelLen, needles: []string{"is greater than the derived max_model_len"},
 		res: []rx{
 			re(`User-specified max_model_len \(([0-9]+)\) is greater than the derived max_model_len`, cp(1, fMaxLen, ckInt)),
