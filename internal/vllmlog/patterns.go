@@ -50,7 +50,13 @@ import (
 //         memory, or `--kv-cache-memory=%d` (%s GiB) to fully utilize gpu memory. Current kv
 //         cache memory in use is %s GiB." (an earlier form reads "… for consumed memory (weights
 //         + non-torch), … for peak activation, and … for CUDAGraph memory");
-//         https://github.com/vllm-project/vllm/blob/main/vllm/v1/worker/gpu_worker.py
+//         https://github.com/vllm-project/vllm/blob/main/vllm/v1/worker/gpu_worker.py; re-read at
+//         https://github.com/vllm-project/vllm/blob/35d5cda123ec28581759b6d34cde8052314fb1e6/vllm/v1/worker/gpu_worker.py
+//         (determine_available_memory's DEBUG "Initial free memory: %.2f GiB; Requested memory: %.2f
+//         (util), %.2f GiB", "Available KV cache memory: %.2f GiB", and compile_or_warm_up_model's
+//         "Free memory on device (…/… GiB) on startup. Desired GPU memory utilization is (…, … GiB).
+//         Actual usage is … GiB for weight, … for peak activation, … for non-torch memory, and … for
+//         CUDAGraph memory. … Current kv cache memory in use is … GiB.")
 //   [m1]  vllm/utils/mem_utils.py MemoryProfilingResult.__repr__ (DEBUG, earlier in
 //         vllm/utils/__init__.py): "Memory profiling takes %.2f seconds. Total non KV cache
 //         memory: %sGiB; torch peak memory increase: %sGiB; non-torch forward increase memory:
@@ -58,7 +64,9 @@ import (
 //   [k1]  vllm/v1/core/kv_cache_utils.py: "GPU KV cache size: %s tokens" (f"{n:,}") and
 //         "Maximum concurrency for %s tokens per request: %.2fx"; the ValueError "… (%s GiB KV
 //         cache is needed, which is larger than the available KV cache memory (%s GiB)…";
-//         https://github.com/vllm-project/vllm/blob/main/vllm/v1/core/kv_cache_utils.py
+//         https://github.com/vllm-project/vllm/blob/main/vllm/v1/core/kv_cache_utils.py; the two info
+//         lines re-read in _report_kv_cache_config at
+//         https://github.com/vllm-project/vllm/blob/001cabc1be16a59a70d720ed61a13b678c060a18/vllm/v1/core/kv_cache_utils.py
 //   [u1]  vllm/v1/worker/utils.py (older: gpu_worker.py init_device): "Free memory on device
 //         (%s/%s GiB) on startup is less than desired GPU memory utilization (%s, %s GiB)."
 //   [r1]  vllm/distributed/parallel_state.py: "world_size=%d rank=%d local_rank=%d
