@@ -99,8 +99,8 @@ type Line struct {
 	Msg       string // log text: match it, never keep it
 }
 
-// Split strips, in order: a container-runtime timestamp, a compose service
-// prefix ("engine-1  | "), ANSI escapes, the vLLM process prefix
+// Split strips, in order: ANSI escapes, a container-runtime timestamp, a
+// compose service prefix ("engine-1  | "), the vLLM process prefix
 // ("(EngineCore_DP0 pid=12)", "(VllmWorker TP1 pid=…)", Ray's
 // "(RayWorkerWrapper pid=…, ip=…)"), torch's "[rank0]: ", the log header
 // ("INFO 05-06 12:00:00 [file.py:123] ", older "file.py:123] ", uvicorn's
