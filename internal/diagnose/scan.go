@@ -19,18 +19,6 @@ const (
 	maxExceptions = 512 // exceptions kept (the first ones: root causes come first)
 )
 
-// level is a log line's level (vllmlog's).
-type level = vllmlog.Level
-
-const (
-	lvlNone     = vllmlog.LevelNone
-	lvlDebug    = vllmlog.LevelDebug
-	lvlInfo     = vllmlog.LevelInfo
-	lvlWarning  = vllmlog.LevelWarning
-	lvlError    = vllmlog.LevelError
-	lvlCritical = vllmlog.LevelCritical
-)
-
 // procKey identifies the process a line came from: a pid from the vLLM
 // prefix, a torch rank from "[rankN]:", or the unprefixed main process.
 type procKey struct {
@@ -43,7 +31,7 @@ type procKey struct {
 type line struct {
 	n     int
 	proc  procKey
-	level level
+	level vllmlog.Level
 	file  string // the header's file stem ("kv_cache_utils"), "" if none
 	msg   string
 }

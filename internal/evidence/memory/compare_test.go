@@ -76,7 +76,7 @@ func TestCompareFigureByFigure(t *testing.T) {
 		t.Errorf("available KV row %+v", kv)
 	}
 	a := by[FigActivationPeak]
-	if !a.Compared || *a.Logged != float64(vlGiB(t, "2.01")) || a.LoggedNote != NoteIncludesPersistent {
+	if !a.Compared || *a.Logged != float64(vlGiB(t, "2.01")) || a.LoggedNote != vllmlog.NoteIncludesPersistent {
 		t.Errorf("activation row %+v: compared against the torch peak increase", a)
 	}
 	if r := by[FigKVTokens]; !r.Compared || *r.AbsError != 440320-438096 {

@@ -112,17 +112,11 @@ var obsSourceKinds = map[SourceKind]bool{SourceLogLine: true, SourceDebugLog: tr
 // NoteDifference for figures derived here.
 type SourceNote = vllmlog.Note
 
-// Source notes.
-const (
-	NoteNone                          = vllmlog.NoteNone
-	NoteIncludesPersistent            = vllmlog.NoteIncludesPersistent
-	NoteAbsoluteNonTorch              = vllmlog.NoteAbsoluteNonTorch
-	NoteEngineLevel                   = vllmlog.NoteEngineLevel
-	NoteConfigured                    = vllmlog.NoteConfigured
-	NoteDifference         SourceNote = "difference" // the difference of two logged figures
-)
+// NoteDifference marks a figure derived here: the difference of two
+// logged figures. The other notes are vllmlog's (vllmlog.NoteNone, …).
+const NoteDifference SourceNote = "difference"
 
-var obsSourceNotes = map[SourceNote]bool{NoteNone: true, NoteIncludesPersistent: true, NoteAbsoluteNonTorch: true, NoteEngineLevel: true, NoteConfigured: true, NoteDifference: true}
+var obsSourceNotes = map[SourceNote]bool{vllmlog.NoteNone: true, vllmlog.NoteIncludesPersistent: true, vllmlog.NoteAbsoluteNonTorch: true, vllmlog.NoteEngineLevel: true, vllmlog.NoteConfigured: true, NoteDifference: true}
 
 // PatternID names the vllmlog pattern a figure was read with. It is an
 // identifier from a closed set, never text from the log.
@@ -435,7 +429,7 @@ func (o *Observation) torchPeakIncrease() (v int64, res float64, ok bool) {
 	if o.PersistentBytes != nil {
 		return v + *o.PersistentBytes, res + o.res(FieldPersistent), true
 	}
-	return v, res, o.Sources[FieldTransientPeak].Note == NoteIncludesPersistent
+	return v, res, o.Sources[FieldTransientPeak].Note == vllmlog.NoteIncludesPersistent
 }
 
 // nonKVParts is weights + torch peak increase + non-torch increase.

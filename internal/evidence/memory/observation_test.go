@@ -15,7 +15,7 @@ func oBool(v bool) *bool      { return &v }
 func oGiB(g float64) *int64   { return oI64(int64(g * (1 << 30))) }
 func oStr(s string) *string   { return &s }
 func oLogSrc(p PatternID) ObservationSource {
-	return ObservationSource{Kind: SourceLogLine, Pattern: p, Resolution: 10737418.24, Note: NoteNone}
+	return ObservationSource{Kind: SourceLogLine, Pattern: p, Resolution: 10737418.24, Note: vllmlog.NoteNone}
 }
 
 // validObservation is a consistent V1 rank-0 observation with the graph
@@ -31,9 +31,9 @@ func oValid() Observation {
 	for _, f := range []string{FieldInitialTotal, FieldRequested, FieldModelWeight, FieldNonTorchIncrease, FieldCUDAGraphEstimate, FieldAvailableKV, SumNonKVCache} {
 		o.Sources[f] = oLogSrc(vllmlog.PatV1AvailableKV)
 	}
-	o.Sources[FieldTransientPeak] = ObservationSource{Kind: SourceDebugLog, Pattern: vllmlog.PatV1TorchPeakIncrease, Resolution: 10737418.24, Note: NoteIncludesPersistent}
-	o.Sources[FieldUtilization] = ObservationSource{Kind: SourceLogLine, Pattern: vllmlog.PatV1RequestedUtil, Resolution: 0.0001, Note: NoteNone}
-	o.Sources[FieldCUDAGraphApplied] = ObservationSource{Kind: SourceLogLine, Pattern: vllmlog.PatV1GraphProfilingOn, Note: NoteNone}
+	o.Sources[FieldTransientPeak] = ObservationSource{Kind: SourceDebugLog, Pattern: vllmlog.PatV1TorchPeakIncrease, Resolution: 10737418.24, Note: vllmlog.NoteIncludesPersistent}
+	o.Sources[FieldUtilization] = ObservationSource{Kind: SourceLogLine, Pattern: vllmlog.PatV1RequestedUtil, Resolution: 0.0001, Note: vllmlog.NoteNone}
+	o.Sources[FieldCUDAGraphApplied] = ObservationSource{Kind: SourceLogLine, Pattern: vllmlog.PatV1GraphProfilingOn, Note: vllmlog.NoteNone}
 	return o
 }
 

@@ -451,7 +451,7 @@ func vlogDeriveV0Peak(figs *[vllmlog.TargetCount]vlogFig) {
 	}
 	figs[vllmlog.TargetTransient] = vlogFig{
 		i: peak.i - wts.i, line: peak.line, isSet: true,
-		src: ObservationSource{Kind: SourceDerived, Pattern: vllmlog.PatV0ResultsDerivedPeak, Resolution: peak.src.Resolution + wts.src.Resolution, Note: NoteIncludesPersistent},
+		src: ObservationSource{Kind: SourceDerived, Pattern: vllmlog.PatV0ResultsDerivedPeak, Resolution: peak.src.Resolution + wts.src.Resolution, Note: vllmlog.NoteIncludesPersistent},
 	}
 }
 
@@ -467,7 +467,7 @@ func vlogDerivePeakActivation(figs *[vllmlog.TargetCount]vlogFig) {
 		return
 	}
 	f := pa
-	f.src.Note = NoteIncludesPersistent
+	f.src.Note = vllmlog.NoteIncludesPersistent
 	figs[vllmlog.TargetTransient] = f
 	figs[vllmlog.TargetSumPeakActivation] = vlogFig{} // moved, not copied: no raw field duplicates a sum
 }

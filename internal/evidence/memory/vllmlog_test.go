@@ -106,7 +106,7 @@ func TestParseV0Single(t *testing.T) {
 	vlWantGiB(t, "non-torch", o.NonTorchIncreaseBytes, "0.13")
 	vlWantGiB(t, "transient", o.TransientPeakBytes, "1.23")
 	vlWantNil(t, "persistent", o.PersistentBytes)
-	if o.Sources[FieldTransientPeak].Note != NoteIncludesPersistent {
+	if o.Sources[FieldTransientPeak].Note != vllmlog.NoteIncludesPersistent {
 		t.Errorf("transient note %q: V0 logs only the whole torch peak increase", o.Sources[FieldTransientPeak].Note)
 	}
 	vlWantGiB(t, "available", o.AvailableKVBytes, "54.89")
@@ -118,7 +118,7 @@ func TestParseV0Single(t *testing.T) {
 	vlWantI64(t, "blocks", o.NumGPUBlocks, 28103)
 	vlWantI64(t, "concurrency tokens", o.MaxConcurrencyTokens, 131072)
 	vlWantF(t, "concurrency", o.MaxConcurrency, 3.43)
-	if o.Sources[FieldNumGPUBlocks].Note != NoteEngineLevel {
+	if o.Sources[FieldNumGPUBlocks].Note != vllmlog.NoteEngineLevel {
 		t.Errorf("blocks note %q, want engine_level", o.Sources[FieldNumGPUBlocks].Note)
 	}
 	vlWantNil(t, "rank", o.Rank) // an unprefixed V0 log does not name its rank
@@ -131,13 +131,13 @@ func TestParseV0ResultsDerivesTorchPeak(t *testing.T) {
 	vlWantGiB(t, "torch peak (sum)", o.Sums.TorchPeakBytes, "16.19")
 	vlWantI64(t, "transient", o.TransientPeakBytes, vlGiB(t, "16.19")-vlGiB(t, "14.9595"))
 	s := o.Sources[FieldTransientPeak]
-	if s.Kind != SourceDerived || s.Pattern != vllmlog.PatV0ResultsDerivedPeak || s.Note != NoteIncludesPersistent {
+	if s.Kind != SourceDerived || s.Pattern != vllmlog.PatV0ResultsDerivedPeak || s.Note != vllmlog.NoteIncludesPersistent {
 		t.Errorf("transient source %+v", s)
 	}
 	if want := float64(1<<30)/100 + float64(1<<30)/1e4; s.Resolution != want {
 		t.Errorf("derived resolution %v, want the sum %v", s.Resolution, want)
 	}
-	if o.Sources[FieldNonTorchIncrease].Note != NoteAbsoluteNonTorch {
+	if o.Sources[FieldNonTorchIncrease].Note != vllmlog.NoteAbsoluteNonTorch {
 		t.Errorf("non-torch note %q", o.Sources[FieldNonTorchIncrease].Note)
 	}
 	vlWantGiB(t, "available", o.AvailableKVBytes, "54.78")
@@ -218,7 +218,7 @@ func TestParseV1EstimateApplied(t *testing.T) {
 func TestKVCacheMemoryBytesSkipsProfile(t *testing.T) {
 	o := vlOnly(t, vlFile(t, "v1_kv_cache_memory.log"))
 	vlWantGiB(t, "available", o.AvailableKVBytes, "40.0")
-	if n := o.Sources[FieldAvailableKV].Note; n != NoteConfigured {
+	if n := o.Sources[FieldAvailableKV].Note; n != vllmlog.NoteConfigured {
 		t.Errorf("available note %q, want configured", n)
 	}
 	vlWantNil(t, "transient", o.TransientPeakBytes)
