@@ -60,7 +60,8 @@ import (
 //   [m1]  vllm/utils/mem_utils.py MemoryProfilingResult.__repr__ (DEBUG, earlier in
 //         vllm/utils/__init__.py): "Memory profiling takes %.2f seconds. Total non KV cache
 //         memory: %sGiB; torch peak memory increase: %sGiB; non-torch forward increase memory:
-//         %sGiB; weights memory: %sGiB."; https://github.com/vllm-project/vllm/blob/main/vllm/utils/mem_utils.py
+//         %sGiB; weights memory: %sGiB."; https://github.com/vllm-project/vllm/blob/main/vllm/utils/mem_utils.py,
+//         re-read at https://github.com/vllm-project/vllm/blob/a6d5c39009eb73797b276cc557ca9659c396ca14/vllm/utils/mem_utils.py
 //   [k1]  vllm/v1/core/kv_cache_utils.py: "GPU KV cache size: %s tokens" (f"{n:,}") and
 //         "Maximum concurrency for %s tokens per request: %.2fx"; the ValueError "… (%s GiB KV
 //         cache is needed, which is larger than the available KV cache memory (%s GiB)…";
