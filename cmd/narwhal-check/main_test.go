@@ -27,11 +27,11 @@ func fixture(t *testing.T, kvHeads int) (dir, fleetPath string, closeAll func())
 	var engines []string
 	for i := 0; i < 2; i++ {
 		iid := fmt.Sprintf("e%d", i)
-		id := simengine.DefaultIdentity("m")
+		id := simengine.DefaultCompat("m")
 		if i == 1 && kvHeads > 0 {
 			id.NumKVHeads = kvHeads
 		}
-		e, err := simengine.Start(simengine.Config{Model: "m", Profile: simkit.FastRow(iid), Identity: id})
+		e, err := simengine.Start(simengine.Config{Model: "m", Profile: simkit.FastRow(iid), Compat: id})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,7 +43,7 @@ func fixture(t *testing.T, kvHeads int) (dir, fleetPath string, closeAll func())
 	if err := profile.Save(filepath.Join(dir, "profiles.json"), st); err != nil {
 		t.Fatal(err)
 	}
-	k, _ := json.Marshal(simengine.Contract(simengine.DefaultIdentity("m")))
+	k, _ := json.Marshal(simengine.Contract(simengine.DefaultCompat("m")))
 	doc := fmt.Sprintf(`{"schema":"narwhal.fleet","schema_version":1,"model":"m","engines":[%s],"slo":{"ttft_s":1,"tpot_s":0.05},
 "profiles":{"path":%q},"hardware":{"accelerator":"SIM-1","accelerators_per_engine":1,"tensor_parallel":1},"engine_contract":%s}`,
 		strings.Join(engines, ","), filepath.Join(dir, "profiles.json"), k)

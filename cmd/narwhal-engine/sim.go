@@ -80,10 +80,10 @@ func (f *simFlags) config(store *profile.Store, i int) (simengine.Config, error)
 	default:
 		return simengine.Config{}, fmt.Errorf("--fail-startup %q: use kv-cache-too-small or cuda-oom", f.failStartup)
 	}
-	id := simengine.DefaultIdentity(f.model)
+	id := simengine.DefaultCompat(f.model)
 	id.VLLMVersion = f.vllmVersion
 	c := simengine.Config{Host: f.host, Port: f.port, Model: f.model, MaxModelLen: f.maxModelLen, Profile: row,
-		KVCapacityTokens: f.kvCap, EngineID: f.engineID, Identity: id, APIKey: f.apiKey, SideChannelPort: f.scPort,
+		KVCapacityTokens: f.kvCap, EngineID: f.engineID, Compat: id, APIKey: f.apiKey, SideChannelPort: f.scPort,
 		AdminPort: f.adminPort, LeaseDuration: f.lease, Faults: f.faults, FailStartup: f.failStartup,
 		Seed: uint64(i), StartupLog: f.startupW, Boot: f.bootSpec,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))}

@@ -253,8 +253,8 @@ func TestDiagnoseEndToEndFamilies(t *testing.T) {
 			c.Boot.WeightsBytes, c.Boot.KVBytesPerToken, c.Boot.NumAttentionHeads = 141107412992, 327680, 64 // a 70B model
 		}},
 		{"graph capture out of memory", diagnose.FamilyOOMCUDAGraph, "l4", false, func(c *simengine.Config) {
-			c.Identity = simengine.DefaultIdentity(c.Model)
-			c.Identity.VLLMVersion = "0.11.0"
+			c.Compat = simengine.DefaultCompat(c.Model)
+			c.Compat.VLLMVersion = "0.11.0"
 			c.Boot.GPUMemoryUtilization, c.Boot.CUDAGraphBytes = 0.98, 2<<30
 		}},
 		{"no memory for cache blocks", diagnose.FamilyNoKVCacheMemory, "l4", true, func(c *simengine.Config) {
@@ -320,8 +320,8 @@ func TestDiagnoseEndToEndV0(t *testing.T) {
 	st := filepath.Join(dir, "evidence")
 	v0 := func(maxLen int) simengine.Config {
 		c := dgBoot(nil, maxLen)
-		c.Boot.V0, c.Identity = true, simengine.DefaultIdentity(c.Model)
-		c.Identity.VLLMVersion = "0.8.5"
+		c.Boot.V0, c.Compat = true, simengine.DefaultCompat(c.Model)
+		c.Compat.VLLMVersion = "0.8.5"
 		return c
 	}
 	broken, err := dgLog(t, dir, "broken.log", v0(131072))

@@ -350,7 +350,7 @@ func (c *chain) contested() {
 func (c *chain) restartAsOtherVersion(before map[string]any) {
 	t := c.t
 	oldFP := tierOf(t, before, "p0")["endpoint"].(string)
-	id := c.engines.Engines[0].Identity()
+	id := c.engines.Engines[0].Compat()
 	id.VLLMVersion = "0.22.0"
 	c.engines.Engines[0].RestartAs(id)
 	c.preflight()

@@ -24,11 +24,11 @@ func simFleet(t *testing.T, kvHeads ...int) (fleetPath string, sidecars []*attes
 	t.Helper()
 	var engines []string
 	for i, h := range kvHeads {
-		id := simengine.DefaultIdentity("m")
+		id := simengine.DefaultCompat("m")
 		if h > 0 {
 			id.NumKVHeads = h
 		}
-		e, err := simengine.Start(simengine.Config{Model: "m", Profile: simengine.DefaultProfile("x"), Identity: id})
+		e, err := simengine.Start(simengine.Config{Model: "m", Profile: simengine.DefaultProfile("x"), Compat: id})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"strings"
 
@@ -65,8 +64,8 @@ func Assemble(doc *Document, id vllm.Identity, engineBase string) (Payload, []by
 }
 
 // StartTolerance is how far a payload's process start may be from the live
-// one (float round trips through text).
-const StartTolerance = 1e-6
+// one: vllm.StartTolerance, the one rule's bound.
+const StartTolerance = vllm.StartTolerance
 
 // Verify checks a payload as received (raw bytes) against the declared
 // contract and the live identity. It returns the decoded payload (when it
@@ -135,14 +134,14 @@ func checkEngine(raw json.RawMessage, live vllm.Identity, p *Payload) []string {
 	}
 	var fails []string
 	v, _ := e["vllm_version"].(string)
-	if v != live.Version {
+	if !vllm.SameBuild(v, live.Version) {
 		fails = append(fails, fmt.Sprintf("engine vLLM version is %q, live /version returned %q", v, live.Version))
 	}
 	t, ok := e["process_start_time_seconds"].(float64)
 	switch {
 	case !ok:
 		fails = append(fails, "engine process_start_time_seconds is not a number")
-	case math.Abs(t-live.ProcessStart) > StartTolerance:
+	case !vllm.SameStart(t, live.ProcessStart):
 		fails = append(fails, fmt.Sprintf("engine process started at %.6f, live /metrics reports %.6f", t, live.ProcessStart))
 	}
 	p.Engine = vllm.Identity{Version: v, ProcessStart: t}

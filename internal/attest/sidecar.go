@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"sync"
@@ -64,7 +63,7 @@ func New(ctx context.Context, o Options) (*Sidecar, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read engine identity from %s: %w (start the sidecar after vLLM is serving)", o.EngineBase, err)
 	}
-	if id.Version != o.Document.Contract.VLLMVersion {
+	if !vllm.SameBuild(id.Version, o.Document.Contract.VLLMVersion) {
 		return nil, fmt.Errorf("%w: engine %s runs vLLM %q, document expects %q", ErrVersionMismatch, o.EngineBase, id.Version, o.Document.Contract.VLLMVersion)
 	}
 	p, raw, err := Assemble(o.Document, id, o.EngineBase)
@@ -124,7 +123,7 @@ func (s *Sidecar) gate(w http.ResponseWriter, r *http.Request) bool {
 		writeDetail(w, "engine identity unreadable: "+err.Error())
 		return false
 	}
-	if id.Version != s.bound.Version || math.Abs(id.ProcessStart-s.bound.ProcessStart) > StartTolerance {
+	if !id.SameProcess(s.bound) {
 		s.latch(id)
 		writeDetail(w, s.changedMsg())
 		return false

@@ -70,7 +70,7 @@ func TestDigestStableAndVerifiable(t *testing.T) {
 	if err != nil || canon.Digest(c) != digest || digest != s1.Digest() {
 		t.Fatalf("digest %s does not verify (recomputed %s, err %v)", digest, canon.Digest(c), err)
 	}
-	k := simengine.Contract(simengine.DefaultIdentity("m"))
+	k := simengine.Contract(simengine.DefaultCompat("m"))
 	if _, fails := attest.Verify(p1, &k, liveIdentity(t, e)); len(fails) != 0 {
 		t.Fatalf("Verify of an honest payload: %v", fails)
 	}
@@ -83,7 +83,7 @@ func TestVerifyFailures(t *testing.T) {
 	e := startEngine(t)
 	s := simkit.Sidecar(t, e, "127.0.0.1:0")
 	_, raw := get(t, s.AttestationURL())
-	k := simengine.Contract(simengine.DefaultIdentity("m"))
+	k := simengine.Contract(simengine.DefaultCompat("m"))
 	live := liveIdentity(t, e)
 	other := k
 	other.KVHeads = 4

@@ -11,6 +11,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
 	"github.com/narwhal-go/narwhal/internal/routerdoc"
+	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
 // The lifecycle routes (runtime.md §3.5): GET /narwhal/lifecycle and the
@@ -58,7 +59,7 @@ func (s *Supervisor) ServeDrain(w http.ResponseWriter, req *http.Request) {
 		deadline = *lr.DeadlineS
 	}
 	lastLive := s.Usable(iid) && s.LiveCount() == 1
-	_, err := s.life.Drain(iid, s.wallNow(), deadline, lastLive, func() (lifecycle.Identity, error) {
+	_, err := s.life.Drain(iid, s.wallNow(), deadline, lastLive, func() (vllm.Identity, error) {
 		return s.probes.Identity(req.Context(), iid)
 	})
 	s.publishLive()

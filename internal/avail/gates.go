@@ -15,12 +15,12 @@ import (
 // identity gate (attestation, model, process identity with the fleet's
 // build) ends validation before the generation probe and the KV
 // transfer: an engine that has not proved what it is never moves KV.
-func (s *Supervisor) gates(iid string, old *lifecycle.Identity, requireNewer bool) ([]lifecycle.Check, lifecycle.Identity) {
+func (s *Supervisor) gates(iid string, old *vllm.Identity, requireNewer bool) ([]lifecycle.Check, vllm.Identity) {
 	ctx, cancel := context.WithTimeout(s.ctx, 4*s.probeTimeout()+units.Seconds(s.cfg.Engine.FirstTokenTimeoutS))
 	defer cancel()
 	g := &gateRun{}
 	if !g.add("health", asErr(s.healthProbe(ctx, iid)), "GET /health 200 and the credential accepted") {
-		return g.checks, lifecycle.Identity{}
+		return g.checks, vllm.Identity{}
 	}
 	// The identity gates only read; all run, so every mismatch shows at
 	// once. Nothing runs on the engine and no KV moves until they pass.
@@ -56,7 +56,7 @@ func (g *gateRun) add(name string, e error, okDetail string) bool {
 
 // identityGate reads the process identity and holds it to the fleet's
 // build and, for a planned restart, to a newer process than old.
-func (s *Supervisor) identityGate(ctx context.Context, iid string, old *lifecycle.Identity, requireNewer bool) (lifecycle.Identity, error) {
+func (s *Supervisor) identityGate(ctx context.Context, iid string, old *vllm.Identity, requireNewer bool) (vllm.Identity, error) {
 	id, err := s.probes.Identity(ctx, iid)
 	if err == nil {
 		s.observeIdentity(iid, id) // a build hold lifts (or starts) on what validation saw

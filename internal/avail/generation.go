@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/narwhal-go/narwhal/internal/lifecycle"
 	"github.com/narwhal-go/narwhal/internal/profile"
+	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
 // The loaded profile rows are bound to the engine process they were
@@ -17,7 +17,7 @@ import (
 // checkProfileGenerations excludes, at start, every engine whose loaded
 // profile row was measured on another process generation. ids are the
 // identities CaptureIdentities read, in s.order (nil: unreadable).
-func (s *Supervisor) checkProfileGenerations(ctx context.Context, ids []*lifecycle.Identity) {
+func (s *Supervisor) checkProfileGenerations(ctx context.Context, ids []*vllm.Identity) {
 	gens := *s.gens.Load()
 	for i, iid := range s.order {
 		if _, ok := gens[iid]; !ok || ids[i] == nil {
@@ -48,7 +48,7 @@ func (u unreadGeneration) Unwrap() error { return u.err }
 // engine out until it is re-profiled; a row without a digest passes.
 // attested is an attestation digest the caller has just verified, or ""
 // to have the sidecar read here.
-func (s *Supervisor) profileGenerationGate(ctx context.Context, iid string, id lifecycle.Identity, attested string) error {
+func (s *Supervisor) profileGenerationGate(ctx context.Context, iid string, id vllm.Identity, attested string) error {
 	want, ok := (*s.gens.Load())[iid]
 	if !ok {
 		return nil
@@ -62,7 +62,7 @@ func (s *Supervisor) profileGenerationGate(ctx context.Context, iid string, id l
 
 // liveGeneration is iid's generation digest: version and process start,
 // with the verified attestation's digest on a contracted fleet.
-func (s *Supervisor) liveGeneration(ctx context.Context, iid string, id lifecycle.Identity, attested string) (string, error) {
+func (s *Supervisor) liveGeneration(ctx context.Context, iid string, id vllm.Identity, attested string) (string, error) {
 	if s.cfg.EngineContract == nil {
 		if id.ProcessStart <= 0 {
 			return "", errors.New("the engine exports no process_start_time_seconds")

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
-	"github.com/narwhal-go/narwhal/internal/lifecycle"
 	"github.com/narwhal-go/narwhal/internal/profile"
+	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
 // digestProbes count the sidecar reads the generation gate makes itself.
@@ -18,7 +18,7 @@ type digestProbes struct {
 	reads  *atomic.Int32
 }
 
-func (p digestProbes) AttestationDigest(context.Context, string, lifecycle.Identity) (string, error) {
+func (p digestProbes) AttestationDigest(context.Context, string, vllm.Identity) (string, error) {
 	p.reads.Add(1)
 	return p.digest, nil
 }
@@ -27,7 +27,7 @@ func (p digestProbes) AttestationDigest(context.Context, string, lifecycle.Ident
 // attestation gate just verified; only without one does it read the
 // sidecar itself. The verdict is the same either way.
 func TestProfileGenerationGateUsesTheVerifiedAttestation(t *testing.T) {
-	id := lifecycle.Identity{Version: "0.9.0", ProcessStart: 1}
+	id := vllm.Identity{Version: "0.9.0", ProcessStart: 1}
 	att1, att0 := "1220"+strings.Repeat("a", 64), "1220"+strings.Repeat("b", 64) // multihash sha256 digests
 	live, err := profile.Generation(id.Version, id.ProcessStart, att1)
 	if err != nil {

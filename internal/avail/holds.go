@@ -97,7 +97,7 @@ func (s *Supervisor) credentialRefused(iid string, e *vllm.Error) {
 
 // observeIdentity applies the build rule to the version iid reported and
 // lifts an incompatible-kv hold from a new process.
-func (s *Supervisor) observeIdentity(iid string, id lifecycle.Identity) {
+func (s *Supervisor) observeIdentity(iid string, id vllm.Identity) {
 	s.life.ObserveVersion(iid, id.Version, s.now())
 	s.life.NewProcess(iid, id.ProcessStart)
 	s.publishHolds("verification")
@@ -107,7 +107,7 @@ func (s *Supervisor) observeIdentity(iid string, id lifecycle.Identity) {
 // (another build, say, found by its readmission probe): the hold says
 // why, and its probes watch the process accepted here for the next
 // change, which is validated like any restart.
-func (s *Supervisor) holdSupersedes(iid string, id lifecycle.Identity) {
+func (s *Supervisor) holdSupersedes(iid string, id vllm.Identity) {
 	s.life.AcceptIdentity(iid, id)
 	if s.life.Recovered(iid) {
 		s.publishLive()

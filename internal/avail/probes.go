@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
-	"github.com/narwhal-go/narwhal/internal/lifecycle"
 	"github.com/narwhal-go/narwhal/internal/probe"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
@@ -49,12 +48,12 @@ func (p FleetProbes) Credential(ctx context.Context, iid string) *vllm.Error {
 
 // Identity reads the engine's version and process start (a missing start
 // is allowed on an uncontracted fleet: probe.LiveIdentity).
-func (p FleetProbes) Identity(ctx context.Context, iid string) (lifecycle.Identity, error) {
+func (p FleetProbes) Identity(ctx context.Context, iid string) (vllm.Identity, error) {
 	id, e := p.Prober.LiveIdentity(ctx, iid)
 	if e != nil {
-		return lifecycle.Identity{}, e
+		return vllm.Identity{}, e
 	}
-	return lifecycle.Identity{Version: id.Version, ProcessStart: id.ProcessStart}, nil
+	return vllm.Identity{Version: id.Version, ProcessStart: id.ProcessStart}, nil
 }
 
 // Stream asks iid for a stream of CutProbeTokens tokens directly; nil
@@ -88,7 +87,7 @@ func (p FleetProbes) Transfer(ctx context.Context, iid, peer string) error {
 
 // AttestationDigest verifies iid's sidecar against the live identity id
 // and returns its attestation digest, which the profile generation binds.
-func (p FleetProbes) AttestationDigest(ctx context.Context, iid string, id lifecycle.Identity) (string, error) {
+func (p FleetProbes) AttestationDigest(ctx context.Context, iid string, id vllm.Identity) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.Prober.Timeouts().Control)
 	defer cancel()
 	pl, err := p.Prober.Attest(ctx, iid, vllm.Identity{Version: id.Version, ProcessStart: id.ProcessStart}, p.Fleet.EngineContract)

@@ -60,7 +60,7 @@ type Probes interface {
 	// Stream asks for a stream that must reach [DONE] with all its tokens.
 	Stream(ctx context.Context, iid string) *vllm.Error
 	// Identity reads the engine's version and process start.
-	Identity(ctx context.Context, iid string) (lifecycle.Identity, error)
+	Identity(ctx context.Context, iid string) (vllm.Identity, error)
 	// Attestation verifies the engine's sidecar against the contract and
 	// returns the verified attestation digest (the profile generation
 	// binds it).
@@ -68,7 +68,7 @@ type Probes interface {
 	// AttestationDigest verifies the engine's sidecar for the live
 	// identity id and returns the attestation digest (for the profile
 	// generation).
-	AttestationDigest(ctx context.Context, iid string, id lifecycle.Identity) (string, error)
+	AttestationDigest(ctx context.Context, iid string, id vllm.Identity) (string, error)
 	// Model checks the engine serves the fleet's model.
 	Model(ctx context.Context, iid string) error
 	// Transfer moves KV from iid to peer and decodes there.

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
-	"github.com/narwhal-go/narwhal/internal/lifecycle"
 	"github.com/narwhal-go/narwhal/internal/metrics"
 	"github.com/narwhal-go/narwhal/internal/ports"
 	"github.com/narwhal-go/narwhal/internal/sched"
@@ -66,12 +65,12 @@ func (p fakeProbes) Health(context.Context, string) *vllm.Error     { return p.h
 func (p fakeProbes) Credential(context.Context, string) *vllm.Error { return nil }
 func (p fakeProbes) Inference(context.Context, string) *vllm.Error  { return p.health }
 func (p fakeProbes) Stream(context.Context, string) *vllm.Error     { return p.health }
-func (p fakeProbes) Identity(context.Context, string) (lifecycle.Identity, error) {
-	return lifecycle.Identity{Version: "0.9.0", ProcessStart: 1}, nil
+func (p fakeProbes) Identity(context.Context, string) (vllm.Identity, error) {
+	return vllm.Identity{Version: "0.9.0", ProcessStart: 1}, nil
 }
 func (p fakeProbes) Attestation(context.Context, string) (string, error) { return "", nil }
 func (p fakeProbes) Model(context.Context, string) error                 { return nil }
-func (p fakeProbes) AttestationDigest(context.Context, string, lifecycle.Identity) (string, error) {
+func (p fakeProbes) AttestationDigest(context.Context, string, vllm.Identity) (string, error) {
 	return "", nil
 }
 func (p fakeProbes) Transfer(context.Context, string, string) error { return errors.New("unused") }

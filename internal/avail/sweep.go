@@ -7,6 +7,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
+	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
 // readmissionProbes probes the ejected engines that are due: a healthy
@@ -50,20 +51,20 @@ func (s *Supervisor) readmissionProbes(ctx context.Context) {
 // readmissionChecks are the probes an ejected engine passes before its
 // identity decides: health, an inference probe for a suspect engine, a
 // full stream for one ejected for cuts. It returns the identity read.
-func (s *Supervisor) readmissionChecks(ctx context.Context, iid string) (lifecycle.Identity, bool) {
+func (s *Supervisor) readmissionChecks(ctx context.Context, iid string) (vllm.Identity, bool) {
 	if s.healthProbe(ctx, iid) != nil {
-		return lifecycle.Identity{}, false
+		return vllm.Identity{}, false
 	}
 	if s.life.Suspect(iid) && s.probes.Inference(ctx, iid) != nil {
-		return lifecycle.Identity{}, false
+		return vllm.Identity{}, false
 	}
 	if s.life.Ejected()[iid] == string(lifecycle.OutputCut) && s.probes.Stream(ctx, iid) != nil {
-		return lifecycle.Identity{}, false // it still cuts streams
+		return vllm.Identity{}, false // it still cuts streams
 	}
 	id, err := s.probes.Identity(ctx, iid)
 	if err != nil {
 		s.log.Warn("readmission probe could not read the engine identity", "iid", iid, "err", err)
-		return lifecycle.Identity{}, false
+		return vllm.Identity{}, false
 	}
 	return id, true
 }
@@ -128,7 +129,7 @@ func (s *Supervisor) CaptureIdentities(ctx context.Context) {
 			}
 		}
 	}
-	ids := make([]*lifecycle.Identity, len(s.order))
+	ids := make([]*vllm.Identity, len(s.order))
 	ForEach(ctx, s.order, func(ctx context.Context, iid string) {
 		i := slices.Index(s.order, iid)
 		if id, err := s.probes.Identity(ctx, iid); err == nil {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
-	"github.com/narwhal-go/narwhal/internal/lifecycle"
+	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
 // Under recovery.engine_restart_policy whole_wave an ejection or an
@@ -52,7 +52,7 @@ func (s *Supervisor) readmitWave(w http.ResponseWriter) {
 		return
 	}
 	var failed []string
-	ids := map[string]lifecycle.Identity{}
+	ids := map[string]vllm.Identity{}
 	for _, iid := range s.order {
 		checks, id := s.gates(iid, nil, false)
 		ids[iid] = id

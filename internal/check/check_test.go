@@ -38,7 +38,7 @@ func startFleet(t *testing.T, n int, tweak func(i int, c *simengine.Config)) *te
 
 func fleetFor(t *testing.T, tf *testFleet) *fleet.Config {
 	t.Helper()
-	k := simengine.Contract(simengine.DefaultIdentity("m"))
+	k := simengine.Contract(simengine.DefaultCompat("m"))
 	var engines []string
 	for i, e := range tf.engines {
 		engines = append(engines, fmt.Sprintf(`{"iid":"e%d","url":%q,"attestation_url":%q,"role":%q}`,
@@ -119,15 +119,15 @@ func TestFailures(t *testing.T) {
 		{name: "different kv_heads", gate: check.GateContract, message: "e1 attestation: contract.kv_heads is 4, expected 8",
 			tweak: func(i int, c *simengine.Config) {
 				if i == 1 {
-					c.Identity = simengine.DefaultIdentity("m")
-					c.Identity.NumKVHeads = 4
+					c.Compat = simengine.DefaultCompat("m")
+					c.Compat.NumKVHeads = 4
 				}
 			}},
 		{name: "different vllm_version", gate: check.GateContract, message: "e1 runs vLLM 0.22.0, engine_contract.vllm_version is 0.21.0",
 			tweak: func(i int, c *simengine.Config) {
 				if i == 1 {
-					c.Identity = simengine.DefaultIdentity("m")
-					c.Identity.VLLMVersion = "0.22.0"
+					c.Compat = simengine.DefaultCompat("m")
+					c.Compat.VLLMVersion = "0.22.0"
 				}
 			}},
 		{name: "restarted engine", gate: check.GateContract, message: "engine process changed; restart the attestation sidecar",

@@ -144,7 +144,7 @@ func (r *run) attestEngine(ctx context.Context, g *Gate, e fleet.Engine, k *flee
 		g.add(Fail, e.IID, "%s", msg)
 		r.incompatible[e.IID] = "contract"
 	}
-	if id.Version != k.VLLMVersion {
+	if !vllm.SameBuild(id.Version, k.VLLMVersion) {
 		fail(fmt.Sprintf("%s runs vLLM %s, engine_contract.vllm_version is %s", e.IID, id.Version, k.VLLMVersion))
 		return
 	}

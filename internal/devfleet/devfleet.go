@@ -99,7 +99,7 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 	if o.Tune != nil {
 		o.Tune(cfg)
 	}
-	contract := simengine.Contract(simengine.DefaultIdentity(o.Model))
+	contract := simengine.Contract(simengine.DefaultCompat(o.Model))
 	cfg.EngineContract = &contract
 	for i, s := range sidecars {
 		cfg.Engines[i].AttestationURL = s.AttestationURL()

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/narwhal-go/narwhal/internal/evidence/memory"
+	"github.com/narwhal-go/narwhal/internal/vllmlog"
 )
 
 // capKind says how a regexp group becomes a typed candidate.
@@ -14,7 +14,6 @@ type capKind uint8
 
 const (
 	ckGiB        capKind = iota // a decimal in GiB
-	ckGBisGiB                   // a decimal printed "GB" but divided by 2^30 (V0 loaders)
 	ckMem                       // a decimal and, in the next group, its unit
 	ckCount                     // tokens or blocks, thousands separators allowed
 	ckInt                       // a plain (possibly negative) integer
@@ -28,10 +27,13 @@ const (
 	ckVersion                   // a vLLM version
 	ckConst                     // no group: sets the capture's constant text
 	ckConstInt                  // no group: sets the capture's constant integer
+	ckLogMem                    // a vllmlog memory figure: number in group, unit in unit
+	ckLogMemGB                  // ckLogMem whose source prints "GB" for a value divided by 2^30
 )
 
 type capture struct {
 	group int
+	unit  int // ckLogMem: the unit's group
 	field fieldID
 	kind  capKind
 	text  string // ckConst
@@ -78,7 +80,7 @@ func (c capture) value(m []string) (val, *extractError) {
 		return val{text: c.text}, nil
 	case ckConstInt:
 		return val{i: c.i}, nil
-	case ckGiB, ckGBisGiB, ckMem:
+	case ckGiB, ckMem, ckLogMem, ckLogMemGB:
 		return c.memValue(m)
 	case ckText:
 		return textValue(c.field, m[c.group])
@@ -103,14 +105,17 @@ func (c capture) value(m []string) (val, *extractError) {
 // group after the number (ckMem). A number too large is out of range, not
 // malformed.
 func (c capture) memValue(m []string) (val, *extractError) {
-	u := int64(1 << 30)
-	if c.kind == ckMem {
-		var ok bool
-		if u, ok = unitBytes(m[c.group+1]); !ok {
-			return val{}, &extractError{field: c.field, reason: RejectMalformed}
-		}
+	u, ok := int64(1<<30), true
+	switch c.kind {
+	case ckMem:
+		u, ok = unitBytes(m[c.group+1])
+	case ckLogMem, ckLogMemGB:
+		u, ok = vllmlog.UnitBytes(m[c.unit], c.kind == ckLogMemGB)
 	}
-	b, err := memory.LogDecimalBytes(m[c.group], u)
+	if !ok {
+		return val{}, &extractError{field: c.field, reason: RejectMalformed}
+	}
+	b, err := vllmlog.DecimalBytes(m[c.group], u)
 	if err != nil {
 		return val{}, &extractError{field: c.field, reason: RejectOutOfRange}
 	}
@@ -121,7 +126,7 @@ func (c capture) memValue(m []string) (val, *extractError) {
 func scalarValue(k capKind, s string) (val, bool) {
 	switch k {
 	case ckCount:
-		n, err := memory.LogCount(s)
+		n, err := vllmlog.ParseCount(s)
 		return val{i: n}, err == nil
 	case ckInt, ckIntish:
 		if k == ckIntish {
@@ -148,14 +153,14 @@ func scalarValue(k capKind, s string) (val, bool) {
 	return val{}, false
 }
 
-// unitBytes extends memory's unit table with the bare byte units torch
+// unitBytes extends vllmlog's unit table with the bare byte units torch
 // prints ("0 bytes free", "448.00 KiB").
 func unitBytes(unit string) (int64, bool) {
 	switch unit {
 	case "B", "bytes", "byte":
 		return 1, true
 	}
-	return memory.LogUnitBytes(unit, false)
+	return vllmlog.UnitBytes(unit, false)
 }
 
 // textValue checks enum and identifier text as soon as it is read, so a

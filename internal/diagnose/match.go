@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/narwhal-go/narwhal/internal/evidence/memory"
+	"github.com/narwhal-go/narwhal/internal/vllmlog"
 )
 
 // Status says whether a matcher recognised the failure.
@@ -258,7 +259,7 @@ func (st *scanState) line(raw []byte, n int) {
 			ps.lastExc = -1
 		}
 	}
-	if ln.level >= lvlError && st.firstError.line == 0 {
+	if ln.level >= vllmlog.LevelError && st.firstError.line == 0 {
 		st.firstError.line, st.firstError.file = n, ln.file
 	}
 	st.pending = st.pending[:0]
@@ -276,7 +277,7 @@ func (st *scanState) line(raw []byte, n int) {
 	if tb == tbEnd && exc.raise != "" {
 		// The statement that raised says what the exception line may have
 		// lost (a paste cut inside the class name).
-		st.scanText(exc.raise, &line{n: n, proc: ln.proc, level: lvlError}, ps)
+		st.scanText(exc.raise, &line{n: n, proc: ln.proc, level: vllmlog.LevelError}, ps)
 	}
 	st.continueWrap(raw, &ln, tb)
 }
@@ -352,7 +353,7 @@ func (st *scanState) newNeedles(s string, have []int) []int {
 // traceback role, that is not indented code, can only be the rest of the
 // line before it.
 func isBareContinuation(raw []byte, ln *line, tb tbResult) bool {
-	if tb != tbNone || ln.proc.kind != 0 || ln.level != lvlNone || ln.msg == "" {
+	if tb != tbNone || ln.proc.kind != 0 || ln.level != vllmlog.LevelNone || ln.msg == "" {
 		return false
 	}
 	// One leading space is a wrap that fell before a space; more is code
@@ -440,6 +441,6 @@ func (st *scanState) flushOpenTracebacks() {
 		}
 		st.exceptions = append(st.exceptions, exc)
 		ps.lastExc = len(st.exceptions) - 1
-		st.scanText(exc.raise, &line{n: exc.line, proc: k, level: lvlError}, ps)
+		st.scanText(exc.raise, &line{n: exc.line, proc: k, level: vllmlog.LevelError}, ps)
 	}
 }

@@ -4,31 +4,33 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/narwhal-go/narwhal/internal/vllmlog"
 )
 
 func TestSplitLine(t *testing.T) {
 	cases := []struct {
 		raw   string
 		proc  procKey
-		level level
+		level vllmlog.Level
 		file  string
 		msg   string
 	}{
-		{"INFO 05-06 12:00:00 [core.py:74] Initializing", procKey{}, lvlInfo, "core", "Initializing"},
-		{"INFO 08-19 07:51:03 model_runner.py:732] Loading model weights took 2.3463 GB", procKey{}, lvlInfo, "model_runner", "Loading model weights took 2.3463 GB"},
-		{"(EngineCore_DP0 pid=4242) ERROR 05-06 12:00:31 [core.py:700]   File \"/x/vllm/v1/core/kv_cache_utils.py\", line 1, in f", procKey{1, 4242}, lvlError, "core", "  File \"/x/vllm/v1/core/kv_cache_utils.py\", line 1, in f"},
-		{"(VllmWorker TP1 pid=12) WARNING 05-06 12:00:31 [gpu_worker.py:1] hello", procKey{1, 12}, lvlWarning, "gpu_worker", "hello"},
-		{"(VllmWorker rank=3 pid=1090) ERROR 06-05 06:18:13 [multiproc_executor.py:470] RuntimeError: CUDA error: out of memory", procKey{1, 1090}, lvlError, "multiproc_executor", "RuntimeError: CUDA error: out of memory"},
-		{"(RayWorkerWrapper pid=880, ip=192.168.10.60) ERROR 04-16 01:01:44 [worker_base.py:620] RuntimeError: NCCL error [repeated 6x across cluster]", procKey{1, 880}, lvlError, "worker_base", "RuntimeError: NCCL error"},
-		{"(pid=77) INFO 01-01 00:00:00 [x.py:1] m", procKey{1, 77}, lvlInfo, "x", "m"},
-		{"[rank0]:   File \"/x/vllm/worker/worker.py\", line 2, in g", procKey{2, 0}, lvlNone, "", "  File \"/x/vllm/worker/worker.py\", line 2, in g"},
-		{"\x1b[32mINFO\x1b[0m 11-02 08:14:51 [api_server.py:1896] vLLM API server version 0.11.0", procKey{}, lvlInfo, "api_server", "vLLM API server version 0.11.0"},
-		{"2025-04-11T09:30:12.481923Z ERROR 04-11 09:30:12 [core.py:387] boom", procKey{}, lvlError, "core", "boom"},
-		{"qwen3-vl-32b  | (EngineCore_DP0 pid=413) ERROR 11-10 12:30:57 [core.py:710] EngineCore encountered a fatal error.", procKey{1, 413}, lvlError, "core", "EngineCore encountered a fatal error."},
-		{"ERROR:    [Errno 98] error while attempting to bind", procKey{}, lvlError, "", "[Errno 98] error while attempting to bind"},
-		{"INFO:     127.0.0.1:5 - \"POST /v1/chat/completions HTTP/1.1\" 400 Bad Request", procKey{}, lvlInfo, "", "127.0.0.1:5 - \"POST /v1/chat/completions HTTP/1.1\" 400 Bad Request"},
-		{"Killed", procKey{}, lvlNone, "", "Killed"},
-		{"  File \"/usr/lib/vllm/x.py\", line 1, in f", procKey{}, lvlNone, "", "  File \"/usr/lib/vllm/x.py\", line 1, in f"},
+		{"INFO 05-06 12:00:00 [core.py:74] Initializing", procKey{}, vllmlog.LevelInfo, "core", "Initializing"},
+		{"INFO 08-19 07:51:03 model_runner.py:732] Loading model weights took 2.3463 GB", procKey{}, vllmlog.LevelInfo, "model_runner", "Loading model weights took 2.3463 GB"},
+		{"(EngineCore_DP0 pid=4242) ERROR 05-06 12:00:31 [core.py:700]   File \"/x/vllm/v1/core/kv_cache_utils.py\", line 1, in f", procKey{1, 4242}, vllmlog.LevelError, "core", "  File \"/x/vllm/v1/core/kv_cache_utils.py\", line 1, in f"},
+		{"(VllmWorker TP1 pid=12) WARNING 05-06 12:00:31 [gpu_worker.py:1] hello", procKey{1, 12}, vllmlog.LevelWarning, "gpu_worker", "hello"},
+		{"(VllmWorker rank=3 pid=1090) ERROR 06-05 06:18:13 [multiproc_executor.py:470] RuntimeError: CUDA error: out of memory", procKey{1, 1090}, vllmlog.LevelError, "multiproc_executor", "RuntimeError: CUDA error: out of memory"},
+		{"(RayWorkerWrapper pid=880, ip=192.168.10.60) ERROR 04-16 01:01:44 [worker_base.py:620] RuntimeError: NCCL error [repeated 6x across cluster]", procKey{1, 880}, vllmlog.LevelError, "worker_base", "RuntimeError: NCCL error"},
+		{"(pid=77) INFO 01-01 00:00:00 [x.py:1] m", procKey{1, 77}, vllmlog.LevelInfo, "x", "m"},
+		{"[rank0]:   File \"/x/vllm/worker/worker.py\", line 2, in g", procKey{2, 0}, vllmlog.LevelNone, "", "  File \"/x/vllm/worker/worker.py\", line 2, in g"},
+		{"\x1b[32mINFO\x1b[0m 11-02 08:14:51 [api_server.py:1896] vLLM API server version 0.11.0", procKey{}, vllmlog.LevelInfo, "api_server", "vLLM API server version 0.11.0"},
+		{"2025-04-11T09:30:12.481923Z ERROR 04-11 09:30:12 [core.py:387] boom", procKey{}, vllmlog.LevelError, "core", "boom"},
+		{"qwen3-vl-32b  | (EngineCore_DP0 pid=413) ERROR 11-10 12:30:57 [core.py:710] EngineCore encountered a fatal error.", procKey{1, 413}, vllmlog.LevelError, "core", "EngineCore encountered a fatal error."},
+		{"ERROR:    [Errno 98] error while attempting to bind", procKey{}, vllmlog.LevelError, "", "[Errno 98] error while attempting to bind"},
+		{"INFO:     127.0.0.1:5 - \"POST /v1/chat/completions HTTP/1.1\" 400 Bad Request", procKey{}, vllmlog.LevelInfo, "", "127.0.0.1:5 - \"POST /v1/chat/completions HTTP/1.1\" 400 Bad Request"},
+		{"Killed", procKey{}, vllmlog.LevelNone, "", "Killed"},
+		{"  File \"/usr/lib/vllm/x.py\", line 1, in f", procKey{}, vllmlog.LevelNone, "", "  File \"/usr/lib/vllm/x.py\", line 1, in f"},
 	}
 	for _, c := range cases {
 		ln := splitLine([]byte(c.raw), 1)
@@ -53,35 +55,6 @@ func TestEngineModule(t *testing.T) {
 		if got := engineModule(path); got != want {
 			t.Errorf("engineModule(%q) = %q, want %q", path, got, want)
 		}
-	}
-}
-
-// TestLineReaderTruncates: an over-long line is cut at the limit, counted,
-// and the next line is read whole; memory does not grow with the line.
-func TestLineReaderTruncates(t *testing.T) {
-	long := strings.Repeat("x", 10_000)
-	in := "short\n" + long + "\nafter\nno newline at end"
-	lr := newLineReader(strings.NewReader(in), 100)
-	var got []string
-	for {
-		b, err := lr.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, string(b))
-	}
-	want := []string{"short", long[:100], "after", "no newline at end"}
-	if strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("lines %q, want %q", got, want)
-	}
-	if lr.truncated != 1 {
-		t.Errorf("truncated %d, want 1", lr.truncated)
-	}
-	if cap(lr.buf) > 4096 {
-		t.Errorf("line buffer grew to %d bytes for a 100-byte limit", cap(lr.buf))
 	}
 }
 

@@ -286,3 +286,7 @@ func indentedException(msg string) bool {
 	class, _ := splitException(msg[2:], true)
 	return class != ""
 }
+
+func isAlnum(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+}

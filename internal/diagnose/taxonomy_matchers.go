@@ -109,7 +109,12 @@ const (
 	wordEngineDiedCoreProc  Wording = "failed_core_proc_exit"
 )
 
-var matchers = []matcher{
+// matchers are the failure, facts and phase matchers, then the facts of
+// vLLM's memory-accounting lines, built from vllmlog's table
+// (facts_memory.go).
+var matchers = append(ownMatchers, memoryMatchers()...)
+
+var ownMatchers = []matcher{
 	// KV cache cannot hold one max-length request (vllm-protocol §14).
 	{wording: WordV1KVNeeded, family: FamilyOOMKVCache, needles: []string{"KV cache is needed, which is larger than the available KV cache memory"},
 		res: []rx{
@@ -126,13 +131,15 @@ var matchers = []matcher{
 	// core that died first): V1 gpu_worker.py "Available KV cache memory:
 	// %.2f GiB", V0 worker.py "the rest of the memory reserved for KV Cache
 	// is %.2fGiB" (0.6.6–0.8) and "kv_cache_size=%.2fGiB" (0.6.4–0.6.5);
-	// sources in memory/vllmlog_patterns.go [g1] and [p0].
-	{wording: WordNegativeKVBudget, family: FamilyNoKVCacheMemory, needles: []string{"Available KV cache memory: -", "reserved for KV Cache is -", "kv_cache_size=-"},
-		res: []rx{re(`(?:Available KV cache memory: |reserved for KV Cache is |kv_cache_size=)(-[0-9]+(?:\.[0-9]+)?) ?GiB`, cp(1, fKVAvailable, ckGiB))}},
+	// sources in vllmlog/patterns.go [g1] and [p0]. The needles (the
+	// wording with its minus sign) name the failure; the budget itself is
+	// read by the memory-line facts of the same line (facts_memory.go).
+	{wording: WordNegativeKVBudget, family: FamilyNoKVCacheMemory, needles: []string{"Available KV cache memory: -", "reserved for KV Cache is -", "kv_cache_size=-"}},
 	{wording: WordAutoFitFailed, family: FamilyNoKVCacheMemory, needles: []string{"Cannot auto-fit max_model_len: not enough GPU memory"}},
-	{wording: WordFreeOnStartup, family: FamilyStartupFreeMemory, needles: []string{"on startup is less than desired GPU memory utilization"},
-		res: []rx{re(`Free memory on device(?: [A-Za-z]+:[0-9]+)? \(`+reDec+`/`+reDec+` GiB\) on startup is less than desired GPU memory utilization \(`+reDec+`, `+reDec+` GiB\)`,
-			cp(1, fFree, ckGiB), cp(2, fTotal, ckGiB), cp(3, fUtil, ckRatio), cp(4, fRequested, ckGiB))}},
+	// V1's "Free memory on device (F/T GiB) on startup is less than desired
+	// GPU memory utilization (U, R GiB)" ([u1]): the figures are read by
+	// the memory-line facts of the same line (facts_memory.go).
+	{wording: WordFreeOnStartup, family: FamilyStartupFreeMemory, needles: []string{"on startup is less than desired GPU memory utilization"}},
 	{wording: WordMaxLenDerived, family: FamilyMaxModelLen, needles: []string{"is greater than the derived max_model_len"},
 		res: []rx{
 			re(`User-specified max_model_len \(([0-9]+)\) is greater than the derived max_model_len`, cp(1, fMaxLen, ckInt)),
@@ -276,16 +283,6 @@ var matchers = []matcher{
 	}},
 	{wording: wordFacts, needles: []string{"01 Client Error", "03 Client Error"}, res: []rx{opt(`\b(401|403) Client Error`, cp(1, fHTTP, ckInt))}},
 	{wording: wordFacts, needles: []string{"Resolved architecture: "}, res: []rx{opt(`Resolved architecture: (\S{1,128})`, cp(1, fArch, ckText))}},
-	{wording: wordFacts, needles: []string{"reserved for KV Cache is ", "kv_cache_size="}, res: []rx{opt(`(?:reserved for KV Cache is |kv_cache_size=)`+reDec+` ?GiB`, cp(1, fKVAvailable, ckGiB))}},
-	{wording: wordFacts, needles: []string{"Model loading took "}, res: []rx{opt(`Model loading took `+reDec+` GiB`, cp(1, fWeights, ckGiB)), opt(`Model loading took `+reDec+` GB`, cp(1, fWeights, ckGBisGiB))}, phase: phaseLoaded},
-	{wording: wordFacts, needles: []string{"Loading model weights took "}, res: []rx{opt(`Loading model weights took `+reDec+` GB`, cp(1, fWeights, ckGBisGiB))}, phase: phaseLoaded},
-	{wording: wordFacts, needles: []string{"Available KV cache memory: "}, res: []rx{opt(`Available KV cache memory: `+reDec+` GiB`, cp(1, fKVAvailable, ckGiB))}},
-	{wording: wordFacts, needles: []string{"GPU KV cache size: "}, res: []rx{opt(`GPU KV cache size: ([0-9][0-9,]{0,20}) tokens`, cp(1, fKVTokens, ckCount))}},
-	{wording: wordFacts, needles: []string{" blocks: "}, res: []rx{opt(`# (?:GPU|cuda|CUDA) blocks: ([0-9]{1,12})`, cp(1, fBlocks, ckInt))}},
-	{wording: wordFacts, needles: []string{"x gpu_memory_utilization ("}, res: []rx{opt(`total_gpu_memory \(`+reDec+` ?GiB\) x gpu_memory_utilization \(`+reDec+`\) = `+reDec+` ?GiB`,
-		cp(1, fTotal, ckGiB), cp(2, fUtil, ckRatio), cp(3, fRequested, ckGiB))}},
-	{wording: wordFacts, needles: []string{"Graph capturing finished"}, res: []rx{opt(`Graph capturing finished in [0-9]+ secs?, took `+reDec+` GiB`, cp(1, fGraph, ckGiB))}, phase: phaseCaptured},
-	{wording: wordFacts, needles: []string{"Estimated CUDA graph memory: "}, res: []rx{opt(`Estimated CUDA graph memory: `+reDec+` GiB`, cp(1, fGraph, ckGiB))}},
 	{wording: wordFacts, needles: []string{"Uvicorn running on ", "Starting vLLM API server"}, res: []rx{opt(`https?://[0-9A-Za-z.\[\]:-]{1,64}:([0-9]{1,5})\b`, cp(1, fPort, ckInt))}},
 
 	// Start-up progress: which phase a process is in.

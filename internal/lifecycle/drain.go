@@ -3,6 +3,8 @@ package lifecycle
 import (
 	"fmt"
 	"strings"
+
+	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
 // Conflict is a lifecycle request that cannot apply in the current state
@@ -46,7 +48,7 @@ func (m *Manager) TakeEvents(since int) ([]Event, int) {
 // readmission can insist on a newer process. lastLive reports whether iid
 // is the only live engine left (a single-engine drain would stop service).
 // capture runs without the manager's lock: it does engine I/O.
-func (m *Manager) Drain(iid string, now, deadlineS float64, lastLive bool, capture func() (Identity, error)) (Record, error) {
+func (m *Manager) Drain(iid string, now, deadlineS float64, lastLive bool, capture func() (vllm.Identity, error)) (Record, error) {
 	if rec, err := m.beginDrain(iid, now, deadlineS, lastLive); err != nil {
 		return rec, err
 	}
@@ -79,7 +81,7 @@ func (m *Manager) beginDrain(iid string, now, deadlineS float64, lastLive bool) 
 }
 
 // finishDrain records the captured identity, or blocks on its failure.
-func (m *Manager) finishDrain(iid string, now float64, id Identity, err error) (Record, error) {
+func (m *Manager) finishDrain(iid string, now float64, id vllm.Identity, err error) (Record, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err != nil {
@@ -133,7 +135,7 @@ func (m *Manager) Settle(now float64, resident func(iid string) int) {
 // Gates runs the readmission gates for iid and returns their outcomes;
 // requireNewer asks the process-identity gate for a process newer than
 // the recorded one.
-type Gates func(iid string, old *Identity, requireNewer bool) ([]Check, Identity)
+type Gates func(iid string, old *vllm.Identity, requireNewer bool) ([]Check, vllm.Identity)
 
 // Readmit validates a drained or blocked engine and, when every gate
 // passes, returns it to placement with its new identity accepted. The
@@ -148,7 +150,7 @@ func (m *Manager) Readmit(iid string, now float64, gates Gates) (Record, error) 
 }
 
 // beginReadmit checks that iid may be validated and marks it validating.
-func (m *Manager) beginReadmit(iid string, now float64) (old *Identity, requireNewer bool, rec Record, err error) {
+func (m *Manager) beginReadmit(iid string, now float64) (old *vllm.Identity, requireNewer bool, rec Record, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e := m.engines[iid]
@@ -178,7 +180,7 @@ func (m *Manager) beginReadmit(iid string, now float64) (old *Identity, requireN
 }
 
 // finishReadmit applies the gates' outcome.
-func (m *Manager) finishReadmit(iid string, now float64, checks []Check, seen Identity) (Record, error) {
+func (m *Manager) finishReadmit(iid string, now float64, checks []Check, seen vllm.Identity) (Record, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e := m.engines[iid]
@@ -242,7 +244,7 @@ func (m *Manager) Restore(records []Record, ejected map[string]string, starts ma
 	}
 	for iid, s := range starts {
 		if e := m.engines[iid]; e != nil && e.identity == nil {
-			e.identity = &Identity{ProcessStart: s}
+			e.identity = &vllm.Identity{ProcessStart: s}
 		}
 	}
 }

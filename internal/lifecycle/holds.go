@@ -3,6 +3,8 @@ package lifecycle
 import (
 	"fmt"
 	"sort"
+
+	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
 // Holds keep out engines that answer /health but must not serve: another
@@ -175,7 +177,7 @@ func (m *Manager) ObserveVersion(iid, version string, now float64) {
 		v, seen := m.holds.version[id]
 		switch {
 		case !seen:
-		case v != build:
+		case !vllm.SameBuild(v, build):
 			m.holdLocked(id, HoldIncompatibleBuild, fmt.Sprintf("runs vLLM %s, the fleet's build is %s: NIXL refuses KV between builds; restart it with vLLM %s", v, build, build), now)
 		default:
 			m.releaseLocked(id, HoldIncompatibleBuild)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
 func heldCauses(m *Manager) string {
@@ -66,7 +68,7 @@ func TestKVRefusalHoldsTheOddEngine(t *testing.T) {
 	for _, c := range cases {
 		m := New(testFleet(false))
 		for iid, s := range c.starts {
-			m.AcceptIdentity(iid, Identity{Version: "1", ProcessStart: s})
+			m.AcceptIdentity(iid, vllm.Identity{Version: "1", ProcessStart: s})
 		}
 		for i, r := range c.refusals {
 			m.KVRefused(r.consumer, r.producer, r.local, r.remote, float64(i))
@@ -79,7 +81,7 @@ func TestKVRefusalHoldsTheOddEngine(t *testing.T) {
 
 func TestHoldsAndTheirRelease(t *testing.T) {
 	m := New(testFleet(true))
-	m.AcceptIdentity("d0", Identity{Version: "0.11.0", ProcessStart: 100})
+	m.AcceptIdentity("d0", vllm.Identity{Version: "0.11.0", ProcessStart: 100})
 	if !m.Hold("d0", HoldEngineAuth, "401", 1) || m.Hold("d0", HoldEngineAuth, "401 again", 2) {
 		t.Fatal("Hold must report only the transition")
 	}
@@ -103,14 +105,14 @@ func TestHoldsAndTheirRelease(t *testing.T) {
 
 func TestReadmissionClearsHolds(t *testing.T) {
 	m := New(testFleet(true))
-	m.AcceptIdentity("d0", Identity{Version: "0.11.0", ProcessStart: 100})
-	if _, err := m.Drain("d0", 1, 30, false, func() (Identity, error) { return Identity{Version: "0.11.0", ProcessStart: 100}, nil }); err != nil {
+	m.AcceptIdentity("d0", vllm.Identity{Version: "0.11.0", ProcessStart: 100})
+	if _, err := m.Drain("d0", 1, 30, false, func() (vllm.Identity, error) { return vllm.Identity{Version: "0.11.0", ProcessStart: 100}, nil }); err != nil {
 		t.Fatal(err)
 	}
 	m.Settle(2, func(string) int { return 0 })
 	m.Hold("d0", HoldEngineAuth, "401", 2)
-	pass := func(string, *Identity, bool) ([]Check, Identity) {
-		return []Check{{Name: "health", OK: true}}, Identity{Version: "0.11.0", ProcessStart: 200}
+	pass := func(string, *vllm.Identity, bool) ([]Check, vllm.Identity) {
+		return []Check{{Name: "health", OK: true}}, vllm.Identity{Version: "0.11.0", ProcessStart: 200}
 	}
 	if _, err := m.Readmit("d0", 3, pass); err != nil || !m.Live("d0") || heldCauses(m) != "" {
 		t.Errorf("readmit: %v, live %v, holds %q", err, m.Live("d0"), heldCauses(m))

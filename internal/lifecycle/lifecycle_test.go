@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
 func testFleet(contract bool) *fleet.Config {
@@ -100,17 +101,17 @@ func TestEjectAndRecover(t *testing.T) {
 
 func TestIdentityChange(t *testing.T) {
 	m := New(testFleet(false))
-	if changed, _ := m.CheckIdentity("d0", Identity{"0.11.0", 100}); changed {
+	if changed, _ := m.CheckIdentity("d0", vllm.Identity{Version: "0.11.0", ProcessStart: 100}); changed {
 		t.Error("first observation is accepted")
 	}
 	for _, tc := range []struct {
-		seen    Identity
+		seen    vllm.Identity
 		changed bool
 	}{
-		{Identity{"0.11.0", 100}, false},
-		{Identity{"0.11.0", 200}, true},
-		{Identity{"0.12.0", 100}, true},
-		{Identity{"0.11.0", 0}, false}, // gauge missing: version only
+		{vllm.Identity{Version: "0.11.0", ProcessStart: 100}, false},
+		{vllm.Identity{Version: "0.11.0", ProcessStart: 200}, true},
+		{vllm.Identity{Version: "0.12.0", ProcessStart: 100}, true},
+		{vllm.Identity{Version: "0.11.0", ProcessStart: 0}, false}, // gauge missing: version only
 	} {
 		if changed, _ := m.CheckIdentity("d0", tc.seen); changed != tc.changed {
 			t.Errorf("%+v: changed = %v", tc.seen, changed)
@@ -118,20 +119,23 @@ func TestIdentityChange(t *testing.T) {
 	}
 }
 
-func capture(id Identity, err error) func() (Identity, error) {
-	return func() (Identity, error) { return id, err }
+func capture(id vllm.Identity, err error) func() (vllm.Identity, error) {
+	return func() (vllm.Identity, error) { return id, err }
 }
 
 func TestDrainWithoutContractIsMissingContract(t *testing.T) {
 	m := New(testFleet(false))
-	rec, err := m.Drain("d0", 1000, 300, false, capture(Identity{"v", 1}, nil))
+	rec, err := m.Drain("d0", 1000, 300, false, capture(vllm.Identity{Version: "v", ProcessStart: 1}, nil))
 	if err == nil || rec.State != Blocked || m.Live("d0") {
 		t.Fatalf("drain: %+v %v; want blocked and held out", rec, err)
 	}
 	if len(rec.Checks) != 1 || rec.Checks[0].Name != "missing-contract" || !strings.Contains(rec.Checks[0].Detail, "engine_contract") {
 		t.Errorf("checks = %+v", rec.Checks)
 	}
-	_, err = m.Readmit("d0", 1001, func(string, *Identity, bool) ([]Check, Identity) { t.Fatal("gates ran"); return nil, Identity{} })
+	_, err = m.Readmit("d0", 1001, func(string, *vllm.Identity, bool) ([]Check, vllm.Identity) {
+		t.Fatal("gates ran")
+		return nil, vllm.Identity{}
+	})
 	var c *Conflict
 	if !errors.As(err, &c) || m.Live("d0") || recordOf(m, "d0").Checks[0].Name != "missing-contract" {
 		t.Errorf("readmit: %v; want a conflict and the engine still held out", err)
@@ -141,11 +145,11 @@ func TestDrainWithoutContractIsMissingContract(t *testing.T) {
 func TestDrainSettleAndReadmit(t *testing.T) {
 	m := New(testFleet(true))
 	resident := 2
-	rec, err := m.Drain("d0", 1000, 60, false, capture(Identity{"0.11.0", 500}, nil))
+	rec, err := m.Drain("d0", 1000, 60, false, capture(vllm.Identity{Version: "0.11.0", ProcessStart: 500}, nil))
 	if err != nil || rec.State != Draining || m.Live("d0") || *rec.OldProcessStart != 500 {
 		t.Fatalf("drain: %+v %v", rec, err)
 	}
-	if _, err := m.Drain("d0", 1000, 60, false, capture(Identity{}, nil)); err == nil {
+	if _, err := m.Drain("d0", 1000, 60, false, capture(vllm.Identity{}, nil)); err == nil {
 		t.Error("a second drain of a draining engine must conflict")
 	}
 	m.Settle(1010, func(string) int { return resident })
@@ -157,17 +161,17 @@ func TestDrainSettleAndReadmit(t *testing.T) {
 	if r := recordOf(m, "d0"); r.State != Drained {
 		t.Fatalf("without residents: %+v", r)
 	}
-	failing := func(_ string, old *Identity, newer bool) ([]Check, Identity) {
-		return []Check{{Name: "process_identity", OK: false, Detail: "process start 500 is not newer than 500"}}, Identity{"0.11.0", 500}
+	failing := func(_ string, old *vllm.Identity, newer bool) ([]Check, vllm.Identity) {
+		return []Check{{Name: "process_identity", OK: false, Detail: "process start 500 is not newer than 500"}}, vllm.Identity{Version: "0.11.0", ProcessStart: 500}
 	}
 	if rec, err := m.Readmit("d0", 1030, failing); err == nil || rec.State != Blocked || m.Live("d0") {
 		t.Fatalf("readmit with a failing gate: %+v %v", rec, err)
 	}
-	passing := func(_ string, old *Identity, newer bool) ([]Check, Identity) {
+	passing := func(_ string, old *vllm.Identity, newer bool) ([]Check, vllm.Identity) {
 		if old == nil || old.ProcessStart != 500 || !newer {
 			t.Errorf("gates got old %+v newer %v", old, newer)
 		}
-		return []Check{{Name: "health", OK: true}}, Identity{"0.11.0", 900}
+		return []Check{{Name: "health", OK: true}}, vllm.Identity{Version: "0.11.0", ProcessStart: 900}
 	}
 	rec, err = m.Readmit("d0", 1040, passing)
 	if err != nil || rec.State != Active || !m.Live("d0") || *rec.NewProcessStart != 900 || m.ProcessStarts()["d0"] != 900 {
@@ -177,10 +181,10 @@ func TestDrainSettleAndReadmit(t *testing.T) {
 
 func TestDrainDeadlineAndLastEngine(t *testing.T) {
 	m := New(testFleet(true))
-	if _, err := m.Drain("d0", 0, 60, true, capture(Identity{}, nil)); err == nil {
+	if _, err := m.Drain("d0", 0, 60, true, capture(vllm.Identity{}, nil)); err == nil {
 		t.Error("draining the last live engine must conflict")
 	}
-	m.Drain("d1", 0, 60, false, capture(Identity{"v", 1}, nil))
+	m.Drain("d1", 0, 60, false, capture(vllm.Identity{Version: "v", ProcessStart: 1}, nil))
 	m.Settle(61, func(string) int { return 3 })
 	if r := recordOf(m, "d1"); r.State != DeadlineExceeded || !strings.Contains(r.Error, "3 resident request(s)") {
 		t.Errorf("past the deadline: %+v", r)

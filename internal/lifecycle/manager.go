@@ -2,12 +2,12 @@ package lifecycle
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"sync"
 	"sync/atomic"
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
 // State is an engine's lifecycle state.
@@ -44,12 +44,6 @@ type Record struct {
 	Error           string   `json:"error"`
 }
 
-// Identity is what tells one engine process from another.
-type Identity struct {
-	Version      string
-	ProcessStart float64 // 0 when the engine does not export it
-}
-
 // engine is one engine's availability state.
 type engine struct {
 	iid      string
@@ -59,8 +53,8 @@ type engine struct {
 	probeDue int // monitor passes until the next readmission probe
 	suspect  bool
 	rec      Record
-	identity *Identity // last accepted; nil before the first check
-	until    float64   // timed quarantine ends (router seconds); 0 when not held
+	identity *vllm.Identity // last accepted; nil before the first check
+	until    float64        // timed quarantine ends (router seconds); 0 when not held
 	// marked is set (with mu held) when a streak grows, and re-derived by
 	// a Success that clears: while it is false there is nothing for a
 	// Success to clear, so the request path's Success takes no lock.
@@ -314,12 +308,12 @@ func (m *Manager) Streaks() map[string]map[Class]int {
 // a new process: the caller ejects it with cause process_identity. A zero
 // process start (vLLM omits the gauge with several API server processes)
 // compares on the version alone.
-func (m *Manager) CheckIdentity(iid string, seen Identity) (changed bool, previous Identity) {
+func (m *Manager) CheckIdentity(iid string, seen vllm.Identity) (changed bool, previous vllm.Identity) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e := m.engines[iid]
 	if e == nil {
-		return false, Identity{}
+		return false, vllm.Identity{}
 	}
 	if e.identity == nil {
 		id := seen
@@ -327,13 +321,13 @@ func (m *Manager) CheckIdentity(iid string, seen Identity) (changed bool, previo
 		return false, seen
 	}
 	prev := *e.identity
-	startChanged := seen.ProcessStart > 0 && prev.ProcessStart > 0 && math.Abs(seen.ProcessStart-prev.ProcessStart) > 1e-6
-	versionChanged := prev.Version != "" && seen.Version != prev.Version // "" after a restore: unknown
+	startChanged := seen.ProcessStart > 0 && prev.ProcessStart > 0 && !vllm.SameStart(seen.ProcessStart, prev.ProcessStart)
+	versionChanged := prev.Version != "" && !vllm.SameBuild(seen.Version, prev.Version) // "" after a restore: unknown
 	return versionChanged || startChanged, prev
 }
 
 // AcceptIdentity records the identity a validation accepted.
-func (m *Manager) AcceptIdentity(iid string, id Identity) {
+func (m *Manager) AcceptIdentity(iid string, id vllm.Identity) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if e := m.engines[iid]; e != nil {

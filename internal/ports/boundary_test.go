@@ -29,6 +29,7 @@ var deterministicPackages = []string{
 	"canon",
 	"enginemodel", // the step-loop timing simengine and sim share: same inputs, same durations
 	"lifecycle",   // availability decisions: time comes in as an argument or through a ports.Clock
+	"vllmlog",     // the log reader diagnose and memory observations build their deterministic results on
 }
 
 // forbiddenImports give ambient randomness or identifiers; a deterministic

@@ -22,7 +22,7 @@ import (
 // old process) and TestAttestationGateFailsWithoutAttestationURL are the
 // sidecar and attestation_url rows.
 func TestAttestation(t *testing.T) {
-	declared := simengine.Contract(simengine.DefaultIdentity("m"))
+	declared := simengine.Contract(simengine.DefaultCompat("m"))
 	tests := []struct {
 		name     string
 		setup    func(f *simFleet, cfg *fleet.Config)
@@ -70,7 +70,7 @@ func TestAttestation(t *testing.T) {
 // kvHeads4 restarts e0 with 4 KV heads (the default is 8) and its
 // sidecar beside the new process.
 func kvHeads4(f *simFleet, cfg *fleet.Config) {
-	id := simengine.DefaultIdentity("m")
+	id := simengine.DefaultCompat("m")
 	id.NumKVHeads = 4
 	f.engines[0].RestartAs(id)
 	f.sidecars[0].Close()
@@ -98,7 +98,7 @@ func TestLiveIdentity(t *testing.T) {
 		t.Run(fmt.Sprintf("contracted=%v", contracted), func(t *testing.T) {
 			cfg := fleetOf(t, []string{url}, []string{""}, "")
 			if contracted {
-				k := simengine.Contract(simengine.DefaultIdentity("m"))
+				k := simengine.Contract(simengine.DefaultCompat("m"))
 				cfg.EngineContract = &k
 			}
 			p := newProber(t, cfg, probe.Options{})

@@ -83,24 +83,37 @@ func IdentityUnreadable(iid string, e *vllm.Error) error {
 // and bound to the live process). Sidecars never get the engine
 // credential.
 func (p *Prober) Attest(ctx context.Context, iid string, live vllm.Identity, declared *fleet.EngineContract) (*attest.Payload, error) {
+	a, err := p.AttestRaw(ctx, iid, live, declared)
+	return a.Payload, err
+}
+
+// Attested is a verified attestation and the bytes the sidecar served
+// (narwhal-profile keeps them in its samples file).
+type Attested struct {
+	Payload *attest.Payload
+	Raw     []byte
+}
+
+// AttestRaw is Attest keeping the payload's bytes as served.
+func (p *Prober) AttestRaw(ctx context.Context, iid string, live vllm.Identity, declared *fleet.EngineContract) (Attested, error) {
 	fail := p.attestFailure(iid)
 	if fail.URL == "" {
 		fail.Stage = StageURL
-		return nil, fail
+		return Attested{}, fail
 	}
 	ctx, cancel := bound(ctx, p.t.Control)
 	defer cancel()
 	raw, err := attest.Fetch(ctx, p.sidecars, fail.URL)
 	if err != nil {
 		fail.Stage, fail.Err = StageSidecar, err
-		return nil, fail
+		return Attested{}, fail
 	}
 	payload, fails := attest.Verify(raw, declared, live)
 	if len(fails) > 0 {
 		fail.Stage, fail.Fails = StageVerify, fails
-		return nil, fail
+		return Attested{}, fail
 	}
-	return payload, nil
+	return Attested{Payload: payload, Raw: raw}, nil
 }
 
 // Attestation reads iid's identity and attests it (Attest), both within

@@ -27,7 +27,7 @@ func fastRecovery(c *fleet.Config) {
 // completeContract declares the complete engine_contract the simulated
 // engines attest (their sidecars verify against it).
 func completeContract(c *fleet.Config) {
-	k := simengine.Contract(simengine.DefaultIdentity(model))
+	k := simengine.Contract(simengine.DefaultCompat(model))
 	c.EngineContract = &k
 }
 

@@ -113,8 +113,8 @@ func (h *harness) settleRestart(t *testing.T, iid string) {
 	time.Sleep(150 * time.Millisecond) // a few more monitor passes
 }
 
-func otherBuild(version string) simengine.Identity {
-	id := simengine.DefaultIdentity(model)
+func otherBuild(version string) simengine.CompatFactors {
+	id := simengine.DefaultCompat(model)
 	id.VLLMVersion = version
 	return id
 }
@@ -199,7 +199,7 @@ func TestKVRefusalOnALiveLegHoldsTheEngine(t *testing.T) {
 		t.Run(fmt.Sprint("prefill pinned ", pinned), func(t *testing.T) {
 			h := newHarness(t, pd, func(c *fleet.Config) { fastRecovery(c); c.Engines[0].Pin = pinned })
 			time.Sleep(20 * time.Millisecond)
-			odd := simengine.DefaultIdentity(model)
+			odd := simengine.DefaultCompat(model)
 			odd.DType = "torch.float16"
 			h.engines.Engines[1].RestartAs(odd)
 			h.settleRestart(t, "d0")

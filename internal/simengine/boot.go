@@ -29,7 +29,7 @@ type Boot struct {
 	// WeightsBytes and KVBytesPerToken are the whole model's; tensor
 	// parallelism shards them (KV over at most the KV-head count).
 	WeightsBytes    int64 // default Config.WeightsGiB
-	KVBytesPerToken int64 // K and V, all layers; default Identity.KVBytesPerToken()
+	KVBytesPerToken int64 // K and V, all layers; default Compat.KVBytesPerToken()
 
 	GPUMemoryUtilization float64 // default 0.9
 	EnforceEager         bool    // no CUDA graphs (and no graph memory)
@@ -70,7 +70,7 @@ func (b *Boot) defaults(c *Config) error {
 	setDefault(&b.GPUName, "sim-gpu")
 	setDefault(&b.ComputeCapability, "9.0")
 	setDefault(&b.WeightsBytes, int64(c.WeightsGiB*float64(gibBytes)))
-	setDefault(&b.KVBytesPerToken, c.Identity.KVBytesPerToken())
+	setDefault(&b.KVBytesPerToken, c.Compat.KVBytesPerToken())
 	if b.GPUMemoryUtilization == 0 { // a negative value is refused by Validate
 		b.GPUMemoryUtilization = 0.9
 	}
@@ -81,8 +81,8 @@ func (b *Boot) defaults(c *Config) error {
 	setDefault(&b.NumAttentionHeads, 32)
 	setDefault(&b.TensorParallelSize, 1)
 	setDefault(&b.PID, os.Getpid())
-	if b.V0 && versionAtLeast(c.Identity.VLLMVersion, 0, 11) {
-		return fmt.Errorf("simengine: Boot.V0 with vLLM %s: the V0 engine was removed in 0.11 (pass --vllm-version 0.8.5 with --log-era v0)", c.Identity.VLLMVersion)
+	if b.V0 && versionAtLeast(c.Compat.VLLMVersion, 0, 11) {
+		return fmt.Errorf("simengine: Boot.V0 with vLLM %s: the V0 engine was removed in 0.11 (pass --vllm-version 0.8.5 with --log-era v0)", c.Compat.VLLMVersion)
 	}
 	return b.Validate()
 }
@@ -161,13 +161,13 @@ func planBoot(c Config) bootPlan {
 	if b.Quantization == "fp8" {
 		p.weights /= 2 * width // online fp8 stores 8-bit weights whatever the compute dtype
 	}
-	kvShards := int64(min(p.tp, max(1, c.Identity.NumKVHeads)))
+	kvShards := int64(min(p.tp, max(1, c.Compat.NumKVHeads)))
 	p.bpt = b.KVBytesPerToken * width / kvShards
 	p.requested = int64(math.Ceil(float64(b.GPUTotalBytes) * b.GPUMemoryUtilization))
 	p.nonKV = p.weights + b.ActivationBytes + b.NonTorchBytes
 	if !b.EnforceEager {
 		p.graph = b.CUDAGraphBytes
-		p.graphEstimated = !b.V0 && versionAtLeast(c.Identity.VLLMVersion, 0, 21)
+		p.graphEstimated = !b.V0 && versionAtLeast(c.Compat.VLLMVersion, 0, 21)
 	}
 	p.available = p.requested - p.nonKV
 	if p.graphEstimated {

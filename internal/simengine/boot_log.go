@@ -171,12 +171,12 @@ func (l *bootLog) write(fail string) {
 func (l *bootLog) apiHeader() {
 	b := l.c.Boot
 	if l.v0 {
-		l.info(l.api, "api_server.py", 1043, "vLLM API server version %s", l.c.Identity.VLLMVersion)
+		l.info(l.api, "api_server.py", 1043, "vLLM API server version %s", l.c.Compat.VLLMVersion)
 		l.info(l.api, "api_server.py", 1044, "args: Namespace(host=%s, port=%d, model=%s, dtype=%s, max_model_len=%d, tensor_parallel_size=%d, gpu_memory_utilization=%s, enforce_eager=%s)",
 			pyRepr(l.c.Host), l.argPort(), pyRepr(l.c.Model), pyRepr(b.DType), l.c.MaxModelLen, l.p.tp, pyFloat(b.GPUMemoryUtilization), pyBool(b.EnforceEager))
 		return
 	}
-	l.info(l.api, "api_server.py", 1885, "vLLM API server version %s", l.c.Identity.VLLMVersion)
+	l.info(l.api, "api_server.py", 1885, "vLLM API server version %s", l.c.Compat.VLLMVersion)
 	var args []string
 	add := func(k, v string) { args = append(args, pyRepr(k)+": "+v) }
 	add("model_tag", pyRepr(l.c.Model))
@@ -219,7 +219,7 @@ func (l *bootLog) engineHeader() {
 		era, file, ln = "V0", "llm_engine.py", 243
 	}
 	l.info(l.core, file, ln, "Initializing a %s LLM engine (v%s) with config: model=%s, speculative_config=None, tokenizer=%s, skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, trust_remote_code=False, dtype=torch.%s, max_seq_len=%d, download_dir=None, load_format=auto, tensor_parallel_size=%d, pipeline_parallel_size=1, disable_custom_all_reduce=False, quantization=%s, enforce_eager=%s, kv_cache_dtype=%s, device_config=cuda, seed=0, served_model_name=%s",
-		era, l.c.Identity.VLLMVersion, pyRepr(l.c.Model), pyRepr(l.c.Model), l.p.dtype, l.c.MaxModelLen, l.p.tp, quantRepr(l.c.Boot.Quantization), pyBool(l.c.Boot.EnforceEager), l.c.Identity.CacheDType, l.c.Model)
+		era, l.c.Compat.VLLMVersion, pyRepr(l.c.Model), pyRepr(l.c.Model), l.p.dtype, l.c.MaxModelLen, l.p.tp, quantRepr(l.c.Boot.Quantization), pyBool(l.c.Boot.EnforceEager), l.c.Compat.CacheDType, l.c.Model)
 	for i, w := range l.workers {
 		if l.v0 {
 			if l.p.tp > 1 {
@@ -244,7 +244,7 @@ func (l *bootLog) loadLines() {
 			continue
 		}
 		l.info(w, "gpu_model_runner.py", 2338, "Starting to load model %s...", l.c.Model)
-		l.info(w, "cuda.py", 403, "Using %s backend.", l.c.Identity.AttnBackend)
+		l.info(w, "cuda.py", 403, "Using %s backend.", l.c.Compat.AttnBackend)
 		l.info(w, "default_loader.py", 268, "Loading weights took %.2f seconds", l.loadSeconds()*0.95)
 		l.info(w, "gpu_model_runner.py", 2602, "Model loading took %s GiB memory and %.6f seconds", gibStr(float64(l.p.weights)/gib), l.loadSeconds())
 	}
@@ -402,7 +402,7 @@ func (l *bootLog) noKVText() string {
 // the next one does not.
 func (l *bootLog) weightsOOMText() string {
 	b, p := l.c.Boot, l.p
-	layers := int64(max(1, l.c.Identity.NumHiddenLayers))
+	layers := int64(max(1, l.c.Compat.NumHiddenLayers))
 	chunk := roundUp(max(p.weights/(layers*3), 1), 2<<20)
 	slack := int64(20 << 20)
 	usable := b.GPUTotalBytes - b.NonTorchBytes - slack

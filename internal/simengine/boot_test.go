@@ -147,8 +147,8 @@ func TestBootFailures(t *testing.T) {
 		}, func(c *Config) { c.Boot.GPUMemoryUtilization = 0.9 }},
 		{"graph capture out of memory", func(c *Config) {
 			c.MaxModelLen = 4096
-			c.Identity = DefaultIdentity(c.Model)
-			c.Identity.VLLMVersion = "0.11.0" // before the graph estimate was reserved
+			c.Compat = DefaultCompat(c.Model)
+			c.Compat.VLLMVersion = "0.11.0" // before the graph estimate was reserved
 			c.Boot.GPUMemoryUtilization, c.Boot.CUDAGraphBytes = 0.98, gibOf(2)
 		}, BootGraphCaptureOOM, []string{
 			`vllm/compilation/cuda_graph.py", line 178, in __call__`,
@@ -270,8 +270,8 @@ func TestBootV0Wording(t *testing.T) {
 	var log bytes.Buffer
 	v0 := func(c *Config) {
 		c.Boot.V0 = true
-		c.Identity = DefaultIdentity(c.Model)
-		c.Identity.VLLMVersion = "0.8.5"
+		c.Compat = DefaultCompat(c.Model)
+		c.Compat.VLLMVersion = "0.8.5"
 	}
 	_, se := bootRun(t, bootCfg(&log, v0))
 	if se == nil || se.Failure != BootKVTooSmall {

@@ -30,20 +30,20 @@ import (
 // Config describes one simulated engine. Zero values take the defaults
 // documented on each field.
 type Config struct {
-	Host             string      // bind address; default 127.0.0.1
-	Port             int         // 0 picks a free port
-	Model            string      // served model name and launch string; required
-	MaxModelLen      int         // default 4096
-	Profile          profile.Row // timing curves; required (see DefaultProfile)
-	KVCapacityTokens int         // default: the profile's kv_capacity_tokens, else 65536
-	BlockSize        int         // default 16
-	MaxNumSeqs       int         // default 256
-	EngineID         string      // NIXL engine id; default a fresh random id
-	Identity         Identity    // compatibility factors; default DefaultIdentity(Model)
-	APIKey           string      // like vllm serve --api-key: checked on /v1 paths
-	SideChannelHost  string      // advertised remote_host; default Host
-	SideChannelPort  int         // 0 picks a free port
-	AdminPort        int         // loopback fault admin port; 0 picks a free port
+	Host             string        // bind address; default 127.0.0.1
+	Port             int           // 0 picks a free port
+	Model            string        // served model name and launch string; required
+	MaxModelLen      int           // default 4096
+	Profile          profile.Row   // timing curves; required (see DefaultProfile)
+	KVCapacityTokens int           // default: the profile's kv_capacity_tokens, else 65536
+	BlockSize        int           // default 16
+	MaxNumSeqs       int           // default 256
+	EngineID         string        // NIXL engine id; default a fresh random id
+	Compat           CompatFactors // compatibility factors; default DefaultCompat(Model)
+	APIKey           string        // like vllm serve --api-key: checked on /v1 paths
+	SideChannelHost  string        // advertised remote_host; default Host
+	SideChannelPort  int           // 0 picks a free port
+	AdminPort        int           // loopback fault admin port; 0 picks a free port
 	LeaseDuration    time.Duration
 	WeightsGiB       float64     // for the startup log; default 14.99
 	Faults           Faults      // faults active from the start
@@ -78,7 +78,7 @@ func (c *Config) defaults() error {
 			return err
 		}
 		dt, _ := torchDType(c.Boot.DType)
-		c.Identity.DType = "torch." + dt // the dtype is a NIXL compatibility factor
+		c.Compat.DType = "torch." + dt // the dtype is a NIXL compatibility factor
 	}
 	if c.Profile.IID == "" {
 		return errors.New("simengine: Profile is required (load a narwhal.profiles store or use DefaultProfile)")
@@ -111,8 +111,8 @@ func (c *Config) fillDefaults() {
 	setDefault(&c.KVCapacityTokens, kv)
 	setDefault(&c.BlockSize, 16)
 	setDefault(&c.MaxNumSeqs, 256)
-	if c.Identity == (Identity{}) {
-		c.Identity = DefaultIdentity(c.Model)
+	if c.Compat == (CompatFactors{}) {
+		c.Compat = DefaultCompat(c.Model)
 	}
 	setDefault(&c.SideChannelHost, c.Host)
 	setDefault(&c.LeaseDuration, 30*time.Second)
@@ -159,9 +159,9 @@ type Engine struct {
 	rng        ports.Rng
 	deferred   int
 	nextBlock  int
-	srv        *http.Server // nil while refusing connections
-	ident      Identity     // compatibility factors of the running process (RestartAs changes them)
-	pc         *prefixCache // nil without prefix caching
+	srv        *http.Server  // nil while refusing connections
+	ident      CompatFactors // compatibility factors of the running process (RestartAs changes them)
+	pc         *prefixCache  // nil without prefix caching
 	pcReqs     map[string]pcReq
 
 	wake   chan struct{}
@@ -210,7 +210,7 @@ func Start(cfg Config) (*Engine, error) {
 	e := &Engine{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, model: model, sinks: map[string]*sink{},
 		leases: map[string]*lease{}, met: newMetrics(cfg.Model), engineID: cfg.EngineID,
 		startTime: cfg.Clock.Now(), faults: cfg.Faults, rng: ports.NewSeededRng(cfg.Seed), wake: make(chan struct{}, 1),
-		ident: cfg.Identity, pc: pc, pcReqs: map[string]pcReq{}}
+		ident: cfg.Compat, pc: pc, pcReqs: map[string]pcReq{}}
 	e.apiKey.Store(&cfg.APIKey)
 	if e.engineID == "" {
 		e.engineID = cfg.IDs.NewID()
@@ -340,7 +340,7 @@ func (e *Engine) Restart() {
 // the compatibility factors /version and the NIXL handshake report, as
 // restarting vllm serve with another --vllm-version, dtype or attention
 // backend would. An empty id.Model keeps the served model.
-func (e *Engine) RestartAs(id Identity) {
+func (e *Engine) RestartAs(id CompatFactors) {
 	if id.Model == "" {
 		id.Model = e.cfg.Model
 	}
@@ -350,8 +350,8 @@ func (e *Engine) RestartAs(id Identity) {
 	e.restartLocked()
 }
 
-// Identity is the running process's compatibility factors.
-func (e *Engine) Identity() Identity {
+// Compat is the running process's compatibility factors.
+func (e *Engine) Compat() CompatFactors {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.ident

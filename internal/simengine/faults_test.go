@@ -152,7 +152,7 @@ func TestStartupFailures(t *testing.T) {
 
 func TestCompatibilityHashMatchesPython(t *testing.T) {
 	// python3 -c 'import json,hashlib; print(hashlib.sha256(json.dumps({...}, sort_keys=True).encode()).hexdigest())'
-	id := DefaultIdentity("meta-llama/Llama-3.1-8B-Instruct")
+	id := DefaultCompat("meta-llama/Llama-3.1-8B-Instruct")
 	const want = "15131e87ed1add6791084f61863fa9fad9ba7775a7b88398c17f54b0d43869ff"
 	if got := CompatibilityHash(id); got != want {
 		t.Fatalf("hash %s, want %s", got, want)

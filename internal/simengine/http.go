@@ -14,7 +14,7 @@ func (e *Engine) handler() http.Handler {
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { e.generate(w, r, true) })
 	mux.HandleFunc("GET /v1/models", e.models)
 	mux.HandleFunc("GET /version", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, 200, map[string]string{"version": e.Identity().VLLMVersion})
+		writeJSON(w, 200, map[string]string{"version": e.Compat().VLLMVersion})
 	})
 	mux.HandleFunc("GET /health", e.health)
 	mux.HandleFunc("GET /ping", e.health)

@@ -7,9 +7,9 @@ import (
 	"strings"
 )
 
-// Identity is what NIXL's compatibility hash covers (vllm-protocol.md §9.1,
+// CompatFactors are what NIXL's compatibility hash covers (vllm-protocol.md §9.1,
 // E2 factor set). Two engines pair only when their hashes are equal.
-type Identity struct {
+type CompatFactors struct {
 	VLLMVersion       string
 	ConnectorVersion  int
 	Model             string // the launch string, not the served name
@@ -23,15 +23,15 @@ type Identity struct {
 	HMAEnabled        bool
 }
 
-// DefaultIdentity is a Llama-3-8B-like engine on vLLM's E2 connector.
-func DefaultIdentity(model string) Identity {
-	return Identity{VLLMVersion: "0.21.0", ConnectorVersion: 4, Model: model, DType: "torch.bfloat16",
+// DefaultCompat is a Llama-3-8B-like engine on vLLM's E2 connector.
+func DefaultCompat(model string) CompatFactors {
+	return CompatFactors{VLLMVersion: "0.21.0", ConnectorVersion: 4, Model: model, DType: "torch.bfloat16",
 		NumKVHeads: 8, HeadSize: 128, NumHiddenLayers: 32, AttnBackend: "FLASH_ATTN", CacheDType: "auto", HMAEnabled: true}
 }
 
 // KVBytesPerToken is the KV footprint of one token: K and V, every layer,
 // every KV head, at the cache dtype's width.
-func (id Identity) KVBytesPerToken() int64 {
+func (id CompatFactors) KVBytesPerToken() int64 {
 	width := int64(2)
 	switch {
 	case strings.Contains(id.CacheDType, "fp8"):
@@ -45,7 +45,7 @@ func (id Identity) KVBytesPerToken() int64 {
 // CompatibilityHash reproduces vLLM's hash_factors: SHA-256 hex of
 // json.dumps(factors, sort_keys=True) with Python's default separators, so
 // a controller can recompute a real engine's hash from the same inputs.
-func CompatibilityHash(id Identity) string {
+func CompatibilityHash(id CompatFactors) string {
 	// Keys in sorted order, as sort_keys=True emits them.
 	parts := []string{
 		pyPair("attn_backend_name", pyStr(id.AttnBackend)),

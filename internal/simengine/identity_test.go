@@ -57,9 +57,9 @@ func TestAPIKeyRoutesAndRelaunch(t *testing.T) {
 func TestRestartAs(t *testing.T) {
 	e := startEngine(t, nil)
 	_, m0 := testkit.Get(t, e.URL()+"/metrics")
-	before := CompatibilityHash(e.Identity())
+	before := CompatibilityHash(e.Compat())
 	time.Sleep(5 * time.Millisecond)
-	id := DefaultIdentity("")
+	id := DefaultCompat("")
 	id.VLLMVersion = "0.22.0"
 	e.RestartAs(id)
 	resp, err := client.Get(e.URL() + "/version")
@@ -69,11 +69,11 @@ func TestRestartAs(t *testing.T) {
 	defer resp.Body.Close()
 	var v struct{ Version string }
 	_ = json.NewDecoder(resp.Body).Decode(&v)
-	if v.Version != "0.22.0" || e.Identity().Model != "sim-model" {
-		t.Errorf("/version %q, model %q after RestartAs: want 0.22.0 and the served model kept", v.Version, e.Identity().Model)
+	if v.Version != "0.22.0" || e.Compat().Model != "sim-model" {
+		t.Errorf("/version %q, model %q after RestartAs: want 0.22.0 and the served model kept", v.Version, e.Compat().Model)
 	}
 	_, m1 := testkit.Get(t, e.URL()+"/metrics")
-	if CompatibilityHash(e.Identity()) == before || startLine(m0) == startLine(m1) {
+	if CompatibilityHash(e.Compat()) == before || startLine(m0) == startLine(m1) {
 		t.Error("RestartAs kept the compatibility hash or the process start")
 	}
 }

@@ -109,7 +109,7 @@ func TestPDFailures(t *testing.T) {
 		corrupt bool
 	}{
 		{name: "producer restarted", between: func(_ *testing.T, a *Engine, _ map[string]any) { a.Restart() }, wantErr: "engine ID mismatch"},
-		{name: "compatibility mismatch", mutateB: func(c *Config) { c.Identity = DefaultIdentity(c.Model); c.Identity.CacheDType = "fp8" }, wantErr: "compatibility hash mismatch"},
+		{name: "compatibility mismatch", mutateB: func(c *Config) { c.Compat = DefaultCompat(c.Model); c.Compat.CacheDType = "fp8" }, wantErr: "compatibility hash mismatch"},
 		{name: "unreachable producer", between: func(_ *testing.T, _ *Engine, kvp map[string]any) { kvp["remote_port"] = float64(1) }, wantErr: "handshake"},
 		{name: "already read", between: func(t *testing.T, a *Engine, kvp map[string]any) {
 			a.mu.Lock()

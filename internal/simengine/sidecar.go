@@ -13,7 +13,7 @@ import (
 // attests. Fields vLLM's compatibility hash covers come from id; the rest
 // are the fixed facts of the simulated build (an image digest derived from
 // the version, NIXL 0.6.1, kv_both, pull, no speculation).
-func Contract(id Identity) fleet.EngineContract {
+func Contract(id CompatFactors) fleet.EngineContract {
 	sum := sha256.Sum256([]byte("narwhal-simengine vllm " + id.VLLMVersion))
 	crossLayers, hma := id.CrossLayersBlocks, id.HMAEnabled
 	return fleet.EngineContract{
@@ -32,13 +32,13 @@ func Contract(id Identity) fleet.EngineContract {
 // package does not import attest, so the vllm tests can keep importing
 // simengine.
 func (e *Engine) AttestationDocument() []byte {
-	k := Contract(e.Identity())
+	k := Contract(e.Compat())
 	var fields map[string]any
 	b, _ := json.Marshal(k)
 	_ = json.Unmarshal(b, &fields)
 	src := make(map[string]string, len(fields))
 	for f := range fields {
-		src[f] = "simengine Config.Identity (narwhal-engine sim, model " + e.cfg.Model + ")"
+		src[f] = "simengine Config.Compat (narwhal-engine sim, model " + e.cfg.Model + ")"
 	}
 	out, _ := json.Marshal(map[string]any{"schema": "narwhal.attestation", "schema_version": 1, "contract": k, "sources": src})
 	return out

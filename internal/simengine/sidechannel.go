@@ -157,7 +157,7 @@ func (e *Engine) pull(ctx context.Context, p decodeParams) (remoteKV, error) {
 	if err := exchange(enc, sc, scRequest{Op: "get_meta_msg"}, &meta); err != nil {
 		return remoteKV{}, fmt.Errorf("NIXL handshake with %s:%d failed: %v", p.host, p.port, err)
 	}
-	if local := CompatibilityHash(e.Identity()); meta.CompatibilityHash != local {
+	if local := CompatibilityHash(e.Compat()); meta.CompatibilityHash != local {
 		return remoteKV{}, fmt.Errorf("NIXL compatibility hash mismatch. Local: %s, Remote: %s", local, meta.CompatibilityHash)
 	}
 	if meta.EngineID != p.engineID {

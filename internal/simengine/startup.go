@@ -25,11 +25,11 @@ const gib = float64(1 << 30)
 // from the configuration, and fails the way vLLM fails when asked to.
 func startupLog(c Config) error {
 	w := &vlog{w: c.StartupLog, now: c.Clock.Now, pid: os.Getpid()}
-	bpt := c.Identity.KVBytesPerToken()
+	bpt := c.Compat.KVBytesPerToken()
 	kvGiB := float64(int64(c.KVCapacityTokens)*bpt) / gib
-	w.info("APIServer", "api_server.py", 1885, "vLLM API server version %s", c.Identity.VLLMVersion)
+	w.info("APIServer", "api_server.py", 1885, "vLLM API server version %s", c.Compat.VLLMVersion)
 	w.info("APIServer", "utils.py", 233, "non-default args: {'model': '%s', 'max_model_len': %d, 'kv_transfer_config': {'kv_connector': 'NixlConnector', 'kv_role': 'kv_both', 'engine_id': '%s'}}", c.Model, c.MaxModelLen, c.EngineID)
-	w.info("EngineCore_DP0", "cuda.py", 403, "Using %s backend.", c.Identity.AttnBackend)
+	w.info("EngineCore_DP0", "cuda.py", 403, "Using %s backend.", c.Compat.AttnBackend)
 	if c.FailStartup == "cuda-oom" {
 		w.err("EngineCore_DP0", "core.py", 708, "EngineCore failed to start.")
 		fmt.Fprintf(c.StartupLog, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.96 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.02 GiB is free. Including non-PyTorch memory, this process has 78.16 GiB memory in use. Of the allocated memory 76.51 GiB is allocated by PyTorch, and 1.12 GiB is reserved by PyTorch but unallocated.\n")

@@ -64,7 +64,7 @@ func TestHandshakeRefusalFromSimengine(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { fl.Close() })
-	odd := simengine.DefaultIdentity("m")
+	odd := simengine.DefaultCompat("m")
 	odd.DType = "torch.float16"
 	fl.Engines[1].RestartAs(odd)
 	ctx, a, b := pdClients(t, fl)
@@ -78,7 +78,7 @@ func TestHandshakeRefusalFromSimengine(t *testing.T) {
 		}
 	}
 	hs, ok := e.HandshakeRefusal()
-	want := Handshake{LocalHash: simengine.CompatibilityHash(fl.Engines[1].Identity()), RemoteHash: simengine.CompatibilityHash(fl.Engines[0].Identity())}
+	want := Handshake{LocalHash: simengine.CompatibilityHash(fl.Engines[1].Compat()), RemoteHash: simengine.CompatibilityHash(fl.Engines[0].Compat())}
 	if !ok || hs != want {
 		t.Fatalf("refusal %+v %v from %q, want %+v", hs, ok, e.Msg, want)
 	}

@@ -22,6 +22,27 @@ type Identity struct {
 	ProcessStart float64 `json:"process_start_time_seconds"`
 }
 
+// StartTolerance is how far two readings of one process's
+// process_start_time_seconds may differ: the gauge is a float printed in
+// text, so a re-read may differ in its last digits.
+const StartTolerance = 1e-6
+
+// SameBuild is the one "same build" rule: an engine whose /version is
+// version runs the build want names (the fleet's build, a contract's
+// vllm_version, an attested payload's version). Versions compare as
+// strings, exactly: vLLM's NIXL compatibility hash covers vllm_version as
+// a string (vllm-protocol.md §9.1), so 0.11.0 and 0.11.0+cu128 do not pair.
+func SameBuild(version, want string) bool { return version == want }
+
+// SameProcess reports whether id and o are one engine process: the same
+// build and the same process start, within StartTolerance.
+func (id Identity) SameProcess(o Identity) bool {
+	return SameBuild(id.Version, o.Version) && SameStart(id.ProcessStart, o.ProcessStart)
+}
+
+// SameStart reports whether two process starts are one process's.
+func SameStart(a, b float64) bool { return math.Abs(a-b) <= StartTolerance }
+
 // Identity reads /version and then /metrics.
 func (c *Client) Identity(ctx context.Context) (Identity, *Error) {
 	v, e := c.Version(ctx)

@@ -53,3 +53,26 @@ func TestEventText(t *testing.T) {
 		}
 	}
 }
+
+// TestSameProcess: the one "same build" and "same process" rule.
+func TestSameProcess(t *testing.T) {
+	base := Identity{Version: "0.11.0", ProcessStart: 1000.5}
+	for _, tc := range []struct {
+		name string
+		o    Identity
+		want bool
+	}{
+		{"identical", base, true},
+		{"start re-read within tolerance", Identity{Version: "0.11.0", ProcessStart: 1000.5 + StartTolerance/2}, true},
+		{"restarted", Identity{Version: "0.11.0", ProcessStart: 1001}, false},
+		{"other build", Identity{Version: "0.12.0", ProcessStart: 1000.5}, false},
+		{"local label is another build", Identity{Version: "0.11.0+cu128", ProcessStart: 1000.5}, false},
+	} {
+		if got := base.SameProcess(tc.o); got != tc.want {
+			t.Errorf("%s: SameProcess = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if !SameBuild("0.11.0", "0.11.0") || SameBuild("0.11.0", "0.11.1") || SameBuild("", "0.11.0") {
+		t.Error("SameBuild: want exact version equality")
+	}
+}

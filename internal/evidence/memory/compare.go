@@ -1,6 +1,10 @@
 package memory
 
-import "math"
+import (
+	"math"
+
+	"github.com/narwhal-go/narwhal/internal/vllmlog"
+)
 
 // Compare puts a Prediction next to what a startup log observed, figure by
 // figure, with the error of each: `narwhal plan --compare-log LOG`. It is
@@ -178,7 +182,7 @@ func cmpRow(fig Figure, unit FigureUnit, p, l cmpSide) FigureError {
 		Logged: l.v, LoggedResolution: l.res, LoggedNote: l.note, Reason: ReasonNone,
 	}
 	if r.LoggedNote == "" {
-		r.LoggedNote = NoteNone
+		r.LoggedNote = vllmlog.NoteNone
 	}
 	switch {
 	case p.v == nil && l.v == nil:

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/narwhal-go/narwhal/internal/canon"
+	"github.com/narwhal-go/narwhal/internal/vllmlog"
 )
 
 func cmpKnown(b, lo, hi int64) Component {
@@ -75,7 +76,7 @@ func TestCompareFigureByFigure(t *testing.T) {
 		t.Errorf("available KV row %+v", kv)
 	}
 	a := by[FigActivationPeak]
-	if !a.Compared || *a.Logged != float64(vlGiB(t, "2.01")) || a.LoggedNote != NoteIncludesPersistent {
+	if !a.Compared || *a.Logged != float64(vlGiB(t, "2.01")) || a.LoggedNote != vllmlog.NoteIncludesPersistent {
 		t.Errorf("activation row %+v: compared against the torch peak increase", a)
 	}
 	if r := by[FigKVTokens]; !r.Compared || *r.AbsError != 440320-438096 {
@@ -129,7 +130,7 @@ func TestCompareConcurrencyOnlyAtSameContext(t *testing.T) {
 func TestCompareLoggedZero(t *testing.T) {
 	o := NewObservation()
 	o.CUDAGraphActualBytes = oI64(0)
-	o.Sources[FieldCUDAGraphActual] = oLogSrc(PatGraphCaptured)
+	o.Sources[FieldCUDAGraphActual] = oLogSrc(vllmlog.PatGraphCaptured)
 	r := cmpByFigure(Compare(cmpPrediction(t), o))[FigCUDAGraphActual]
 	if !r.Compared || r.RelError != nil || r.Reason != ReasonLoggedZero || r.AbsError == nil {
 		t.Fatalf("%+v", r)

@@ -31,6 +31,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/canon"
 	"github.com/narwhal-go/narwhal/internal/evidence"
 	"github.com/narwhal-go/narwhal/internal/units"
+	"github.com/narwhal-go/narwhal/internal/vllmlog"
 )
 
 // Observation record identity.
@@ -107,24 +108,19 @@ const (
 var obsSourceKinds = map[SourceKind]bool{SourceLogLine: true, SourceDebugLog: true, SourceDerived: true, SourceMetrics: true, SourceInstrumentedHook: true}
 
 // SourceNote qualifies what a figure holds when that differs from the
-// field's plain meaning.
-type SourceNote string
+// field's plain meaning: the notes of vllmlog's line table, and
+// NoteDifference for figures derived here.
+type SourceNote = vllmlog.Note
 
-// Source notes.
-const (
-	NoteNone               SourceNote = "none"
-	NoteIncludesPersistent SourceNote = "includes_persistent" // transient peak holds the whole torch peak increase; the persistent split is unknown
-	NoteAbsoluteNonTorch   SourceNote = "absolute_non_torch"  // V0 logged all non-torch memory after profiling, not its increase
-	NoteEngineLevel        SourceNote = "engine_level"        // an engine-wide figure (vLLM takes the minimum over workers)
-	NoteConfigured         SourceNote = "configured"          // kv_cache_memory_bytes was set: a configured budget, profiling skipped
-	NoteDifference         SourceNote = "difference"          // the difference of two logged figures
-)
+// NoteDifference marks a figure derived here: the difference of two
+// logged figures. The other notes are vllmlog's (vllmlog.NoteNone, …).
+const NoteDifference SourceNote = "difference"
 
-var obsSourceNotes = map[SourceNote]bool{NoteNone: true, NoteIncludesPersistent: true, NoteAbsoluteNonTorch: true, NoteEngineLevel: true, NoteConfigured: true, NoteDifference: true}
+var obsSourceNotes = map[SourceNote]bool{vllmlog.NoteNone: true, vllmlog.NoteIncludesPersistent: true, vllmlog.NoteAbsoluteNonTorch: true, vllmlog.NoteEngineLevel: true, vllmlog.NoteConfigured: true, NoteDifference: true}
 
-// PatternID names the parser pattern a figure was read with. It is an
+// PatternID names the vllmlog pattern a figure was read with. It is an
 // identifier from a closed set, never text from the log.
-type PatternID string
+type PatternID = vllmlog.PatternID
 
 // ObservationSource records how one figure was obtained. Resolution is in
 // the field's own unit (bytes, tokens, blocks, or the dimensionless ratio):
@@ -433,7 +429,7 @@ func (o *Observation) torchPeakIncrease() (v int64, res float64, ok bool) {
 	if o.PersistentBytes != nil {
 		return v + *o.PersistentBytes, res + o.res(FieldPersistent), true
 	}
-	return v, res, o.Sources[FieldTransientPeak].Note == NoteIncludesPersistent
+	return v, res, o.Sources[FieldTransientPeak].Note == vllmlog.NoteIncludesPersistent
 }
 
 // nonKVParts is weights + torch peak increase + non-torch increase.

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/narwhal-go/narwhal/internal/canon"
+	"github.com/narwhal-go/narwhal/internal/vllmlog"
 )
 
 func oI64(v int64) *int64     { return &v }
@@ -14,7 +15,7 @@ func oBool(v bool) *bool      { return &v }
 func oGiB(g float64) *int64   { return oI64(int64(g * (1 << 30))) }
 func oStr(s string) *string   { return &s }
 func oLogSrc(p PatternID) ObservationSource {
-	return ObservationSource{Kind: SourceLogLine, Pattern: p, Resolution: 10737418.24, Note: NoteNone}
+	return ObservationSource{Kind: SourceLogLine, Pattern: p, Resolution: 10737418.24, Note: vllmlog.NoteNone}
 }
 
 // validObservation is a consistent V1 rank-0 observation with the graph
@@ -28,11 +29,11 @@ func oValid() Observation {
 	o.AvailableKVBytes = oGiB(54)
 	o.Sums.NonKVCacheBytes = oGiB(17.5)
 	for _, f := range []string{FieldInitialTotal, FieldRequested, FieldModelWeight, FieldNonTorchIncrease, FieldCUDAGraphEstimate, FieldAvailableKV, SumNonKVCache} {
-		o.Sources[f] = oLogSrc(PatV1AvailableKV)
+		o.Sources[f] = oLogSrc(vllmlog.PatV1AvailableKV)
 	}
-	o.Sources[FieldTransientPeak] = ObservationSource{Kind: SourceDebugLog, Pattern: PatV1TorchPeakIncrease, Resolution: 10737418.24, Note: NoteIncludesPersistent}
-	o.Sources[FieldUtilization] = ObservationSource{Kind: SourceLogLine, Pattern: PatV1RequestedUtil, Resolution: 0.0001, Note: NoteNone}
-	o.Sources[FieldCUDAGraphApplied] = ObservationSource{Kind: SourceLogLine, Pattern: PatV1GraphProfilingOn, Note: NoteNone}
+	o.Sources[FieldTransientPeak] = ObservationSource{Kind: SourceDebugLog, Pattern: vllmlog.PatV1TorchPeakIncrease, Resolution: 10737418.24, Note: vllmlog.NoteIncludesPersistent}
+	o.Sources[FieldUtilization] = ObservationSource{Kind: SourceLogLine, Pattern: vllmlog.PatV1RequestedUtil, Resolution: 0.0001, Note: vllmlog.NoteNone}
+	o.Sources[FieldCUDAGraphApplied] = ObservationSource{Kind: SourceLogLine, Pattern: vllmlog.PatV1GraphProfilingOn, Note: vllmlog.NoteNone}
 	return o
 }
 
@@ -57,8 +58,8 @@ func TestObservationValidateViolations(t *testing.T) {
 		{"utilization above 1", func(o *Observation) { o.GPUMemoryUtilization = oF64(1.2) }, nil, FieldUtilization},
 		{"zero total", func(o *Observation) { o.InitialTotalBytes = oI64(0) }, nil, FieldInitialTotal},
 		{"value without source", func(o *Observation) { o.SafetyBufferBytes = oGiB(0.15) }, nil, FieldSafetyBuffer},
-		{"source without value", func(o *Observation) { o.Sources[FieldPersistent] = oLogSrc(PatV1AvailableKV) }, nil, "sources." + FieldPersistent},
-		{"unknown source field", func(o *Observation) { o.Sources["tensor_bytes"] = oLogSrc(PatV1AvailableKV) }, nil, "sources.tensor_bytes"},
+		{"source without value", func(o *Observation) { o.Sources[FieldPersistent] = oLogSrc(vllmlog.PatV1AvailableKV) }, nil, "sources." + FieldPersistent},
+		{"unknown source field", func(o *Observation) { o.Sources["tensor_bytes"] = oLogSrc(vllmlog.PatV1AvailableKV) }, nil, "sources.tensor_bytes"},
 		{"bad source kind", func(o *Observation) {
 			s := o.Sources[FieldModelWeight]
 			s.Kind = "guess"

@@ -1,14 +1,14 @@
 package memory
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/narwhal-go/narwhal/internal/vllmlog"
 )
 
 // The vLLM startup-log parser builds Observations from a log, one per
@@ -68,49 +68,24 @@ type StartupLog struct {
 // ErrNoMemoryLines is returned for a log with no recognised memory line.
 var ErrNoMemoryLines = errors.New("vllm log: no memory line recognised (looked for \"Model loading took\", \"Available KV cache memory\", \"GPU KV cache size\", \"# GPU blocks\", \"Memory profiling\"…); is this a vLLM startup log?")
 
-// vlogHeadLen is how far into a line the level word and the process
-// prefix are looked for.
-const vlogHeadLen = 256
-
-// vlogMaxLine bounds what is kept of one line: memory lines are short, and
-// a multi-megabyte config dump must not cost memory.
-const vlogMaxLine = 64 << 10
-
 // ParseVLLMLog reads a vLLM startup log and returns its observations. It
 // fails when no memory line is recognised, when the reader fails, or when
 // an observation built from the log is inconsistent (Observation.Validate):
 // such a log mixes figures that cannot belong to one startup.
 func ParseVLLMLog(r io.Reader, opt VLLMLogOptions) (StartupLog, error) {
 	p := newVlogParser(opt)
-	br := bufio.NewReaderSize(r, 64<<10)
+	lr := vllmlog.NewReader(r, vllmlog.MaxLine)
 	for {
-		line, err := vlogReadLine(br)
-		if len(line) > 0 || err == nil {
-			p.line(line)
-		}
+		line, err := lr.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return StartupLog{}, fmt.Errorf("vllm log: line %d: %w", p.n, err)
+			return StartupLog{}, fmt.Errorf("vllm log: line %d: %w", p.n+1, err)
 		}
+		p.line(line)
 	}
 	return p.finish()
-}
-
-// vlogReadLine returns the next line without its terminator, truncated to
-// vlogMaxLine bytes (the rest of an overlong line is skipped).
-func vlogReadLine(br *bufio.Reader) ([]byte, error) {
-	var out []byte
-	for {
-		chunk, isPrefix, err := br.ReadLine()
-		if len(out) < vlogMaxLine {
-			out = append(out, chunk[:min(len(chunk), vlogMaxLine-len(out))]...)
-		}
-		if err != nil || !isPrefix {
-			return out, err
-		}
-	}
 }
 
 // vlogWorkerKey identifies a process: its pid, or the unprefixed main
@@ -131,23 +106,22 @@ type vlogFig struct {
 }
 
 type vlogWorker struct {
-	key       vlogWorkerKey
-	order     int // first appearance
-	start     int // line of the latest startup (weights loaded), 0 if none
-	lastLine  int
-	figs      [vlogTargetCount]vlogFig
-	rank      *int
-	dp, pp    *int
-	tp        *int
+	key      vlogWorkerKey
+	order    int // first appearance
+	start    int // line of the latest startup (weights loaded), 0 if none
+	lastLine int
+	figs     [vllmlog.TargetCount]vlogFig
+	vllmlog.Ranks
 	hasWorker bool // printed at least one worker-level figure
 }
 
 type vlogEngineFigs struct {
-	figs [vlogTargetCount]vlogFig
+	figs [vllmlog.TargetCount]vlogFig
 }
 
 type vlogParser struct {
 	opt      VLLMLogOptions
+	patterns []vllmlog.Pattern
 	n        int
 	workers  map[vlogWorkerKey]*vlogWorker
 	engines  map[int]*vlogEngineFigs // by data-parallel rank; -1 = not named
@@ -158,7 +132,7 @@ type vlogParser struct {
 }
 
 func newVlogParser(opt VLLMLogOptions) *vlogParser {
-	return &vlogParser{opt: opt, workers: map[vlogWorkerKey]*vlogWorker{}, engines: map[int]*vlogEngineFigs{}, cur: vlogWorkerKey{main: true}}
+	return &vlogParser{opt: opt, patterns: vllmlog.MemoryPatterns(), workers: map[vlogWorkerKey]*vlogWorker{}, engines: map[int]*vlogEngineFigs{}, cur: vlogWorkerKey{main: true}}
 }
 
 func (p *vlogParser) worker(k vlogWorkerKey) *vlogWorker {
@@ -173,35 +147,30 @@ func (p *vlogParser) worker(k vlogWorkerKey) *vlogWorker {
 // line parses one log line.
 func (p *vlogParser) line(raw []byte) {
 	p.n++
-	raw = bytes.TrimRight(raw, "\r")
-	if bytes.IndexByte(raw, 0x1b) >= 0 {
-		raw = vlogANSIRE.ReplaceAll(raw, nil)
-	}
-	s := string(raw)
-	level := vlogLevelRE.FindStringSubmatchIndex(s[:min(len(s), vlogHeadLen)])
-	key, name, hasPrefix, prefixEnd := vlogPrefix(s, level)
+	s := string(vllmlog.StripANSI(raw))
+	h := vllmlog.ReadHead(s)
 	switch {
-	case hasPrefix:
-		p.cur = key
-		p.curDebug = level != nil && s[level[2]:level[3]] == "DEBUG"
-	case level != nil:
+	case h.HasPrefix:
+		p.cur = vlogWorkerKey{pid: h.PID}
+		p.curDebug = h.Level == "DEBUG"
+	case h.Level != "":
 		p.cur = vlogWorkerKey{main: true}
-		p.curDebug = s[level[2]:level[3]] == "DEBUG"
+		p.curDebug = h.Level == "DEBUG"
 	}
 	// else: a continuation line keeps the worker and level of the line before
 	w := p.worker(p.cur)
 	w.lastLine = p.n
-	if hasPrefix {
-		w.applyName(name)
+	if h.HasPrefix {
+		vllmlog.WorkerName(h.Name, &w.Ranks)
 	}
-	msg := s[prefixEnd:]
+	msg := s[h.MsgStart:]
 	p.identity(w, msg)
-	for i := range vlogPatterns {
-		pt := &vlogPatterns[i]
-		if !strings.Contains(msg, pt.needle) {
+	for i := range p.patterns {
+		pt := &p.patterns[i]
+		if !strings.Contains(msg, pt.Needle) {
 			continue
 		}
-		sm := pt.re.FindStringSubmatch(msg)
+		sm := pt.Re.FindStringSubmatch(msg)
 		if sm == nil {
 			continue
 		}
@@ -210,126 +179,36 @@ func (p *vlogParser) line(raw []byte) {
 	}
 }
 
-// vlogPrefix finds the innermost process prefix — the last "(Name pid=N)"
-// before the level word, or anywhere in the line's head when there is no
-// level. It returns the name tokens (numbers and group letters only are
-// used from them) and where the message after the prefix starts.
-func vlogPrefix(s string, level []int) (vlogWorkerKey, []string, bool, int) {
-	head := s[:min(len(s), vlogHeadLen)]
-	if level != nil {
-		head = s[:level[0]+1]
-	}
-	if !strings.Contains(head, " pid=") {
-		return vlogWorkerKey{}, nil, false, 0
-	}
-	all := vlogPrefixRE.FindAllStringSubmatchIndex(head, -1)
-	if all == nil {
-		return vlogWorkerKey{}, nil, false, 0
-	}
-	last := all[len(all)-1]
-	pid, err := strconv.ParseInt(head[last[6]:last[7]], 10, 64)
-	if err != nil {
-		return vlogWorkerKey{}, nil, false, 0
-	}
-	name := head[last[2]:last[3]] + head[last[4]:last[5]]
-	return vlogWorkerKey{pid: pid}, vlogTokSplitRE.Split(name, -1), true, last[1]
-}
-
-// applyName reads rank coordinates from a prefix name. The Worker_ scheme
-// [n1] names a group only when its size exceeds 1: a missing DP or PP group
-// is rank 0 of a group of one, and a "Worker_TP3" name with no DP, PP or
-// PCP group is rank 3 of a single-stage, single-replica engine. A bare
-// "Worker" (the name before the groups exist) says nothing.
-func (w *vlogWorker) applyName(tokens []string) {
-	if len(tokens) == 0 {
-		return
-	}
-	role := tokens[0]
-	groups := map[string]int{}
-	for _, t := range tokens[1:] {
-		if m := vlogRankTokRE.FindStringSubmatch(t); m != nil {
-			w.rank = vlogIntPtr(m[1])
-			continue
-		}
-		if m := vlogNameTokRE.FindStringSubmatch(t); m != nil {
-			g := m[1]
-			if g == "" && strings.HasPrefix(role, "EngineCore") {
-				g = "DP" // "EngineCore_0" names the data-parallel rank
-			}
-			if v, err := strconv.Atoi(m[2]); err == nil && g != "" {
-				groups[g] = v
-			}
-		}
-	}
-	if v, ok := groups["DP"]; ok {
-		w.dp = &v
-	}
-	if v, ok := groups["PP"]; ok {
-		w.pp = &v
-	}
-	if v, ok := groups["TP"]; ok {
-		w.tp = &v
-	}
-	if role == "Worker" && len(tokens) > 1 {
-		_, dp := groups["DP"]
-		_, pp := groups["PP"]
-		_, pcp := groups["PCP"]
-		if !pp {
-			zero := 0
-			w.pp = &zero
-		}
-		if !dp {
-			zero := 0
-			w.dp = &zero
-		}
-		if tp, ok := groups["TP"]; ok && !dp && !pp && !pcp && w.rank == nil {
-			r := tp
-			w.rank = &r
-		}
-	}
-}
-
-func vlogIntPtr(s string) *int {
-	v, err := strconv.Atoi(s)
-	if err != nil {
-		return nil
-	}
-	return &v
-}
-
 // identity reads the rank-assignment lines [r1]. For the unprefixed main
 // process they count only when the world has one rank: multiprocess
 // workers print them before their prefix is set.
 func (p *vlogParser) identity(w *vlogWorker, msg string) {
-	if !strings.Contains(msg, " rank") && !strings.Contains(msg, "world_size=") {
+	r, world, ok := vllmlog.RankLine(msg)
+	if !ok || (w.key.main && world != "1") {
 		return
 	}
-	if m := vlogAssignRE.FindStringSubmatch(msg); m != nil {
-		if !w.key.main || m[2] == "1" {
-			w.rank, w.dp, w.pp, w.tp = vlogIntPtr(m[1]), vlogIntPtr(m[3]), vlogIntPtr(m[4]), vlogIntPtr(m[5])
-		}
+	if r.DP != nil { // the assignment line states every coordinate
+		w.Ranks = r
 		return
 	}
-	if m := vlogWorldRE.FindStringSubmatch(msg); m != nil && (!w.key.main || m[1] == "1") {
-		w.rank = vlogIntPtr(m[2])
-	}
+	w.Rank = r.Rank
 }
 
 // apply stores a pattern's captures on the worker or its engine.
-func (p *vlogParser) apply(w *vlogWorker, pt *vlogPattern, sm []string) {
-	if pt.startup && w.start > 0 && w.figs[tgtWeights].isSet && w.figs[tgtWeights].line < p.n {
+func (p *vlogParser) apply(w *vlogWorker, pt *vllmlog.Pattern, sm []string) {
+	if pt.Startup && w.start > 0 && w.figs[vllmlog.TargetWeights].isSet && w.figs[vllmlog.TargetWeights].line < p.n {
 		// A second "weights loaded" line from the same process: a new
 		// startup. Forget the earlier one's figures.
-		w.figs = [vlogTargetCount]vlogFig{}
+		w.figs = [vllmlog.TargetCount]vlogFig{}
 	}
-	if pt.startup {
+	if pt.Startup {
 		w.start = p.n
 	}
-	var dst *[vlogTargetCount]vlogFig
-	if pt.scope == vsEngine {
+	var dst *[vllmlog.TargetCount]vlogFig
+	if pt.Engine {
 		dp := -1
-		if w.dp != nil {
-			dp = *w.dp
+		if w.DP != nil {
+			dp = *w.DP
 		}
 		e, ok := p.engines[dp]
 		if !ok {
@@ -345,43 +224,43 @@ func (p *vlogParser) apply(w *vlogWorker, pt *vlogPattern, sm []string) {
 	if p.curDebug {
 		kind = SourceDebugLog
 	}
-	for _, c := range pt.caps {
+	for _, c := range pt.Caps {
 		fig, rej := p.value(pt, c, sm)
 		if rej != "" {
-			p.rejected = append(p.rejected, Rejection{Line: p.n, Pattern: pt.id, Field: vlogTargetField[c.target], Reason: rej})
+			p.rejected = append(p.rejected, Rejection{Line: p.n, Pattern: pt.ID, Field: vlogTargetField[c.Target], Reason: rej})
 			continue
 		}
-		fig.src.Kind, fig.src.Pattern, fig.src.Note, fig.line, fig.isSet = kind, pt.id, c.note, p.n, true
-		if old := dst[c.target]; !old.isSet || fig.src.Resolution <= old.src.Resolution {
-			dst[c.target] = fig
+		fig.src.Kind, fig.src.Pattern, fig.src.Note, fig.line, fig.isSet = kind, pt.ID, c.Note, p.n, true
+		if old := dst[c.Target]; !old.isSet || fig.src.Resolution <= old.src.Resolution {
+			dst[c.Target] = fig
 		}
 	}
 }
 
 // value converts one capture, range-checking it.
-func (p *vlogParser) value(pt *vlogPattern, c vlogCapture, sm []string) (vlogFig, RejectReason) {
+func (p *vlogParser) value(pt *vllmlog.Pattern, c vllmlog.Capture, sm []string) (vlogFig, RejectReason) {
 	var f vlogFig
-	switch c.kind {
-	case vkFlag:
-		f.b = c.flag
+	switch c.Kind {
+	case vllmlog.KindFlag:
+		f.b = c.Flag
 		return f, ""
-	case vkMemory:
-		unit, ok := vlogUnitBytes(sm[c.unit], pt.gbIsGiB)
+	case vllmlog.KindMemory:
+		unit, ok := vllmlog.UnitBytes(sm[c.Unit], pt.GBIsGiB)
 		if !ok {
 			return f, RejectUnknownUnit
 		}
-		d, err := vlogParseDecimal(sm[c.num])
+		d, err := vllmlog.ParseDecimal(sm[c.Num])
 		if err != nil {
 			return f, RejectMalformed
 		}
-		b, err := d.toBytes(unit)
+		b, err := d.Bytes(unit)
 		if err != nil {
 			return f, RejectOutOfRange
 		}
-		f.i, f.src.Resolution = b, vlogResolution(unit, d.scale, c.round)
-		return f, p.checkBytes(c.target, b)
-	case vkBytes:
-		b, err := strconv.ParseInt(sm[c.num], 10, 64)
+		f.i, f.src.Resolution = b, vllmlog.Resolution(unit, d.Scale, c.Round)
+		return f, p.checkBytes(c.Target, b)
+	case vllmlog.KindBytes:
+		b, err := strconv.ParseInt(sm[c.Num], 10, 64)
 		if err != nil {
 			return f, RejectMalformed
 		}
@@ -389,43 +268,57 @@ func (p *vlogParser) value(pt *vlogPattern, c vlogCapture, sm []string) (vlogFig
 			return f, RejectOutOfRange
 		}
 		f.i, f.src.Resolution = b, 1
-		return f, p.checkBytes(c.target, b)
-	case vkCount:
-		n, err := vlogParseCount(sm[c.num])
+		return f, p.checkBytes(c.Target, b)
+	case vllmlog.KindCount:
+		n, err := vllmlog.ParseCount(sm[c.Num])
 		if err != nil {
 			return f, RejectMalformed
 		}
-		if c.target == tgtConcurrencyLen && n < 1 {
+		if c.Target == vllmlog.TargetConcurrencyLen && n < 1 {
 			return f, RejectOutOfRange
 		}
 		f.i, f.src.Resolution = n, 1
 		return f, ""
-	case vkRatio:
-		v, scale, err := vlogParseRatio(sm[c.num])
+	case vllmlog.KindRatio:
+		v, scale, err := vllmlog.ParseRatio(sm[c.Num])
 		if err != nil {
 			return f, RejectMalformed
 		}
-		if c.target == tgtUtil && !(v > 0 && v <= 1) {
+		if c.Target == vllmlog.TargetUtil && !(v > 0 && v <= 1) {
 			return f, RejectOutOfRange
 		}
-		f.f, f.src.Resolution = v, vlogResolution(1, scale, c.round)
+		f.f, f.src.Resolution = v, vllmlog.Resolution(1, scale, c.Round)
 		return f, ""
 	}
 	return f, RejectMalformed
 }
 
+// vlogTargetField names each target's Observation field.
+var vlogTargetField = [vllmlog.TargetCount]string{
+	vllmlog.TargetTotal: FieldInitialTotal, vllmlog.TargetFree: FieldInitialFree, vllmlog.TargetRequested: FieldRequested,
+	vllmlog.TargetUtil: FieldUtilization, vllmlog.TargetWeights: FieldModelWeight, vllmlog.TargetTransient: FieldTransientPeak,
+	vllmlog.TargetNonTorch: FieldNonTorchIncrease, vllmlog.TargetGraphEstimate: FieldCUDAGraphEstimate,
+	vllmlog.TargetGraphApplied: FieldCUDAGraphApplied, vllmlog.TargetGraphActual: FieldCUDAGraphActual,
+	vllmlog.TargetAvailableKV: FieldAvailableKV, vllmlog.TargetKVTokens: FieldKVCacheTokens, vllmlog.TargetBlocks: FieldNumGPUBlocks,
+	vllmlog.TargetConcurrency: FieldMaxConcurrency, vllmlog.TargetConcurrencyLen: FieldMaxConcurrencyLen,
+	vllmlog.TargetSumNonKV: SumNonKVCache, vllmlog.TargetSumTorchPeak: SumTorchPeak, vllmlog.TargetSumPeakActivation: SumPeakActivation,
+	vllmlog.TargetSumWeightsNonTorch: SumWeightsPlusNonTorch, vllmlog.TargetSumGraphSizing: SumCUDAGraphSizing,
+	vllmlog.TargetSumGraphPoolEstimate: SumCUDAGraphPoolEstimate, vllmlog.TargetSumSuggestRequested: SumSuggestedKVRequested,
+	vllmlog.TargetSumSuggestDevice: SumSuggestedKVDevice,
+}
+
 // vlogSigned lists the targets that may be negative: vLLM logs negative
 // KV budgets, negative non-torch increases and negative graph deltas.
-var vlogSigned = map[vlogTarget]bool{tgtNonTorch: true, tgtGraphActual: true, tgtGraphEstimate: true, tgtAvailableKV: true, tgtSumNonKV: true, tgtSumPeakActivation: true, tgtSumWeightsNonTorch: true, tgtSumGraphSizing: true, tgtSumGraphPoolEstimate: true, tgtSumSuggestRequested: true, tgtSumSuggestDevice: true}
+var vlogSigned = map[vllmlog.Target]bool{vllmlog.TargetNonTorch: true, vllmlog.TargetGraphActual: true, vllmlog.TargetGraphEstimate: true, vllmlog.TargetAvailableKV: true, vllmlog.TargetSumNonKV: true, vllmlog.TargetSumPeakActivation: true, vllmlog.TargetSumWeightsNonTorch: true, vllmlog.TargetSumGraphSizing: true, vllmlog.TargetSumGraphPoolEstimate: true, vllmlog.TargetSumSuggestRequested: true, vllmlog.TargetSumSuggestDevice: true}
 
-func (p *vlogParser) checkBytes(t vlogTarget, b int64) RejectReason {
+func (p *vlogParser) checkBytes(t vllmlog.Target, b int64) RejectReason {
 	if b < 0 && !vlogSigned[t] {
 		return RejectOutOfRange
 	}
-	if t == tgtTotal && b == 0 {
+	if t == vllmlog.TargetTotal && b == 0 {
 		return RejectOutOfRange
 	}
-	if dev := p.opt.GPUTotalBytes; dev != nil && obsAbs(b) > *dev+vlogGiB/100 {
+	if dev := p.opt.GPUTotalBytes; dev != nil && obsAbs(b) > *dev+vllmlog.GiB/100 {
 		return RejectExceedsDevice
 	}
 	return ""
@@ -469,11 +362,11 @@ func (p *vlogParser) reporting() []*vlogWorker {
 	latest := map[[4]int]*vlogWorker{}
 	var keep []*vlogWorker
 	for _, w := range ws {
-		if w.rank == nil {
+		if w.Rank == nil {
 			keep = append(keep, w)
 			continue
 		}
-		k := [4]int{vlogOr(w.dp), *w.rank, vlogOr(w.pp), vlogOr(w.tp)}
+		k := [4]int{vlogOr(w.DP), *w.Rank, vlogOr(w.PP), vlogOr(w.TP)}
 		if old, ok := latest[k]; !ok || old.start <= w.start {
 			latest[k] = w
 		}
@@ -494,7 +387,7 @@ func vlogOr(v *int) int {
 
 // vlogLess orders by dp, rank, pp, tp (unknown last), then appearance.
 func vlogLess(a, b *vlogWorker) bool {
-	for _, pair := range [][2]*int{{a.dp, b.dp}, {a.rank, b.rank}, {a.pp, b.pp}, {a.tp, b.tp}} {
+	for _, pair := range [][2]*int{{a.DP, b.DP}, {a.Rank, b.Rank}, {a.PP, b.PP}, {a.TP, b.TP}} {
 		x, y := pair[0], pair[1]
 		switch {
 		case x == nil && y == nil:
@@ -513,8 +406,8 @@ func vlogLess(a, b *vlogWorker) bool {
 // engineFor picks the engine-wide figures for a worker: its data-parallel
 // engine's, or the only engine's.
 func (p *vlogParser) engineFor(w *vlogWorker) *vlogEngineFigs {
-	if w.dp != nil {
-		if e, ok := p.engines[*w.dp]; ok {
+	if w.DP != nil {
+		if e, ok := p.engines[*w.DP]; ok {
 			return e
 		}
 	}
@@ -529,7 +422,7 @@ func (p *vlogParser) engineFor(w *vlogWorker) *vlogEngineFigs {
 // observation assembles one worker's Observation.
 func (p *vlogParser) observation(w *vlogWorker) Observation {
 	o := NewObservation()
-	o.Rank, o.DPRank, o.PPRank, o.TPRank = w.rank, w.dp, w.pp, w.tp
+	o.Rank, o.DPRank, o.PPRank, o.TPRank = w.Rank, w.DP, w.PP, w.TP
 	figs := w.figs
 	if e := p.engineFor(w); e != nil {
 		for t, f := range e.figs {
@@ -542,7 +435,7 @@ func (p *vlogParser) observation(w *vlogWorker) Observation {
 	vlogDerivePeakActivation(&figs)
 	for t, f := range figs {
 		if f.isSet {
-			o.set(vlogTarget(t), f)
+			o.set(vllmlog.Target(t), f)
 		}
 	}
 	return o
@@ -551,14 +444,14 @@ func (p *vlogParser) observation(w *vlogWorker) Observation {
 // vlogDeriveV0Peak: V0.6.4/0.6.5 logged the allocator peak with the
 // weights inside it; the torch peak increase is that peak minus the
 // weights. Its resolution is the two figures' combined.
-func vlogDeriveV0Peak(figs *[vlogTargetCount]vlogFig) {
-	peak, wts := figs[tgtSumTorchPeak], figs[tgtWeights]
-	if !peak.isSet || !wts.isSet || figs[tgtTransient].isSet || peak.i < wts.i {
+func vlogDeriveV0Peak(figs *[vllmlog.TargetCount]vlogFig) {
+	peak, wts := figs[vllmlog.TargetSumTorchPeak], figs[vllmlog.TargetWeights]
+	if !peak.isSet || !wts.isSet || figs[vllmlog.TargetTransient].isSet || peak.i < wts.i {
 		return
 	}
-	figs[tgtTransient] = vlogFig{
+	figs[vllmlog.TargetTransient] = vlogFig{
 		i: peak.i - wts.i, line: peak.line, isSet: true,
-		src: ObservationSource{Kind: SourceDerived, Pattern: PatV0ResultsDerivedPeak, Resolution: peak.src.Resolution + wts.src.Resolution, Note: NoteIncludesPersistent},
+		src: ObservationSource{Kind: SourceDerived, Pattern: vllmlog.PatV0ResultsDerivedPeak, Resolution: peak.src.Resolution + wts.src.Resolution, Note: vllmlog.NoteIncludesPersistent},
 	}
 }
 
@@ -567,38 +460,38 @@ func vlogDeriveV0Peak(figs *[vlogTargetCount]vlogFig) {
 // that attribute may include it (ADR-006), so it stays a cross-check; where
 // the log shows no graph estimate at all, there is nothing for it to
 // include and it is the torch peak increase, moved into the raw field.
-func vlogDerivePeakActivation(figs *[vlogTargetCount]vlogFig) {
-	pa := figs[tgtSumPeakActivation]
-	applied := figs[tgtGraphApplied]
-	if !pa.isSet || figs[tgtTransient].isSet || figs[tgtGraphEstimate].isSet || (applied.isSet && applied.b) {
+func vlogDerivePeakActivation(figs *[vllmlog.TargetCount]vlogFig) {
+	pa := figs[vllmlog.TargetSumPeakActivation]
+	applied := figs[vllmlog.TargetGraphApplied]
+	if !pa.isSet || figs[vllmlog.TargetTransient].isSet || figs[vllmlog.TargetGraphEstimate].isSet || (applied.isSet && applied.b) {
 		return
 	}
 	f := pa
-	f.src.Note = NoteIncludesPersistent
-	figs[tgtTransient] = f
-	figs[tgtSumPeakActivation] = vlogFig{} // moved, not copied: no raw field duplicates a sum
+	f.src.Note = vllmlog.NoteIncludesPersistent
+	figs[vllmlog.TargetTransient] = f
+	figs[vllmlog.TargetSumPeakActivation] = vlogFig{} // moved, not copied: no raw field duplicates a sum
 }
 
 // set stores a parsed figure on the observation.
-func (o *Observation) set(t vlogTarget, f vlogFig) {
+func (o *Observation) set(t vllmlog.Target, f vlogFig) {
 	i, fl, b := f.i, f.f, f.b
-	ptr := map[vlogTarget]**int64{
-		tgtTotal: &o.InitialTotalBytes, tgtFree: &o.InitialFreeBytes, tgtRequested: &o.RequestedBytes,
-		tgtWeights: &o.ModelWeightBytes, tgtTransient: &o.TransientPeakBytes, tgtNonTorch: &o.NonTorchIncreaseBytes,
-		tgtGraphEstimate: &o.CUDAGraphEstimateBytes, tgtGraphActual: &o.CUDAGraphActualBytes,
-		tgtAvailableKV: &o.AvailableKVBytes, tgtKVTokens: &o.KVCacheSizeTokens, tgtBlocks: &o.NumGPUBlocks,
-		tgtConcurrencyLen: &o.MaxConcurrencyTokens, tgtSumNonKV: &o.Sums.NonKVCacheBytes,
-		tgtSumTorchPeak: &o.Sums.TorchPeakBytes, tgtSumPeakActivation: &o.Sums.PeakActivationBytes,
-		tgtSumWeightsNonTorch: &o.Sums.WeightsPlusNonTorchBytes, tgtSumGraphSizing: &o.Sums.CUDAGraphSizingBytes,
-		tgtSumGraphPoolEstimate: &o.Sums.CUDAGraphPoolEstimateBytes, tgtSumSuggestRequested: &o.Sums.SuggestedKVCacheRequestedBytes,
-		tgtSumSuggestDevice: &o.Sums.SuggestedKVCacheDeviceBytes,
+	ptr := map[vllmlog.Target]**int64{
+		vllmlog.TargetTotal: &o.InitialTotalBytes, vllmlog.TargetFree: &o.InitialFreeBytes, vllmlog.TargetRequested: &o.RequestedBytes,
+		vllmlog.TargetWeights: &o.ModelWeightBytes, vllmlog.TargetTransient: &o.TransientPeakBytes, vllmlog.TargetNonTorch: &o.NonTorchIncreaseBytes,
+		vllmlog.TargetGraphEstimate: &o.CUDAGraphEstimateBytes, vllmlog.TargetGraphActual: &o.CUDAGraphActualBytes,
+		vllmlog.TargetAvailableKV: &o.AvailableKVBytes, vllmlog.TargetKVTokens: &o.KVCacheSizeTokens, vllmlog.TargetBlocks: &o.NumGPUBlocks,
+		vllmlog.TargetConcurrencyLen: &o.MaxConcurrencyTokens, vllmlog.TargetSumNonKV: &o.Sums.NonKVCacheBytes,
+		vllmlog.TargetSumTorchPeak: &o.Sums.TorchPeakBytes, vllmlog.TargetSumPeakActivation: &o.Sums.PeakActivationBytes,
+		vllmlog.TargetSumWeightsNonTorch: &o.Sums.WeightsPlusNonTorchBytes, vllmlog.TargetSumGraphSizing: &o.Sums.CUDAGraphSizingBytes,
+		vllmlog.TargetSumGraphPoolEstimate: &o.Sums.CUDAGraphPoolEstimateBytes, vllmlog.TargetSumSuggestRequested: &o.Sums.SuggestedKVCacheRequestedBytes,
+		vllmlog.TargetSumSuggestDevice: &o.Sums.SuggestedKVCacheDeviceBytes,
 	}
 	switch t {
-	case tgtUtil:
+	case vllmlog.TargetUtil:
 		o.GPUMemoryUtilization = &fl
-	case tgtConcurrency:
+	case vllmlog.TargetConcurrency:
 		o.MaxConcurrency = &fl
-	case tgtGraphApplied:
+	case vllmlog.TargetGraphApplied:
 		o.CUDAGraphEstimateApplied = &b
 	default:
 		*ptr[t] = &i

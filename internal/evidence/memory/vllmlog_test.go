@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/narwhal-go/narwhal/internal/canon"
+	"github.com/narwhal-go/narwhal/internal/vllmlog"
 )
 
 // gibBytes is the exact byte count of a decimal GiB literal, computed here
@@ -96,7 +97,7 @@ func TestParseV0Single(t *testing.T) {
 	o := vlOnly(t, vlFile(t, "v0_6_6_single.log"))
 	// "Loading model weights took 14.9888 GB" is 14.9888 × 2^30 (the source divides by 2**30).
 	vlWantGiB(t, "weights", o.ModelWeightBytes, "14.9888")
-	if s := o.Sources[FieldModelWeight]; s.Pattern != PatV0LoadingWeights || s.Resolution != float64(1<<30)/1e4 {
+	if s := o.Sources[FieldModelWeight]; s.Pattern != vllmlog.PatV0LoadingWeights || s.Resolution != float64(1<<30)/1e4 {
 		t.Errorf("weights source %+v: want the finer 4-decimal line", s)
 	}
 	vlWantGiB(t, "total", o.InitialTotalBytes, "79.15")
@@ -105,7 +106,7 @@ func TestParseV0Single(t *testing.T) {
 	vlWantGiB(t, "non-torch", o.NonTorchIncreaseBytes, "0.13")
 	vlWantGiB(t, "transient", o.TransientPeakBytes, "1.23")
 	vlWantNil(t, "persistent", o.PersistentBytes)
-	if o.Sources[FieldTransientPeak].Note != NoteIncludesPersistent {
+	if o.Sources[FieldTransientPeak].Note != vllmlog.NoteIncludesPersistent {
 		t.Errorf("transient note %q: V0 logs only the whole torch peak increase", o.Sources[FieldTransientPeak].Note)
 	}
 	vlWantGiB(t, "available", o.AvailableKVBytes, "54.89")
@@ -117,7 +118,7 @@ func TestParseV0Single(t *testing.T) {
 	vlWantI64(t, "blocks", o.NumGPUBlocks, 28103)
 	vlWantI64(t, "concurrency tokens", o.MaxConcurrencyTokens, 131072)
 	vlWantF(t, "concurrency", o.MaxConcurrency, 3.43)
-	if o.Sources[FieldNumGPUBlocks].Note != NoteEngineLevel {
+	if o.Sources[FieldNumGPUBlocks].Note != vllmlog.NoteEngineLevel {
 		t.Errorf("blocks note %q, want engine_level", o.Sources[FieldNumGPUBlocks].Note)
 	}
 	vlWantNil(t, "rank", o.Rank) // an unprefixed V0 log does not name its rank
@@ -130,13 +131,13 @@ func TestParseV0ResultsDerivesTorchPeak(t *testing.T) {
 	vlWantGiB(t, "torch peak (sum)", o.Sums.TorchPeakBytes, "16.19")
 	vlWantI64(t, "transient", o.TransientPeakBytes, vlGiB(t, "16.19")-vlGiB(t, "14.9595"))
 	s := o.Sources[FieldTransientPeak]
-	if s.Kind != SourceDerived || s.Pattern != PatV0ResultsDerivedPeak || s.Note != NoteIncludesPersistent {
+	if s.Kind != SourceDerived || s.Pattern != vllmlog.PatV0ResultsDerivedPeak || s.Note != vllmlog.NoteIncludesPersistent {
 		t.Errorf("transient source %+v", s)
 	}
 	if want := float64(1<<30)/100 + float64(1<<30)/1e4; s.Resolution != want {
 		t.Errorf("derived resolution %v, want the sum %v", s.Resolution, want)
 	}
-	if o.Sources[FieldNonTorchIncrease].Note != NoteAbsoluteNonTorch {
+	if o.Sources[FieldNonTorchIncrease].Note != vllmlog.NoteAbsoluteNonTorch {
 		t.Errorf("non-torch note %q", o.Sources[FieldNonTorchIncrease].Note)
 	}
 	vlWantGiB(t, "available", o.AvailableKVBytes, "54.78")
@@ -217,7 +218,7 @@ func TestParseV1EstimateApplied(t *testing.T) {
 func TestKVCacheMemoryBytesSkipsProfile(t *testing.T) {
 	o := vlOnly(t, vlFile(t, "v1_kv_cache_memory.log"))
 	vlWantGiB(t, "available", o.AvailableKVBytes, "40.0")
-	if n := o.Sources[FieldAvailableKV].Note; n != NoteConfigured {
+	if n := o.Sources[FieldAvailableKV].Note; n != vllmlog.NoteConfigured {
 		t.Errorf("available note %q, want configured", n)
 	}
 	vlWantNil(t, "transient", o.TransientPeakBytes)
@@ -264,7 +265,7 @@ func TestParseWorkerNames(t *testing.T) {
 // total within resolution, and no raw field is read from a vLLM sum
 // (reference/evidence.md §2.10.5).
 func TestObservationsNonOverlapping(t *testing.T) {
-	sumPatterns := map[PatternID]bool{PatV1NonKVTotal: true, PatV0ResultsPeakTorch: true, PatV1UsageConsumed: true, PatV1UsageCUDAGraph: true}
+	sumPatterns := map[PatternID]bool{vllmlog.PatV1NonKVTotal: true, vllmlog.PatV0ResultsPeakTorch: true, vllmlog.PatV1UsageConsumed: true, vllmlog.PatV1UsageCUDAGraph: true}
 	for _, name := range []string{"v1_tp2_debug.log", "v1_estimate.log"} {
 		for _, o := range vlFile(t, name).Observations {
 			parts, res, ok := o.nonKVParts()
@@ -288,7 +289,7 @@ func TestObservationsNonOverlapping(t *testing.T) {
 // estimate lets it stand for the torch peak increase.
 func TestPeakActivationNotNormalized(t *testing.T) {
 	o := vlOnly(t, vlFile(t, "v1_estimate.log"))
-	if p := o.Sources[FieldTransientPeak].Pattern; p != PatV1TorchPeakIncrease {
+	if p := o.Sources[FieldTransientPeak].Pattern; p != vllmlog.PatV1TorchPeakIncrease {
 		t.Errorf("transient from %s, want the torch peak increase line", p)
 	}
 	vlWantGiB(t, "peak activation (sum)", o.Sums.PeakActivationBytes, "2.01")
@@ -375,21 +376,21 @@ func TestUnitsExact(t *testing.T) {
 		{"0.00048828125", "KiB", false, 1}, // exactly half a byte: away from zero
 		{"-0.00048828125", "KiB", false, -1},
 	} {
-		u, ok := vlogUnitBytes(c.unit, c.gbIsGiB)
+		u, ok := vllmlog.UnitBytes(c.unit, c.gbIsGiB)
 		if !ok {
 			t.Fatalf("unit %s unknown", c.unit)
 		}
-		d, err := vlogParseDecimal(c.num)
+		d, err := vllmlog.ParseDecimal(c.num)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := d.toBytes(u)
+		got, err := d.Bytes(u)
 		if err != nil || got != c.want {
 			t.Errorf("%s %s (gb=GiB %v) = %d, %v; want %d", c.num, c.unit, c.gbIsGiB, got, err, c.want)
 		}
 	}
 	for _, bad := range []string{"1e9", "1.", ".5", "+1", "1.2.3", "", "0x10"} {
-		if _, err := vlogParseDecimal(bad); err == nil {
+		if _, err := vllmlog.ParseDecimal(bad); err == nil {
 			t.Errorf("%q parsed as a decimal", bad)
 		}
 	}
@@ -398,7 +399,7 @@ func TestUnitsExact(t *testing.T) {
 		want int64
 		ok   bool
 	}{{"447,088", 447088, true}, {"2048", 2048, true}, {"1,0000", 0, false}, {"12,34", 0, false}, {",123", 0, false}, {"1,009,248", 1009248, true}} {
-		got, err := vlogParseCount(c.s)
+		got, err := vllmlog.ParseCount(c.s)
 		if (err == nil) != c.ok || got != c.want {
 			t.Errorf("count %q = %d, %v; want %d ok=%v", c.s, got, err, c.want, c.ok)
 		}
@@ -542,9 +543,9 @@ func TestParsedObservationsEncode(t *testing.T) {
 // TestPatternNeedles: every pattern has a literal pre-check, and the
 // pre-check never hides a match the expression would find.
 func TestPatternNeedles(t *testing.T) {
-	for _, p := range vlogPatterns {
-		if len(p.needle) < 4 {
-			t.Errorf("%s: needle %q is too short to filter lines", p.id, p.needle)
+	for _, p := range vllmlog.MemoryPatterns() {
+		if len(p.Needle) < 4 {
+			t.Errorf("%s: needle %q is too short to filter lines", p.ID, p.Needle)
 		}
 	}
 	for _, name := range []string{"v0_6_4_results.log", "v0_6_6_single.log", "v1_estimate.log", "v1_tp2_debug.log"} {
@@ -553,9 +554,9 @@ func TestPatternNeedles(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, line := range strings.Split(string(b), "\n") {
-			for _, p := range vlogPatterns {
-				if p.re.MatchString(line) && !strings.Contains(line, p.needle) {
-					t.Errorf("%s: needle %q misses %q", p.id, p.needle, line)
+			for _, p := range vllmlog.MemoryPatterns() {
+				if p.Re.MatchString(line) && !strings.Contains(line, p.Needle) {
+					t.Errorf("%s: needle %q misses %q", p.ID, p.Needle, line)
 				}
 			}
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/atomicfile"
 	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/probe"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/units"
 	"github.com/narwhal-go/narwhal/internal/version"
@@ -39,15 +39,20 @@ type Fleet struct {
 func (j Fleet) Sweep(ctx context.Context, base Config) []Result {
 	base.Limits = profile.Limits{MaxDecodeFitMAPE: j.Config.Profiles.MaxDecodeFitMAPE, MaxDecodeCVMAPE: j.Config.Profiles.MaxDecodeCVMAPE}
 	out := make([]Result, len(j.Engines))
-	sidecars := &http.Client{Timeout: 10 * time.Second}
+	clients := map[string]*vllm.Client{}
+	for _, e := range j.Engines {
+		clients[e.IID] = vllm.NewClient(e.URL, vllm.Options{APIKey: j.APIKey, ConnectTimeout: units.Seconds(j.Config.Engine.ConnectTimeoutS),
+			MaxConns: max(64, 2*maxOf(base.Concurrency)), IdleConns: 16})
+	}
+	// One prober for the run: health, identity and attestation as
+	// preflight and readmission read them, on the sweep's clients.
+	probes := probe.New(j.Config, probe.Options{Clients: func(iid string) *vllm.Client { return clients[iid] }})
 	var wg sync.WaitGroup
 	for i, e := range j.Engines {
 		cfg := base
 		cfg.MaxNumSeqs = j.Limits[e.IID]
-		cl := vllm.NewClient(e.URL, vllm.Options{APIKey: j.APIKey, ConnectTimeout: units.Seconds(j.Config.Engine.ConnectTimeoutS),
-			MaxConns: max(64, 2*maxOf(cfg.Concurrency)), IdleConns: 16})
-		t := Target{IID: e.IID, Model: j.Config.Model, Client: cl, Contract: j.Config.EngineContract,
-			AttestationURL: e.AttestationURL, Sidecars: sidecars}
+		cl := clients[e.IID]
+		t := Target{IID: e.IID, Model: j.Config.Model, Client: cl, Contract: j.Config.EngineContract, Probes: probes}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

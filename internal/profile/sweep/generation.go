@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
-	"github.com/narwhal-go/narwhal/internal/attest"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
@@ -20,27 +18,21 @@ type Generation struct {
 }
 
 // generation reads the identity and, with a contract, fetches and
-// verifies the attestation against it (operations.md §5.9).
+// verifies the attestation against it (operations.md §5.9), through the
+// probes preflight and readmission use.
 func (m *meter) generation(ctx context.Context) (Generation, error) {
-	id, e := m.t.Client.Identity(ctx)
+	id, e := m.probes.Identity(ctx, m.t.IID)
 	if e != nil {
 		return Generation{}, fmt.Errorf("engine identity (/version, process_start_time_seconds on /metrics): %s", e.Msg)
 	}
 	g := Generation{Identity: id}
 	att := ""
 	if m.t.Contract != nil {
-		if m.t.AttestationURL == "" {
-			return Generation{}, fmt.Errorf("engine_contract is set but the engine has no attestation_url (run narwhal-attest beside it)")
-		}
-		raw, err := attest.Fetch(ctx, m.t.Sidecars, m.t.AttestationURL)
+		a, err := m.probes.AttestRaw(ctx, m.t.IID, id, m.t.Contract)
 		if err != nil {
-			return Generation{}, fmt.Errorf("attestation %s: %v", m.t.AttestationURL, err)
+			return Generation{}, err
 		}
-		p, fails := attest.Verify(raw, m.t.Contract, id)
-		if len(fails) > 0 {
-			return Generation{}, fmt.Errorf("attestation %s: %s", m.t.AttestationURL, strings.Join(fails, "; "))
-		}
-		g.Attestation, att = raw, p.AttestationDigest
+		g.Attestation, att = a.Raw, a.Payload.AttestationDigest
 	}
 	d, err := profile.Generation(id.Version, id.ProcessStart, att)
 	if err != nil {

@@ -2,8 +2,10 @@
 // §6.1): exactly tokenised prompts, the cold prefill sweep, the decode
 // cohorts, the optional warm-prefill sweep and the KV capacity, bracketed
 // by two reads of the engine's generation. It talks to the engine only
-// through internal/vllm and fits with internal/profile/fit; the command
-// owns files, flags and the terminal.
+// through internal/vllm, reads the engine's health, identity and
+// attestation through internal/probe (the probes preflight and
+// readmission use), and fits with internal/profile/fit; the command owns
+// files, flags and the terminal.
 package sweep
 
 import (
@@ -11,10 +13,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/probe"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/profile/fit"
 	"github.com/narwhal-go/narwhal/internal/vllm"
@@ -47,9 +49,20 @@ type Target struct {
 	Model    string
 	Client   *vllm.Client
 	Contract *fleet.EngineContract // nil: bind to the process identity
-	// AttestationURL and Sidecars read the attestation with a contract.
-	AttestationURL string
-	Sidecars       *http.Client
+	// Probes reads the engine's health, identity and (with a contract) its
+	// attestation, as preflight and readmission do: one fleet's prober,
+	// whose clients include Client under IID. Nil: a prober over Client
+	// alone, with no bounds and no sidecar (Contract must then be nil).
+	Probes *probe.Prober
+}
+
+// prober is t.Probes, or one over t.Client alone.
+func (t Target) prober() *probe.Prober {
+	if t.Probes != nil {
+		return t.Probes
+	}
+	cfg := &fleet.Config{Engines: []fleet.Engine{{IID: t.IID}}}
+	return probe.New(cfg, probe.Options{Clients: func(string) *vllm.Client { return t.Client }})
 }
 
 // Progress reports done of total steps of one engine's phase.
@@ -76,7 +89,7 @@ func Run(ctx context.Context, t Target, cfg Config, progress Progress) Result {
 		progress = func(string, string, int, int) {}
 	}
 	s := &Samples{IID: t.IID, Config: cfg.record()}
-	m := &meter{t: t, cfg: cfg, s: s, progress: progress, tag: cfg.runTag}
+	m := &meter{t: t, cfg: cfg, s: s, progress: progress, tag: cfg.runTag, probes: t.prober()}
 	if m.tag == "" {
 		m.tag = runTag()
 	}
@@ -94,6 +107,7 @@ func Run(ctx context.Context, t Target, cfg Config, progress Progress) Result {
 // meter is one engine's sweep in progress.
 type meter struct {
 	t        Target
+	probes   *probe.Prober
 	cfg      Config
 	s        *Samples
 	progress Progress
@@ -120,7 +134,7 @@ func runTag() string {
 }
 
 func (m *meter) run(ctx context.Context) (*profile.Row, error) {
-	if e := m.t.Client.Health(ctx); e != nil {
+	if e := m.probes.Health(ctx, m.t.IID); e != nil {
 		return nil, fmt.Errorf("/health: %s (start the engine or fix its url)", e.Msg)
 	}
 	before, err := m.generation(ctx)

@@ -1,20 +1,78 @@
-package memory
+package vllmlog
 
 import (
 	"bytes"
+	"regexp"
 	"strconv"
 	"strings"
 )
 
-// Exported log-line helpers, shared with internal/diagnose so that there is
-// one reading of vLLM's process prefixes and logged numbers. They wrap the
-// startup-log parser's own helpers; they do not copy them.
+// vLLM's process prefixes ("(EngineCore_DP0 pid=12)", [n1] in
+// patterns.go) and ANSI colour: what the start of a raw line says about
+// the process that printed it.
+
+// headLen is how far into a line the level word and the process prefix
+// are looked for.
+const headLen = 256
+
+// Head is what the start of a raw line says: its level word and the
+// innermost named process prefix before it.
+type Head struct {
+	Level     string // "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"; "" when none
+	PID       int64
+	Name      []string // the prefix name's tokens ("Worker", "TP1"); nil without a prefix
+	HasPrefix bool
+	MsgStart  int // where the text after the prefix starts (0 without one)
+}
+
+// ReadHead reads a raw line's level word and named process prefix — the
+// last "(Name pid=N)" before the level word, or anywhere in the line's
+// head when there is no level.
+func ReadHead(s string) Head {
+	var h Head
+	level := levelRE.FindStringSubmatchIndex(s[:min(len(s), headLen)])
+	if level != nil {
+		h.Level = s[level[2]:level[3]]
+	}
+	h.PID, h.Name, h.HasPrefix, h.MsgStart = namedPrefix(s, level)
+	return h
+}
+
+// namedPrefix finds the innermost process prefix — the last "(Name pid=N)"
+// before the level word, or anywhere in the line's head when there is no
+// level. It returns the name tokens and where the message after the
+// prefix starts.
+func namedPrefix(s string, level []int) (int64, []string, bool, int) {
+	head := s[:min(len(s), headLen)]
+	if level != nil {
+		head = s[:level[0]+1]
+	}
+	if !strings.Contains(head, " pid=") {
+		return 0, nil, false, 0
+	}
+	all := prefixRE.FindAllStringSubmatchIndex(head, -1)
+	if all == nil {
+		return 0, nil, false, 0
+	}
+	last := all[len(all)-1]
+	pid, err := strconv.ParseInt(head[last[6]:last[7]], 10, 64)
+	if err != nil {
+		return 0, nil, false, 0
+	}
+	name := head[last[2]:last[3]] + head[last[4]:last[5]]
+	return pid, tokSplitRE.Split(name, -1), true, last[1]
+}
+
+var (
+	prefixRE   = regexp.MustCompile(`\(([A-Za-z][A-Za-z0-9_]*)((?:[ _](?:rank=)?[A-Za-z]*[0-9]+)*) pid=([0-9]+)(?:, ip=[0-9A-Fa-f.:]+)?\)`)
+	levelRE    = regexp.MustCompile(`(?:^|[\s)\]|:])(DEBUG|INFO|WARNING|ERROR|CRITICAL)[\s:]`)
+	tokSplitRE = regexp.MustCompile(`[ _]`)
+)
 
 // StripANSI removes ANSI colour and cursor escapes from a log line. It
 // returns b itself when the line has none.
-// It removes exactly what the startup-log parser's pattern removes
-// (ESC '[' digits-and-semicolons letter), by a loop rather than a regexp:
-// the diagnosis reads every line of logs of any size through it.
+// It removes ESC '[' digits-and-semicolons letter, by a loop rather than a
+// regexp: every line of logs of any size is read through it.
 func StripANSI(b []byte) []byte {
 	i := bytes.IndexByte(b, 0x1b)
 	if i < 0 {
@@ -62,19 +120,19 @@ func SplitProcessPrefix(line string) (pid int64, end int, ok bool) {
 	if strings.HasPrefix(line, "(pid=") {
 		return rayTaskPrefix(line)
 	}
-	head := line[:min(len(line), vlogHeadLen)]
+	head := line[:min(len(line), headLen)]
 	if !strings.Contains(head, " pid=") {
 		return 0, 0, false
 	}
 	if pid, end, ok := simplePrefix(head); ok {
 		return pid, end, true
 	}
-	level := vlogLevelRE.FindStringSubmatchIndex(head)
-	key, _, has, end := vlogPrefix(line, level)
+	level := levelRE.FindStringSubmatchIndex(head)
+	pid, _, has, end := namedPrefix(line, level)
 	if !has {
 		return 0, 0, false
 	}
-	return key.pid, end, true
+	return pid, end, true
 }
 
 // simplePrefix is the common case without a regexp: the line starts with
@@ -162,8 +220,8 @@ func isIPChar(c byte) bool {
 }
 
 // rayTaskPrefix reads Ray's unnamed "(pid=12)" or "(pid=12, ip=10.0.0.1)"
-// at the start of a line, which the startup-log parser's pattern (a
-// process name first) does not cover.
+// at the start of a line, which the named-prefix pattern (a process name
+// first) does not cover.
 func rayTaskPrefix(line string) (int64, int, bool) {
 	i := len("(pid=")
 	j := i
@@ -189,24 +247,3 @@ func rayTaskPrefix(line string) (int64, int, bool) {
 	}
 	return pid, j + k + 1, true
 }
-
-// LogUnitBytes maps a logged unit ("GiB", "MiB", "KiB", "GB", "MB") to its
-// size in bytes. gbIsGiB says the printing source divides by 2^30 and
-// still prints "GB".
-func LogUnitBytes(unit string, gbIsGiB bool) (int64, bool) { return vlogUnitBytes(unit, gbIsGiB) }
-
-// LogDecimalBytes converts a logged decimal ("14.9888", "-0.3") times a
-// unit to bytes exactly, by integer arithmetic, rounding half away from
-// zero. It fails on anything but [-]digits[.digits] and on results beyond
-// ±2^53.
-func LogDecimalBytes(num string, unit int64) (int64, error) {
-	d, err := vlogParseDecimal(num)
-	if err != nil {
-		return 0, err
-	}
-	return d.toBytes(unit)
-}
-
-// LogCount reads a logged token or block count, with or without thousands
-// separators ("447,088", "2048").
-func LogCount(s string) (int64, error) { return vlogParseCount(s) }

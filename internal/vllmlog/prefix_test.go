@@ -1,7 +1,8 @@
-package memory
+package vllmlog
 
 import (
 	"math/rand/v2"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -31,19 +32,19 @@ func TestSplitProcessPrefix(t *testing.T) {
 }
 
 func TestLogNumbers(t *testing.T) {
-	if b, err := LogDecimalBytes("14.9888", vlogGiB); err != nil || b != 16094101452 {
+	if b, err := DecimalBytes("14.9888", GiB); err != nil || b != 16094101452 {
 		t.Errorf("14.9888 GiB = %d, %v", b, err)
 	}
-	if b, err := LogDecimalBytes("-0.3", vlogGiB); err != nil || b != -322122547 {
+	if b, err := DecimalBytes("-0.3", GiB); err != nil || b != -322122547 {
 		t.Errorf("-0.3 GiB = %d, %v", b, err)
 	}
-	if _, err := LogDecimalBytes("1e3", vlogGiB); err == nil {
+	if _, err := DecimalBytes("1e3", GiB); err == nil {
 		t.Error("an exponent was accepted")
 	}
-	if n, err := LogCount("447,088"); err != nil || n != 447088 {
+	if n, err := ParseCount("447,088"); err != nil || n != 447088 {
 		t.Errorf("447,088 = %d, %v", n, err)
 	}
-	if u, ok := LogUnitBytes("GB", true); !ok || u != vlogGiB {
+	if u, ok := UnitBytes("GB", true); !ok || u != GiB {
 		t.Errorf("GB as GiB = %d %v", u, ok)
 	}
 	if got := string(StripANSI([]byte("\x1b[32mINFO\x1b[0m x"))); got != "INFO x" {
@@ -51,15 +52,18 @@ func TestLogNumbers(t *testing.T) {
 	}
 }
 
-// regexPrefix is the startup-log parser's own reading, for comparison.
+// regexPrefix is the named-prefix pattern's reading, for comparison.
 func regexPrefix(line string) (int64, int, bool) {
-	head := line[:min(len(line), vlogHeadLen)]
+	head := line[:min(len(line), headLen)]
 	if !strings.Contains(head, " pid=") {
 		return 0, 0, false
 	}
-	key, _, has, end := vlogPrefix(line, vlogLevelRE.FindStringSubmatchIndex(head))
-	return key.pid, end, has
+	pid, _, has, end := namedPrefix(line, levelRE.FindStringSubmatchIndex(head))
+	return pid, end, has
 }
+
+// ansiRE is the escape pattern StripANSI's loop implements.
+var ansiRE = regexp.MustCompile("\x1b\\[[0-9;]*[A-Za-z]")
 
 // TestSimplePrefixAgreesWithPattern: the regexp-free fast path gives the
 // pattern's answer on every line it accepts.
@@ -88,7 +92,7 @@ func TestSimplePrefixAgreesWithPattern(t *testing.T) {
 
 func TestStripANSIAgreesWithPattern(t *testing.T) {
 	for _, s := range []string{"\x1b[32mINFO\x1b[0m", "\x1b[", "\x1b[1;2", "a\x1bb", "\x1b[1;31mERROR\x1b[0m\x1b", "\x1b[12;H", "\x1b]0;t\x07"} {
-		if got, want := string(StripANSI([]byte(s))), string(vlogANSIRE.ReplaceAll([]byte(s), nil)); got != want {
+		if got, want := string(StripANSI([]byte(s))), string(ansiRE.ReplaceAll([]byte(s), nil)); got != want {
 			t.Errorf("%q: %q, pattern %q", s, got, want)
 		}
 	}

@@ -1,13 +1,15 @@
-package memory
+package vllmlog
 
 import (
 	"regexp"
 	"regexp/syntax"
+	"slices"
 )
 
-// The wordings vLLM prints at startup, V0 and V1, across versions. Each
-// pattern names the vLLM source that prints it and a public log showing
-// it. Patterns match one segment each, so a message printed over several
+// The memory-accounting lines vLLM prints at startup, V0 and V1, across
+// versions: the one table of them, read by evidence/memory (observations)
+// and diagnose (facts). Each pattern names the vLLM source that prints it
+// and a public log showing it. Patterns match one segment each, so a message printed over several
 // lines (V0 prints its profiling summary as one message with newlines)
 // or wrapped when pasted is still read.
 //
@@ -48,15 +50,24 @@ import (
 //         memory, or `--kv-cache-memory=%d` (%s GiB) to fully utilize gpu memory. Current kv
 //         cache memory in use is %s GiB." (an earlier form reads "… for consumed memory (weights
 //         + non-torch), … for peak activation, and … for CUDAGraph memory");
-//         https://github.com/vllm-project/vllm/blob/main/vllm/v1/worker/gpu_worker.py
+//         https://github.com/vllm-project/vllm/blob/main/vllm/v1/worker/gpu_worker.py; re-read at
+//         https://github.com/vllm-project/vllm/blob/35d5cda123ec28581759b6d34cde8052314fb1e6/vllm/v1/worker/gpu_worker.py
+//         (determine_available_memory's DEBUG "Initial free memory: %.2f GiB; Requested memory: %.2f
+//         (util), %.2f GiB", "Available KV cache memory: %.2f GiB", and compile_or_warm_up_model's
+//         "Free memory on device (…/… GiB) on startup. Desired GPU memory utilization is (…, … GiB).
+//         Actual usage is … GiB for weight, … for peak activation, … for non-torch memory, and … for
+//         CUDAGraph memory. … Current kv cache memory in use is … GiB.")
 //   [m1]  vllm/utils/mem_utils.py MemoryProfilingResult.__repr__ (DEBUG, earlier in
 //         vllm/utils/__init__.py): "Memory profiling takes %.2f seconds. Total non KV cache
 //         memory: %sGiB; torch peak memory increase: %sGiB; non-torch forward increase memory:
-//         %sGiB; weights memory: %sGiB."; https://github.com/vllm-project/vllm/blob/main/vllm/utils/mem_utils.py
+//         %sGiB; weights memory: %sGiB."; https://github.com/vllm-project/vllm/blob/main/vllm/utils/mem_utils.py,
+//         re-read at https://github.com/vllm-project/vllm/blob/a6d5c39009eb73797b276cc557ca9659c396ca14/vllm/utils/mem_utils.py
 //   [k1]  vllm/v1/core/kv_cache_utils.py: "GPU KV cache size: %s tokens" (f"{n:,}") and
 //         "Maximum concurrency for %s tokens per request: %.2fx"; the ValueError "… (%s GiB KV
 //         cache is needed, which is larger than the available KV cache memory (%s GiB)…";
-//         https://github.com/vllm-project/vllm/blob/main/vllm/v1/core/kv_cache_utils.py
+//         https://github.com/vllm-project/vllm/blob/main/vllm/v1/core/kv_cache_utils.py; the two info
+//         lines re-read in _report_kv_cache_config at
+//         https://github.com/vllm-project/vllm/blob/001cabc1be16a59a70d720ed61a13b678c060a18/vllm/v1/core/kv_cache_utils.py
 //   [u1]  vllm/v1/worker/utils.py (older: gpu_worker.py init_device): "Free memory on device
 //         (%s/%s GiB) on startup is less than desired GPU memory utilization (%s, %s GiB)."
 //   [r1]  vllm/distributed/parallel_state.py: "world_size=%d rank=%d local_rank=%d
@@ -76,7 +87,12 @@ import (
 //   https://github.com/vllm-project/vllm/pull/37505; EngineCore_DP0 and "Model loading took … GiB
 //   and … seconds": https://github.com/vllm-project/vllm/pull/25340.
 
-// Pattern identifiers (recorded in ObservationSource.Pattern).
+// PatternID names a pattern of the table (memory records it in
+// ObservationSource.Pattern). It is an identifier of narwhal's, never
+// text read from a log.
+type PatternID string
+
+// Pattern identifiers.
 const (
 	PatV0LoadingWeights      PatternID = "v0_loading_model_weights_took"
 	PatModelLoadingTook      PatternID = "model_loading_took"
@@ -123,111 +139,120 @@ const (
 	PatV1NumGPUBlocks        PatternID = "v1_cache_config_num_gpu_blocks"
 )
 
-// vlogTarget is the field a capture fills.
-type vlogTarget int
+// Target is what a logged figure is: a capture fills one (memory maps
+// them onto Observation fields, diagnose onto Facts fields).
+type Target int
 
+// Targets. The Sum ones are vLLM's own sums, kept for cross-checks.
 const (
-	tgtTotal vlogTarget = iota
-	tgtFree
-	tgtRequested
-	tgtUtil
-	tgtWeights
-	tgtTransient
-	tgtNonTorch
-	tgtGraphEstimate
-	tgtGraphApplied
-	tgtGraphActual
-	tgtAvailableKV
-	tgtKVTokens
-	tgtBlocks
-	tgtConcurrency
-	tgtConcurrencyLen
-	tgtSumNonKV
-	tgtSumTorchPeak
-	tgtSumPeakActivation
-	tgtSumWeightsNonTorch
-	tgtSumGraphSizing
-	tgtSumGraphPoolEstimate
-	tgtSumSuggestRequested
-	tgtSumSuggestDevice
-	vlogTargetCount
+	TargetTotal Target = iota
+	TargetFree
+	TargetRequested
+	TargetUtil
+	TargetWeights
+	TargetTransient
+	TargetNonTorch
+	TargetGraphEstimate
+	TargetGraphApplied
+	TargetGraphActual
+	TargetAvailableKV
+	TargetKVTokens
+	TargetBlocks
+	TargetConcurrency
+	TargetConcurrencyLen
+	TargetSumNonKV
+	TargetSumTorchPeak
+	TargetSumPeakActivation
+	TargetSumWeightsNonTorch
+	TargetSumGraphSizing
+	TargetSumGraphPoolEstimate
+	TargetSumSuggestRequested
+	TargetSumSuggestDevice
+	TargetCount // the number of targets
 )
 
-// vlogTargetField names each target's Observation field.
-var vlogTargetField = [vlogTargetCount]string{
-	tgtTotal: FieldInitialTotal, tgtFree: FieldInitialFree, tgtRequested: FieldRequested,
-	tgtUtil: FieldUtilization, tgtWeights: FieldModelWeight, tgtTransient: FieldTransientPeak,
-	tgtNonTorch: FieldNonTorchIncrease, tgtGraphEstimate: FieldCUDAGraphEstimate,
-	tgtGraphApplied: FieldCUDAGraphApplied, tgtGraphActual: FieldCUDAGraphActual,
-	tgtAvailableKV: FieldAvailableKV, tgtKVTokens: FieldKVCacheTokens, tgtBlocks: FieldNumGPUBlocks,
-	tgtConcurrency: FieldMaxConcurrency, tgtConcurrencyLen: FieldMaxConcurrencyLen,
-	tgtSumNonKV: SumNonKVCache, tgtSumTorchPeak: SumTorchPeak, tgtSumPeakActivation: SumPeakActivation,
-	tgtSumWeightsNonTorch: SumWeightsPlusNonTorch, tgtSumGraphSizing: SumCUDAGraphSizing,
-	tgtSumGraphPoolEstimate: SumCUDAGraphPoolEstimate, tgtSumSuggestRequested: SumSuggestedKVRequested,
-	tgtSumSuggestDevice: SumSuggestedKVDevice,
+// Kind is how a capture's text becomes a value.
+type Kind int
+
+// Kinds.
+const (
+	KindMemory Kind = iota // a number group and a unit group
+	KindBytes              // an exact integer byte count
+	KindCount              // tokens or blocks, thousands separators allowed
+	KindRatio              // a plain decimal
+	KindFlag               // no group: the pattern's presence sets a boolean
+)
+
+// Note qualifies what a figure holds when that differs from its target's
+// plain meaning: a fact about the line vLLM prints.
+type Note string
+
+// Notes.
+const (
+	NoteNone               Note = "none"
+	NoteIncludesPersistent Note = "includes_persistent" // transient peak holds the whole torch peak increase; the persistent split is unknown
+	NoteAbsoluteNonTorch   Note = "absolute_non_torch"  // V0 logged all non-torch memory after profiling, not its increase
+	NoteEngineLevel        Note = "engine_level"        // an engine-wide figure (vLLM takes the minimum over workers)
+	NoteConfigured         Note = "configured"          // kv_cache_memory_bytes was set: a configured budget, profiling skipped
+)
+
+// Capture maps regexp groups to a target.
+type Capture struct {
+	Target Target
+	Kind   Kind
+	Num    int  // group of the number
+	Unit   int  // group of the unit (KindMemory)
+	Round  int  // decimals the printing format rounds to at least (%.2f, format_gib: 2)
+	Note   Note // what the figure holds when it differs from the target's plain meaning
+	Flag   bool // KindFlag value
 }
 
-// vlogKind is how a capture's text becomes a value.
-type vlogKind int
-
-const (
-	vkMemory vlogKind = iota // a number group and a unit group
-	vkBytes                  // an exact integer byte count
-	vkCount                  // tokens or blocks, thousands separators allowed
-	vkRatio                  // a plain decimal
-	vkFlag                   // no group: the pattern's presence sets a boolean
-)
-
-// vlogCapture maps regexp groups to a target.
-type vlogCapture struct {
-	target vlogTarget
-	kind   vlogKind
-	num    int        // group of the number
-	unit   int        // group of the unit (vkMemory)
-	round  int        // decimals the printing format rounds to at least (%.2f, format_gib: 2)
-	note   SourceNote // what the figure holds when it differs from the field's plain meaning
-	flag   bool       // vkFlag value
+// Pattern is one wording of one memory-accounting line.
+type Pattern struct {
+	ID      PatternID
+	Re      *regexp.Regexp
+	Needle  string // a literal the line must contain for Re to match: a cheap pre-check
+	Engine  bool   // an engine-wide figure (vLLM's minimum over the workers), not one worker's
+	GBIsGiB bool   // the source prints "GB" for a value divided by 2^30
+	Startup bool   // the line starts a worker's startup (weights loaded)
+	Caps    []Capture
 }
 
-// vlogScope says whether a pattern reports one worker or the engine.
-type vlogScope int
+// MemoryPatterns is the table, in no significant order. The slice is the
+// caller's; the patterns' regexps and captures are shared and read-only.
+func MemoryPatterns() []Pattern { return slices.Clone(memoryPatterns) }
 
-const (
-	vsWorker vlogScope = iota
-	vsEngine           // engine-wide figures: vLLM's minimum over the workers
-)
-
-type vlogPattern struct {
-	id      PatternID
-	re      *regexp.Regexp
-	needle  string // a literal the line must contain for re to match: a cheap pre-check
-	scope   vlogScope
-	gbIsGiB bool // the source prints "GB" for a value divided by 2^30
-	startup bool // the line starts a worker's startup (weights loaded)
-	caps    []vlogCapture
+// MemoryPattern is the table's pattern id, or false.
+func MemoryPattern(id PatternID) (Pattern, bool) {
+	for _, p := range memoryPatterns {
+		if p.ID == id {
+			return p, true
+		}
+	}
+	return Pattern{}, false
 }
 
 // vlogMem is a logged memory value: a number and its unit.
 const vlogMem = `(-?[0-9]+(?:\.[0-9]+)?)\s*(GiB|Gib|GB|MiB|MB|KiB)`
 
-func vlogM(target vlogTarget, num int, note SourceNote) vlogCapture {
-	return vlogCapture{target: target, kind: vkMemory, num: num, unit: num + 1, round: 2, note: note}
+func vlogM(target Target, num int, note Note) Capture {
+	return Capture{Target: target, Kind: KindMemory, Num: num, Unit: num + 1, Round: 2, Note: note}
 }
 
-func vlogRatio(target vlogTarget, num, round int) vlogCapture {
-	return vlogCapture{target: target, kind: vkRatio, num: num, round: round, note: NoteNone}
+func vlogRatio(target Target, num, round int) Capture {
+	return Capture{Target: target, Kind: KindRatio, Num: num, Round: round, Note: NoteNone}
 }
 
-func vlogCount(target vlogTarget, num int, note SourceNote) vlogCapture {
-	return vlogCapture{target: target, kind: vkCount, num: num, note: note}
+func vlogCount(target Target, num int, note Note) Capture {
+	return Capture{Target: target, Kind: KindCount, Num: num, Note: note}
 }
 
-func vlogFlag(target vlogTarget, v bool) vlogCapture {
-	return vlogCapture{target: target, kind: vkFlag, flag: v, note: NoteNone}
+func vlogFlag(target Target, v bool) Capture {
+	return Capture{Target: target, Kind: KindFlag, Flag: v, Note: NoteNone}
 }
 
-func vlogPat(id PatternID, expr string, caps ...vlogCapture) vlogPattern {
-	return vlogPattern{id: id, re: regexp.MustCompile(expr), needle: vlogNeedle(expr), caps: caps}
+func vlogPat(id PatternID, expr string, caps ...Capture) Pattern {
+	return Pattern{ID: id, Re: regexp.MustCompile(expr), Needle: vlogNeedle(expr), Caps: caps}
 }
 
 // vlogNeedle is the longest literal run of expr's top-level concatenation,
@@ -251,86 +276,74 @@ func vlogNeedle(expr string) string {
 	return best
 }
 
-func (p vlogPattern) engine() vlogPattern { p.scope = vsEngine; return p }
-func (p vlogPattern) gb() vlogPattern     { p.gbIsGiB = true; return p }
-func (p vlogPattern) starts() vlogPattern { p.startup = true; return p }
+func (p Pattern) engine() Pattern { p.Engine = true; return p }
+func (p Pattern) gb() Pattern     { p.GBIsGiB = true; return p }
+func (p Pattern) starts() Pattern { p.Startup = true; return p }
 
-// vlogPatterns is the full table, in no significant order.
-var vlogPatterns = []vlogPattern{
+// memoryPatterns is the full table, in no significant order.
+var memoryPatterns = []Pattern{
 	// [w0], [w1]
-	vlogPat(PatV0LoadingWeights, `Loading model weights took `+vlogMem, vlogM(tgtWeights, 1, NoteNone)).gb().starts(),
-	vlogPat(PatModelLoadingTook, `Model loading took `+vlogMem, vlogM(tgtWeights, 1, NoteNone)).gb().starts(),
+	vlogPat(PatV0LoadingWeights, `Loading model weights took `+vlogMem, vlogM(TargetWeights, 1, NoteNone)).gb().starts(),
+	vlogPat(PatModelLoadingTook, `Model loading took `+vlogMem, vlogM(TargetWeights, 1, NoteNone)).gb().starts(),
 	// [p0] v0.6.6–v0.8
-	vlogPat(PatV0ProfileTotal, `total_gpu_memory \(`+vlogMem+`\)`, vlogM(tgtTotal, 1, NoteNone)),
+	vlogPat(PatV0ProfileTotal, `total_gpu_memory \(`+vlogMem+`\)`, vlogM(TargetTotal, 1, NoteNone)),
 	vlogPat(PatV0ProfileRequested, `gpu_memory_utilization \(([0-9]+(?:\.[0-9]+)?)\)\s*=\s*`+vlogMem,
-		vlogRatio(tgtUtil, 1, 2), vlogM(tgtRequested, 2, NoteNone)),
-	vlogPat(PatV0ProfileWeights, `model weights take `+vlogMem, vlogM(tgtWeights, 1, NoteNone)),
-	vlogPat(PatV0ProfileNonTorch, `non_torch_memory takes `+vlogMem, vlogM(tgtNonTorch, 1, NoteNone)),
-	vlogPat(PatV0ProfileActivation, `PyTorch activation peak memory takes `+vlogMem, vlogM(tgtTransient, 1, NoteIncludesPersistent)),
-	vlogPat(PatV0ProfileRestKV, `the rest of the memory reserved for KV Cache is `+vlogMem, vlogM(tgtAvailableKV, 1, NoteNone),
-		vlogFlag(tgtGraphApplied, false)), // V0's worker never subtracted a graph estimate
+		vlogRatio(TargetUtil, 1, 2), vlogM(TargetRequested, 2, NoteNone)),
+	vlogPat(PatV0ProfileWeights, `model weights take `+vlogMem, vlogM(TargetWeights, 1, NoteNone)),
+	vlogPat(PatV0ProfileNonTorch, `non_torch_memory takes `+vlogMem, vlogM(TargetNonTorch, 1, NoteNone)),
+	vlogPat(PatV0ProfileActivation, `PyTorch activation peak memory takes `+vlogMem, vlogM(TargetTransient, 1, NoteIncludesPersistent)),
+	vlogPat(PatV0ProfileRestKV, `the rest of the memory reserved for KV Cache is `+vlogMem, vlogM(TargetAvailableKV, 1, NoteNone),
+		vlogFlag(TargetGraphApplied, false)), // V0's worker never subtracted a graph estimate
 	// [p0] v0.6.4–v0.6.5 key=value form
-	vlogPat(PatV0ResultsTotal, `\btotal_gpu_memory=`+vlogMem, vlogM(tgtTotal, 1, NoteNone)),
-	vlogPat(PatV0ResultsPeakTorch, `\bpeak_torch_memory=`+vlogMem, vlogM(tgtSumTorchPeak, 1, NoteNone)),
-	vlogPat(PatV0ResultsNonTorch, `\bnon_torch_memory=`+vlogMem, vlogM(tgtNonTorch, 1, NoteAbsoluteNonTorch)),
-	vlogPat(PatV0ResultsKVCacheSize, `\bkv_cache_size=`+vlogMem, vlogM(tgtAvailableKV, 1, NoteNone), vlogFlag(tgtGraphApplied, false)),
-	vlogPat(PatV0ResultsUtilization, `\bgpu_memory_utilization=([0-9]+(?:\.[0-9]+)?)`, vlogRatio(tgtUtil, 1, 2)),
+	vlogPat(PatV0ResultsTotal, `\btotal_gpu_memory=`+vlogMem, vlogM(TargetTotal, 1, NoteNone)),
+	vlogPat(PatV0ResultsPeakTorch, `\bpeak_torch_memory=`+vlogMem, vlogM(TargetSumTorchPeak, 1, NoteNone)),
+	vlogPat(PatV0ResultsNonTorch, `\bnon_torch_memory=`+vlogMem, vlogM(TargetNonTorch, 1, NoteAbsoluteNonTorch)),
+	vlogPat(PatV0ResultsKVCacheSize, `\bkv_cache_size=`+vlogMem, vlogM(TargetAvailableKV, 1, NoteNone), vlogFlag(TargetGraphApplied, false)),
+	vlogPat(PatV0ResultsUtilization, `\bgpu_memory_utilization=([0-9]+(?:\.[0-9]+)?)`, vlogRatio(TargetUtil, 1, 2)),
 	// [b0], [k1], [c1]
-	vlogPat(PatV0Blocks, `# [A-Za-z]+ blocks: ([0-9]+), # CPU blocks: [0-9]+`, vlogCount(tgtBlocks, 1, NoteEngineLevel)).engine(),
+	vlogPat(PatV0Blocks, `# [A-Za-z]+ blocks: ([0-9]+), # CPU blocks: [0-9]+`, vlogCount(TargetBlocks, 1, NoteEngineLevel)).engine(),
 	vlogPat(PatMaxConcurrency, `Maximum concurrency for ([0-9][0-9,]*) tokens per request: ([0-9]+(?:\.[0-9]+)?)x`,
-		vlogCount(tgtConcurrencyLen, 1, NoteEngineLevel), vlogRatio(tgtConcurrency, 2, 2)).engine(),
-	vlogPat(PatV1KVCacheSize, `GPU KV cache size: ([0-9][0-9,]*) tokens`, vlogCount(tgtKVTokens, 1, NoteEngineLevel)).engine(),
-	vlogPat(PatV1NumGPUBlocks, `num_gpu_blocks is: ([0-9]+)`, vlogCount(tgtBlocks, 1, NoteEngineLevel)).engine(),
+		vlogCount(TargetConcurrencyLen, 1, NoteEngineLevel), vlogRatio(TargetConcurrency, 2, 2)).engine(),
+	vlogPat(PatV1KVCacheSize, `GPU KV cache size: ([0-9][0-9,]*) tokens`, vlogCount(TargetKVTokens, 1, NoteEngineLevel)).engine(),
+	vlogPat(PatV1NumGPUBlocks, `num_gpu_blocks is: ([0-9]+)`, vlogCount(TargetBlocks, 1, NoteEngineLevel)).engine(),
 	// [m1] DEBUG
-	vlogPat(PatV1NonKVTotal, `Total non KV cache memory: `+vlogMem, vlogM(tgtSumNonKV, 1, NoteNone)),
-	vlogPat(PatV1TorchPeakIncrease, `torch peak memory increase: `+vlogMem, vlogM(tgtTransient, 1, NoteIncludesPersistent)),
-	vlogPat(PatV1NonTorchIncrease, `non-torch forward increase memory: `+vlogMem, vlogM(tgtNonTorch, 1, NoteNone)),
-	vlogPat(PatV1WeightsMemory, `\bweights memory: `+vlogMem, vlogM(tgtWeights, 1, NoteNone)),
+	vlogPat(PatV1NonKVTotal, `Total non KV cache memory: `+vlogMem, vlogM(TargetSumNonKV, 1, NoteNone)),
+	vlogPat(PatV1TorchPeakIncrease, `torch peak memory increase: `+vlogMem, vlogM(TargetTransient, 1, NoteIncludesPersistent)),
+	vlogPat(PatV1NonTorchIncrease, `non-torch forward increase memory: `+vlogMem, vlogM(TargetNonTorch, 1, NoteNone)),
+	vlogPat(PatV1WeightsMemory, `\bweights memory: `+vlogMem, vlogM(TargetWeights, 1, NoteNone)),
 	// [g1]
-	vlogPat(PatV1AvailableKV, `Available KV cache memory: `+vlogMem, vlogM(tgtAvailableKV, 1, NoteNone)),
-	vlogPat(PatV1InitialFree, `Initial free memory: `+vlogMem, vlogM(tgtFree, 1, NoteNone)),
+	vlogPat(PatV1AvailableKV, `Available KV cache memory: `+vlogMem, vlogM(TargetAvailableKV, 1, NoteNone)),
+	vlogPat(PatV1InitialFree, `Initial free memory: `+vlogMem, vlogM(TargetFree, 1, NoteNone)),
 	vlogPat(PatV1RequestedUtil, `Requested memory: ([0-9]+(?:\.[0-9]+)?) \(util\), `+vlogMem,
-		vlogRatio(tgtUtil, 1, 2), vlogM(tgtRequested, 2, NoteNone)),
-	vlogPat(PatV1RequestedGPU, `requested GPU memory: `+vlogMem, vlogM(tgtRequested, 1, NoteNone)),
+		vlogRatio(TargetUtil, 1, 2), vlogM(TargetRequested, 2, NoteNone)),
+	vlogPat(PatV1RequestedGPU, `requested GPU memory: `+vlogMem, vlogM(TargetRequested, 1, NoteNone)),
 	vlogPat(PatV1KVCacheConfigured, `Initial free memory `+vlogMem+`, reserved `+vlogMem+` memory for KV Cache as specified by kv_cache_memory_bytes`,
-		vlogM(tgtFree, 1, NoteNone), vlogM(tgtAvailableKV, 3, NoteConfigured)),
+		vlogM(TargetFree, 1, NoteNone), vlogM(TargetAvailableKV, 3, NoteConfigured)),
 	vlogPat(PatV1FreeOnStartup, `Free memory on device(?: [A-Za-z]+:[0-9]+)? \((-?[0-9]+(?:\.[0-9]+)?)/(-?[0-9]+(?:\.[0-9]+)?) (GiB)\) on startup`,
-		vlogCapture{target: tgtFree, kind: vkMemory, num: 1, unit: 3, round: 2, note: NoteNone},
-		vlogCapture{target: tgtTotal, kind: vkMemory, num: 2, unit: 3, round: 2, note: NoteNone}),
+		Capture{Target: TargetFree, Kind: KindMemory, Num: 1, Unit: 3, Round: 2, Note: NoteNone},
+		Capture{Target: TargetTotal, Kind: KindMemory, Num: 2, Unit: 3, Round: 2, Note: NoteNone}),
 	vlogPat(PatV1DesiredUtil, `(?:Desired|desired) GPU memory utilization (?:is )?\(([0-9]+(?:\.[0-9]+)?), `+vlogMem+`\)`,
-		vlogRatio(tgtUtil, 1, 2), vlogM(tgtRequested, 2, NoteNone)),
-	vlogPat(PatV1UsageWeight, `Actual usage is `+vlogMem+` for weight\b`, vlogM(tgtWeights, 1, NoteNone)),
-	vlogPat(PatV1UsagePeakActivation, vlogMem+` for peak activation`, vlogM(tgtSumPeakActivation, 1, NoteNone)),
-	vlogPat(PatV1UsageNonTorch, vlogMem+` for non-torch memory`, vlogM(tgtNonTorch, 1, NoteNone)),
-	vlogPat(PatV1UsageConsumed, vlogMem+` for consumed memory \(weights \+ non-torch\)`, vlogM(tgtSumWeightsNonTorch, 1, NoteNone)),
-	vlogPat(PatV1UsageCUDAGraph, vlogMem+` for CUDAGraph memory`, vlogM(tgtSumGraphSizing, 1, NoteNone)),
+		vlogRatio(TargetUtil, 1, 2), vlogM(TargetRequested, 2, NoteNone)),
+	vlogPat(PatV1UsageWeight, `Actual usage is `+vlogMem+` for weight\b`, vlogM(TargetWeights, 1, NoteNone)),
+	vlogPat(PatV1UsagePeakActivation, vlogMem+` for peak activation`, vlogM(TargetSumPeakActivation, 1, NoteNone)),
+	vlogPat(PatV1UsageNonTorch, vlogMem+` for non-torch memory`, vlogM(TargetNonTorch, 1, NoteNone)),
+	vlogPat(PatV1UsageConsumed, vlogMem+` for consumed memory \(weights \+ non-torch\)`, vlogM(TargetSumWeightsNonTorch, 1, NoteNone)),
+	vlogPat(PatV1UsageCUDAGraph, vlogMem+` for CUDAGraph memory`, vlogM(TargetSumGraphSizing, 1, NoteNone)),
 	vlogPat(PatV1SuggestRequested, "`--kv-cache-memory=(-?[0-9]+)` \\([^)]*\\) to fit into requested memory",
-		vlogCapture{target: tgtSumSuggestRequested, kind: vkBytes, num: 1, note: NoteNone}),
+		Capture{Target: TargetSumSuggestRequested, Kind: KindBytes, Num: 1, Note: NoteNone}),
 	vlogPat(PatV1SuggestDevice, "`--kv-cache-memory=(-?[0-9]+)` \\([^)]*\\) to fully utilize gpu memory",
-		vlogCapture{target: tgtSumSuggestDevice, kind: vkBytes, num: 1, note: NoteNone}),
-	vlogPat(PatV1KVInUse, `Current kv cache memory in use is `+vlogMem, vlogM(tgtAvailableKV, 1, NoteNone)),
+		Capture{Target: TargetSumSuggestDevice, Kind: KindBytes, Num: 1, Note: NoteNone}),
+	vlogPat(PatV1KVInUse, `Current kv cache memory in use is `+vlogMem, vlogM(TargetAvailableKV, 1, NoteNone)),
 	// [w1], [g1]: CUDA graphs
-	vlogPat(PatGraphCaptured, `Graph capturing finished in [0-9]+ secs?, took `+vlogMem, vlogM(tgtGraphActual, 1, NoteNone)),
+	vlogPat(PatGraphCaptured, `Graph capturing finished in [0-9]+ secs?, took `+vlogMem, vlogM(TargetGraphActual, 1, NoteNone)),
 	vlogPat(PatV1GraphPool, `CUDA graph pool memory: `+vlogMem+` \(actual\), `+vlogMem+` \(estimated\)`,
-		vlogM(tgtGraphActual, 1, NoteNone), vlogM(tgtSumGraphPoolEstimate, 3, NoteNone)),
-	vlogPat(PatV1GraphEstimated, `Estimated CUDA graph memory: `+vlogMem+` total`, vlogM(tgtGraphEstimate, 1, NoteNone)),
+		vlogM(TargetGraphActual, 1, NoteNone), vlogM(TargetSumGraphPoolEstimate, 3, NoteNone)),
+	vlogPat(PatV1GraphEstimated, `Estimated CUDA graph memory: `+vlogMem+` total`, vlogM(TargetGraphEstimate, 1, NoteNone)),
 	vlogPat(PatV1GraphProfilingOn, `The current --gpu-memory-utilization=([0-9]+(?:\.[0-9]+)?) is equivalent to --gpu-memory-utilization=[0-9.]+ without CUDA graph memory profiling`,
-		vlogFlag(tgtGraphApplied, true), vlogRatio(tgtUtil, 1, 4)),
+		vlogFlag(TargetGraphApplied, true), vlogRatio(TargetUtil, 1, 4)),
 	vlogPat(PatV1GraphProfilingOff, `CUDA graph memory profiling is disabled \(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0\)`,
-		vlogFlag(tgtGraphApplied, false)),
+		vlogFlag(TargetGraphApplied, false)),
 	// [k1] the start-up error still says how much KV memory there was
 	vlogPat(PatV1KVNeededError, `KV cache is needed, which is larger than the available KV cache memory \(`+vlogMem+`\)`,
-		vlogM(tgtAvailableKV, 1, NoteNone)),
+		vlogM(TargetAvailableKV, 1, NoteNone)),
 }
-
-// Worker identity lines [r1] and prefixes [n1].
-var (
-	vlogAssignRE   = regexp.MustCompile(`\brank ([0-9]+) in world size ([0-9]+) is assigned as DP rank ([0-9]+), PP rank ([0-9]+), (?:PCP rank [0-9]+, )?TP rank ([0-9]+)`)
-	vlogWorldRE    = regexp.MustCompile(`\bworld_size=([0-9]+) rank=([0-9]+) local_rank=[0-9]+ distributed_init_method=`)
-	vlogPrefixRE   = regexp.MustCompile(`\(([A-Za-z][A-Za-z0-9_]*)((?:[ _](?:rank=)?[A-Za-z]*[0-9]+)*) pid=([0-9]+)(?:, ip=[0-9A-Fa-f.:]+)?\)`)
-	vlogLevelRE    = regexp.MustCompile(`(?:^|[\s)\]|:])(DEBUG|INFO|WARNING|ERROR|CRITICAL)[\s:]`)
-	vlogANSIRE     = regexp.MustCompile("\x1b\\[[0-9;]*[A-Za-z]")
-	vlogNameTokRE  = regexp.MustCompile(`^(DP|PP|PCP|TP|DCP|EP)?([0-9]+)$`)
-	vlogRankTokRE  = regexp.MustCompile(`^rank=([0-9]+)$`)
-	vlogTokSplitRE = regexp.MustCompile(`[ _]`)
-)
