@@ -17,6 +17,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/evidence"
 	"github.com/narwhal-go/narwhal/internal/evidence/store"
+	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
 // Binding ties an engine process to the execution it runs: the boot
@@ -47,7 +48,7 @@ func bind(g generation, bindings []Binding) (Binding, error) {
 		if b.IID != g.iid {
 			continue
 		}
-		if g.processStart > 0 && b.ProcessStart == g.processStart {
+		if g.processStart > 0 && vllm.SameStart(b.ProcessStart, g.processStart) {
 			return *b, nil
 		}
 		if latest == nil || later(b.ObservedAt, latest.ObservedAt) || b.ObservedAt == latest.ObservedAt && b.BootRecord > latest.BootRecord {

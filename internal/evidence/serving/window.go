@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
 // Window is one journal's rows inside the evidence window, fed in file
@@ -169,7 +170,7 @@ func (w *Window) engine(iid []byte) int16 {
 // obs are NaN or 0 when the event does not say).
 func (w *Window) Exclusion(iid string, prev, obs float64) {
 	i, ok := w.index[iid]
-	if !ok || !(obs > 0) || obs == prev {
+	if !ok || !(obs > 0) || vllm.SameStart(obs, prev) {
 		return
 	}
 	gs := w.gens[i]
