@@ -6,13 +6,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/narwhal-go/narwhal/internal/canon"
 	"github.com/narwhal-go/narwhal/internal/cli"
 	"github.com/narwhal-go/narwhal/internal/evidence/decision"
+	"github.com/narwhal-go/narwhal/internal/evidence/sign"
 	"github.com/narwhal-go/narwhal/internal/evidence/task"
 )
 
@@ -129,10 +133,10 @@ func propose(cmd *cobra.Command, f *evFlags, raw []byte, by decision.Principal) 
 }
 
 func evAcceptCmd(f *evFlags) *cobra.Command {
-	var principal, source string
+	var principal, source, keyPath string
 	c := &cobra.Command{
-		Use:   "accept REVISION --principal P",
-		Short: "Accept a proposed revision by digest; the proposer cannot accept its own proposal",
+		Use:   "accept REVISION --principal P --key KEY",
+		Short: "Accept a proposed revision by digest, signed with a key registered for the principal; the proposer cannot accept its own proposal",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !canon.IsDigest(args[0]) {
@@ -150,17 +154,108 @@ func evAcceptCmd(f *evFlags) *cobra.Command {
 			if err != nil {
 				return cli.Failed(err)
 			}
-			d, err := f.open().PutRecord(rec)
+			key, err := acceptKey(f, keyPath, by)
+			if err != nil {
+				return err
+			}
+			st := f.open()
+			d, err := st.PutRecord(rec)
+			if err == nil {
+				err = st.Sign(d, key)
+			}
 			if err != nil {
 				return cli.Failed(err)
 			}
-			data := map[string]any{"revision": args[0], "acceptance_record": d, "accepted_by": by.String(), "source": by.Source, "accepted_at": rec.ObservedAt}
+			data := map[string]any{"revision": args[0], "acceptance_record": d, "accepted_by": by.String(), "source": by.Source,
+				"accepted_at": rec.ObservedAt, "key_id": key.Public.ID()}
 			return f.emit(cmd, "accept", data, func(w io.Writer) {
-				fmt.Fprintf(w, "accepted %s by %s via %s at %s (record %s)\n", args[0], by, by.Source, rec.ObservedAt, d)
+				fmt.Fprintf(w, "accepted %s by %s via %s at %s (record %s, signed with key %s)\n", args[0], by, by.Source, rec.ObservedAt, d, key.Public.ID())
 			})
 		},
 	}
 	c.Flags().StringVar(&principal, "principal", "", "who accepts, kind:id (human or authorized_system)")
 	c.Flags().StringVar(&source, "source", "cli", "where the acceptance came from (cli, api, ci)")
+	c.Flags().StringVar(&keyPath, "key", "", "the principal's private key (narwhal evidence keygen), whose public key is registered with narwhal evidence keys add")
 	return c
+}
+
+// acceptKey reads the private key an acceptance is signed with and checks
+// its public key is registered for by: an acceptance signed otherwise
+// would count for nothing, so it is refused before anything is written.
+func acceptKey(f *evFlags, path string, by decision.Principal) (sign.Key, error) {
+	if path == "" {
+		return sign.Key{}, cli.Usage("accept: --key is required: an acceptance counts only when signed by a key registered for %s (narwhal evidence keygen --out K; narwhal evidence keys add --principal %s K.pub)", by, by)
+	}
+	key, err := readParsed(path, sign.ParsePrivateKey)
+	if err != nil {
+		return sign.Key{}, err
+	}
+	keys, err := f.open().PrincipalKeys()
+	if err != nil {
+		return sign.Key{}, cli.Failed(err)
+	}
+	if !keys.Registered(by.String(), key.Public) {
+		return sign.Key{}, cli.Invalid(fmt.Errorf("key %s (%s) is not registered for %s in %s: register its public key with narwhal evidence keys add --principal %s %s.pub",
+			key.Public.ID(), path, by, f.open().Root, by, path))
+	}
+	return key, nil
+}
+
+// evKeysCmd registers and lists the principals' public keys.
+func evKeysCmd(f *evFlags) *cobra.Command {
+	c := &cobra.Command{Use: "keys", Short: "The principals' registered public keys, which acceptances must be signed with"}
+	var principal string
+	add := &cobra.Command{
+		Use:   "add --principal P PUBKEY",
+		Short: "Register a public key (narwhal evidence keygen's .pub) for a principal",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			by, err := decision.ParsePrincipal(principal, "cli")
+			if err != nil {
+				return cli.Invalid(err)
+			}
+			pub, err := readParsed(args[0], sign.ParsePublicKey)
+			if err != nil {
+				return err
+			}
+			added, err := f.open().AddPrincipalKey(by.String(), pub)
+			if err != nil {
+				return cli.Failed(err)
+			}
+			return f.emit(cmd, "keys add", map[string]any{"principal": by.String(), "key_id": pub.ID(), "added": added}, func(w io.Writer) {
+				verb := "registered"
+				if !added {
+					verb = "already registered"
+				}
+				fmt.Fprintf(w, "%s key %s for %s\n", verb, pub.ID(), by)
+			})
+		},
+	}
+	add.Flags().StringVar(&principal, "principal", "", "the principal, kind:id (for example human:alice)")
+	list := &cobra.Command{
+		Use: "list", Short: "List each principal's registered keys", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return listKeys(cmd, f) },
+	}
+	c.AddCommand(add, list)
+	return c
+}
+
+func listKeys(cmd *cobra.Command, f *evFlags) error {
+	keys, err := f.open().PrincipalKeys()
+	if err != nil {
+		return cli.Failed(err)
+	}
+	ids := map[string][]string{}
+	for who, pems := range keys.Principals {
+		for _, p := range pems {
+			if pub, err := sign.ParsePublicKey([]byte(p)); err == nil {
+				ids[who] = append(ids[who], pub.ID())
+			}
+		}
+	}
+	return f.emit(cmd, "keys list", map[string]any{"principals": ids}, func(w io.Writer) {
+		for _, who := range slices.Sorted(maps.Keys(ids)) {
+			fmt.Fprintf(w, "%s  %s\n", who, strings.Join(ids[who], " "))
+		}
+	})
 }

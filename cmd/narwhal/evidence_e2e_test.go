@@ -268,8 +268,22 @@ func (c *chain) acceptance() (string, string) {
 	if !strings.Contains(self["stderr"].(string)+self["stdout"].(string), "cannot accept its own proposal") {
 		t.Fatalf("self-acceptance not refused as such: %v", self)
 	}
-	c.cli(0, "accept", reqD, "--principal", "human:operator")
-	c.cli(0, "accept", suiteD, "--principal", "human:operator")
+	// An acceptance counts only when signed by a key registered for its
+	// principal: without --key it is refused before anything is written,
+	// with an unregistered key likewise.
+	key := filepath.Join(c.dir, "operator.key")
+	if code, _, errb := runCLI(t, "evidence", "keygen", "--out", key); code != 0 {
+		t.Fatalf("keygen: exit %d %s", code, errb)
+	}
+	if none := c.cli(2, "accept", reqD, "--principal", "human:operator"); !strings.Contains(fmt.Sprint(none), "--key is required") {
+		t.Fatalf("an acceptance without a key: %v", none)
+	}
+	if unreg := c.cli(2, "accept", reqD, "--principal", "human:operator", "--key", key); !strings.Contains(fmt.Sprint(unreg), "is not registered for human:operator") {
+		t.Fatalf("an acceptance with an unregistered key: %v", unreg)
+	}
+	c.cli(0, "keys", "add", "--principal", "human:operator", key+".pub")
+	c.cli(0, "accept", reqD, "--principal", "human:operator", "--key", key)
+	c.cli(0, "accept", suiteD, "--principal", "human:operator", "--key", key)
 	return reqD, suiteD
 }
 

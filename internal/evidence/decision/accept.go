@@ -98,12 +98,20 @@ func proposalsOf(records []store.Stored, revision string) []store.Stored {
 	return out
 }
 
-// ValidAcceptance re-checks a stored acceptance against the proposals: a
-// record added by hand cannot smuggle in a self-acceptance or an
-// acceptance by an agent. It returns why not, "" when valid.
-func ValidAcceptance(records []store.Stored, a evidence.Record) string {
+// ValidAcceptance re-checks a stored acceptance against the proposals and
+// its signature: a record added by hand cannot smuggle in a
+// self-acceptance or an acceptance by an agent, and an acceptance counts
+// only when the principal it names signed it with a key registered for
+// that principal (store.Stored.SignedBy). It returns why not, "" when
+// valid.
+func ValidAcceptance(records []store.Stored, s store.Stored) string {
+	a := s.Record
 	rev := a.Subject[evidence.SubjectRevision]
 	by := a.Subject[evidence.SubjectPrincipal]
+	if s.SignedBy != by {
+		return fmt.Sprintf("acceptance of %s by %s is not signed by a key registered for %s (%s): it counts for nothing; register the key with 'narwhal evidence keys add --principal %s KEY.pub' and accept with 'narwhal evidence accept --key KEY'",
+			short(rev), by, by, s.SignError, by)
+	}
 	props := proposalsOf(records, rev)
 	if len(props) == 0 {
 		return fmt.Sprintf("acceptance of %s names no proposal", short(rev))
@@ -122,7 +130,7 @@ func ValidAcceptance(records []store.Stored, a evidence.Record) string {
 // Accepted reports whether revision has a valid acceptance.
 func Accepted(records []store.Stored, revision string) bool {
 	for _, s := range records {
-		if s.Record.Kind == evidence.KindAcceptance && s.Record.Subject[evidence.SubjectRevision] == revision && ValidAcceptance(records, s.Record) == "" {
+		if s.Record.Kind == evidence.KindAcceptance && s.Record.Subject[evidence.SubjectRevision] == revision && ValidAcceptance(records, s) == "" {
 			return true
 		}
 	}
@@ -150,7 +158,7 @@ func AcceptedRequests(st *store.Store, records []store.Stored, model string) []s
 	for _, s := range records {
 		r := s.Record
 		rev := r.Subject[evidence.SubjectRevision]
-		if r.Kind != evidence.KindAcceptance || r.Subject[evidence.SubjectRevisionKind] != string(KindRequest) || seen[rev] || ValidAcceptance(records, r) != "" {
+		if r.Kind != evidence.KindAcceptance || r.Subject[evidence.SubjectRevisionKind] != string(KindRequest) || seen[rev] || ValidAcceptance(records, s) != "" {
 			continue
 		}
 		if req, err := LoadRequest(st, rev); err == nil && req.Model == model {

@@ -14,6 +14,9 @@ var clock = ports.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 
 const rev = "1220" + "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
 
+// stored is the records as a store with their signatures gives them:
+// each acceptance signed by a key registered for its own principal (the
+// store verifies that; internal/evidence/store tests it).
 func stored(t *testing.T, rs ...evidence.Record) []store.Stored {
 	t.Helper()
 	var out []store.Stored
@@ -22,9 +25,32 @@ func stored(t *testing.T, rs ...evidence.Record) []store.Stored {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, store.Stored{Digest: d, Record: r})
+		s := store.Stored{Digest: d, Record: r}
+		if r.Kind == evidence.KindAcceptance {
+			s.SignedBy = r.Subject[evidence.SubjectPrincipal]
+		}
+		out = append(out, s)
 	}
 	return out
+}
+
+// An acceptance the named principal did not sign with a registered key
+// counts for nothing, however well-formed.
+func TestUnsignedAcceptanceCountsForNothing(t *testing.T) {
+	prop := Proposal(KindRequest, rev, principal(t, "ai_agent:planner"), clock)
+	a, err := Accept(stored(t, prop), rev, principal(t, "human:alice"), clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, signedBy, why string }{
+		{"unsigned", "", "unsigned"}, {"signed by another principal's key", "human:bob", "no key registered for human:alice"}} {
+		rs := stored(t, prop, a)
+		rs[1].SignedBy, rs[1].SignError = c.signedBy, c.why
+		why := ValidAcceptance(rs, rs[1])
+		if Accepted(rs, rev) || !strings.Contains(why, "counts for nothing") || !strings.Contains(why, c.why) {
+			t.Errorf("%s: accepted %v, why %q", c.name, Accepted(rs, rev), why)
+		}
+	}
 }
 
 func principal(t *testing.T, s string) Principal {
@@ -104,7 +130,7 @@ func TestForgedSelfAcceptanceIgnored(t *testing.T) {
 	prop := Proposal(KindRequest, rev, by, clock)
 	forged := revisionRecord(evidence.KindAcceptance, claimAcceptance, evidence.VerdictAccepted, KindRequest, rev, by, producerAcceptance, nil, clock)
 	rs := stored(t, prop, forged)
-	if Accepted(rs, rev) || ValidAcceptance(rs, forged) == "" {
+	if Accepted(rs, rev) || ValidAcceptance(rs, rs[1]) == "" {
 		t.Fatal("a forged self-acceptance counted")
 	}
 }

@@ -16,6 +16,10 @@ import (
 type Stored struct {
 	Digest string
 	Record evidence.Record
+	// SignedBy is, for an acceptance, the principal whose registered key
+	// signed it: the one it names, or "" (SignError says why). Records
+	// sets it; Find does not.
+	SignedBy, SignError string
 }
 
 // documentsDir holds the immutable revisions proposals name (decision
@@ -66,13 +70,21 @@ func (s *Store) Records() ([]Stored, error) {
 	if err != nil {
 		return nil, err
 	}
+	keys, err := s.PrincipalKeys()
+	if err != nil {
+		return nil, err
+	}
 	out := make([]Stored, 0, len(names))
 	for _, d := range names {
 		r, _, err := s.Get(d)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Stored{Digest: d, Record: r})
+		st := Stored{Digest: d, Record: r}
+		if r.Kind == evidence.KindAcceptance {
+			st.SignedBy, st.SignError = signedBy(keys, s.Root, d, r)
+		}
+		out = append(out, st)
 	}
 	return out, nil
 }

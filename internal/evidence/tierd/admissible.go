@@ -30,7 +30,7 @@ func admissible(all []store.Stored, ep Endpoint) ([]evidence.Record, []string) {
 		r := s.Record
 		switch r.Kind {
 		case evidence.KindAcceptance:
-			if why := decision.ValidAcceptance(all, r); why != "" {
+			if why := decision.ValidAcceptance(all, s); why != "" {
 				notes = append(notes, why)
 				continue
 			}

@@ -1,6 +1,7 @@
 package tierd
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/evidence"
 	"github.com/narwhal-go/narwhal/internal/evidence/decision"
+	"github.com/narwhal-go/narwhal/internal/evidence/sign"
 	"github.com/narwhal-go/narwhal/internal/evidence/store"
 	"github.com/narwhal-go/narwhal/internal/evidence/vllmrel"
 	"github.com/narwhal-go/narwhal/internal/ports"
@@ -51,7 +53,17 @@ func (f *fixture) accept(t *testing.T, kind decision.RevisionKind, raw []byte) s
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.put(t, a)
+	// An acceptance counts only signed by a key registered for human:op.
+	key, err := sign.GenerateKey(bytes.NewReader(bytes.Repeat([]byte{7}, 64)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.st.AddPrincipalKey(human.String(), key.Public); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.st.Sign(f.put(t, a), key); err != nil {
+		t.Fatal(err)
+	}
 	return rev
 }
 
