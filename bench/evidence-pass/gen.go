@@ -76,7 +76,7 @@ func row(i int, rate float64) *journal.RequestRow {
 		TTFT: &ttft, TPOT: &tpot, FirstByte: &first, DecodeTPOT: &tpot, Price: &journal.Price{PriceS: 0.3, OwnPrefillS: 0.2},
 		DurationS: ttft + float64(out)*tpot, Attempts: 1, DecodeTries: 1, DecodeTokensObserved: out,
 		UpstreamSeconds: journal.UpstreamSeconds{Prefill: ttft, Decode: float64(out) * tpot},
-		PrefillIID: &p, DecodeIID: &d, Crossed: &crossed, CachedTokens: map[string]int{p: 0},
+		PrefillIID:      &p, DecodeIID: &d, Crossed: &crossed, CachedTokens: map[string]int{p: 0},
 		TraceID: journal.Ptr(fmt.Sprintf("%032x", i)), Terminal: journal.TerminalCompleted}
 }
 
