@@ -16,6 +16,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/canon"
 	"github.com/narwhal-go/narwhal/internal/cli"
 	"github.com/narwhal-go/narwhal/internal/evidence/decision"
+	"github.com/narwhal-go/narwhal/internal/evidence/osv"
 	"github.com/narwhal-go/narwhal/internal/evidence/sign"
 	"github.com/narwhal-go/narwhal/internal/evidence/task"
 )
@@ -258,4 +259,34 @@ func listKeys(cmd *cobra.Command, f *evFlags) error {
 			fmt.Fprintf(w, "%s  %s\n", who, strings.Join(ids[who], " "))
 		}
 	})
+}
+
+// evAdvisoriesCmd imports OSV advisories into the store's index, which
+// security freshness is judged against.
+func evAdvisoriesCmd(f *evFlags) *cobra.Command {
+	c := &cobra.Command{Use: "advisories", Short: "The security advisories security freshness is judged against"}
+	imp := &cobra.Command{
+		Use:   "import FILE",
+		Short: "Import OSV advisories (one record, an array, or osv.dev's {\"vulns\": [...]}) into the store's advisory index",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			raw, err := readInput(args[0])
+			if err != nil {
+				return err
+			}
+			advs, err := osv.Parse(raw)
+			if err != nil {
+				return cli.Invalid(fmt.Errorf("%s: %w", args[0], err))
+			}
+			n, err := f.open().ImportAdvisories(raw, advs)
+			if err != nil {
+				return cli.Failed(err)
+			}
+			return f.emit(cmd, "advisories import", map[string]any{"imported": len(advs), "index": n}, func(w io.Writer) {
+				fmt.Fprintf(w, "imported %d advisories from %s; the index holds %d\n", len(advs), args[0], n)
+			})
+		},
+	}
+	c.AddCommand(imp)
+	return c
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -63,5 +64,27 @@ func TestProposeSuiteWithCases(t *testing.T) {
 	b, err := store.Open(st).GetDocument(rev)
 	if err != nil || !strings.Contains(string(b), "Capital of France?") {
 		t.Fatalf("the revision does not hold the embedded cases: %v\n%s", err, b)
+	}
+}
+
+// advisories import reads OSV into the store's index, an advisory once
+// however often it is imported; a file that is not OSV is bad input.
+func TestEvidenceAdvisoriesImport(t *testing.T) {
+	dir := t.TempDir()
+	st := filepath.Join(dir, "evidence")
+	osvFile := writeFile(t, dir, "osv.json", `{"vulns":[{"id":"GHSA-test-0001","modified":"2026-11-30T00:00:00Z",
+"affected":[{"package":{"ecosystem":"PyPI","name":"vllm"},"versions":["0.21.0"]}]}]}`)
+	for range 2 {
+		if code, out, errb := runCLI(t, "evidence", "advisories", "import", osvFile, "--store", st); code != 0 || !strings.Contains(out, "the index holds 1") {
+			t.Fatalf("import: exit %d\n%s\n%s", code, out, errb)
+		}
+	}
+	advs, err := store.Open(st).Advisories()
+	if err != nil || len(advs) != 1 || advs[0].Affects[0] != "vllm@0.21.0" {
+		t.Fatalf("index %+v, err %v", advs, err)
+	}
+	bad := writeFile(t, dir, "bad.json", `{"modified":"x"}`)
+	if code, _, errb := runCLI(t, "evidence", "advisories", "import", bad, "--store", st); code != 2 || !strings.Contains(errb, "id and modified are required") {
+		t.Fatalf("a record without an id: exit %d %s", code, errb)
 	}
 }

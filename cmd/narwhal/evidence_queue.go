@@ -100,7 +100,11 @@ func buildQueue(st *store.Store, in queueInput) ([]queue.Item, []queue.Item, err
 	if err != nil {
 		return nil, nil, cli.Failed(err)
 	}
-	ev := queue.Evidence{Records: recs, ResolvedFailures: map[string]bool{}, Freshness: evidence.FreshnessInput{Now: ports.SystemClock().Now(), Advisories: []evidence.Advisory{}}}
+	advs, err := st.Advisories()
+	if err != nil {
+		return nil, nil, cli.Failed(err)
+	}
+	ev := queue.Evidence{Records: recs, ResolvedFailures: map[string]bool{}, Freshness: evidence.FreshnessInput{Now: ports.SystemClock().Now(), Advisories: advs}}
 	for _, s := range in.EngineReleases {
 		v, err := evidence.ParseVersion(s)
 		if err != nil {

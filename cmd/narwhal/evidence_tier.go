@@ -52,8 +52,12 @@ func judging(f *evFlags, fleetPath string) (tierd.Input, error) {
 	if err != nil {
 		return tierd.Input{}, err
 	}
+	advs, err := f.open().Advisories()
+	if err != nil {
+		return tierd.Input{}, cli.Failed(err)
+	}
 	asOf, _ := f.time()
-	return tierd.Input{Store: f.open(), Records: rs, Engines: iids(cfg), Model: cfg.Model, AsOf: asOf, Releases: ix}, nil
+	return tierd.Input{Store: f.open(), Records: rs, Engines: iids(cfg), Model: cfg.Model, AsOf: asOf, Releases: ix, Advisories: advs}, nil
 }
 
 func writeTiers(w io.Writer, rep tierd.Report) {
@@ -97,7 +101,7 @@ func evStaleCmd(f *evFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out := tierd.Stale(in.Records, in.Engines, in.AsOf, in.Releases)
+			out := tierd.Stale(in.Records, in.Engines, in.AsOf, in.Releases, in.Advisories)
 			return f.emit(cmd, "stale", map[string]any{"as_of": in.AsOf, "expired": out}, func(w io.Writer) {
 				for _, e := range out {
 					fmt.Fprintf(w, "%s  %-14s %-7s %-26s %s\n", e.Record, e.Kind, e.State, e.Clock, e.Reason)

@@ -3,6 +3,7 @@ package evidence
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -34,10 +35,46 @@ func ClockFor(k Kind) FreshnessClock {
 }
 
 // Advisory is one dependency advisory: the packages ("name@version") it
-// affects.
+// affects, and the version ranges of a package it affects (an OSV
+// record's affected[].versions and ranges; internal/evidence/osv).
 type Advisory struct {
-	ID      string
-	Affects []string
+	ID      string          `json:"id"`
+	Affects []string        `json:"affects"`
+	Ranges  []AdvisoryRange `json:"ranges,omitempty"`
+}
+
+// AdvisoryRange is [Introduced, Fixed) or [Introduced, LastAffected] of
+// one package ("0" introduced: every earlier version; neither end: every
+// later version).
+type AdvisoryRange struct {
+	Package      string `json:"package"`
+	Introduced   string `json:"introduced"`
+	Fixed        string `json:"fixed,omitempty"`
+	LastAffected string `json:"last_affected,omitempty"`
+}
+
+// affects says the range covers version v of pkg. A bound that is not a
+// version this package can order makes the range cover nothing rather
+// than guess.
+func (r AdvisoryRange) affects(pkg string, v Version) bool {
+	if r.Package != pkg {
+		return false
+	}
+	if r.Introduced != "0" {
+		lo, err := ParseVersion(r.Introduced)
+		if err != nil || v.Compare(lo) < 0 {
+			return false
+		}
+	}
+	switch {
+	case r.Fixed != "":
+		hi, err := ParseVersion(r.Fixed)
+		return err == nil && v.Compare(hi) < 0
+	case r.LastAffected != "":
+		hi, err := ParseVersion(r.LastAffected)
+		return err == nil && v.Compare(hi) <= 0
+	}
+	return true
 }
 
 // FreshnessInput is the snapshot freshness is judged against. A nil
@@ -136,6 +173,18 @@ func evalAdvisories(r Record, advisories []Advisory) Freshness {
 		for _, p := range a.Affects {
 			if slices.Contains(deps, p) {
 				return Freshness{Stale, fmt.Sprintf("advisory %s affects %s", a.ID, p)}
+			}
+		}
+		for _, d := range deps {
+			name, ver, _ := strings.Cut(d, "@")
+			v, err := ParseVersion(ver)
+			if err != nil {
+				continue
+			}
+			for _, rg := range a.Ranges {
+				if rg.affects(strings.ToLower(name), v) {
+					return Freshness{Stale, fmt.Sprintf("advisory %s affects %s (range from %s)", a.ID, d, rg.Introduced)}
+				}
 			}
 		}
 	}

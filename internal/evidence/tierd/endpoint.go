@@ -104,7 +104,7 @@ func policyViolation(in Input, app, artifact string) string {
 // release index, the deployed engine the current boot attests, and the
 // plan's stated margin.
 func query(in Input, ep Endpoint, records []evidence.Record) evidence.TierQuery {
-	f := evidence.FreshnessInput{Now: in.AsOf, Releases: in.Releases.AsOf(in.AsOf), Advisories: []evidence.Advisory{}}
+	f := evidence.FreshnessInput{Now: in.AsOf, Releases: in.Releases.AsOf(in.AsOf), Advisories: in.Advisories}
 	if v, err := evidence.ParseVersion(ep.EngineVersion); err == nil {
 		f.DeployedEngine = &v
 	}

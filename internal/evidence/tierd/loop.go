@@ -96,7 +96,11 @@ func (l *Loop) Pass() (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	return Derive(Input{Store: l.Store, Records: records, Engines: l.engines(), Model: l.Fleet.Model, AsOf: now, Releases: ix})
+	advs, err := l.Store.Advisories()
+	if err != nil {
+		return Report{}, err
+	}
+	return Derive(Input{Store: l.Store, Records: records, Engines: l.engines(), Model: l.Fleet.Model, AsOf: now, Releases: ix, Advisories: advs})
 }
 
 // serving reads the journal's new rows into the window and writes the

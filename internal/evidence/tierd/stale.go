@@ -21,7 +21,7 @@ type Expired struct {
 // Stale lists every record that is stale or of unknown freshness as of
 // asOf: engine-minor evidence is judged against the engine the endpoint's
 // current boot record names.
-func Stale(records []store.Stored, engines []string, asOf time.Time, ix vllmrel.Index) []Expired {
+func Stale(records []store.Stored, engines []string, asOf time.Time, ix vllmrel.Index, advisories []evidence.Advisory) []Expired {
 	deployed := map[string]*evidence.Version{}
 	engineOf := map[string]string{}
 	for _, iid := range engines {
@@ -37,7 +37,7 @@ func Stale(records []store.Stored, engines []string, asOf time.Time, ix vllmrel.
 	out := []Expired{}
 	for _, s := range records {
 		iid := engineOf[s.Record.Subject[evidence.SubjectEndpoint]]
-		in := evidence.FreshnessInput{Now: asOf, Releases: ix.AsOf(asOf), Advisories: []evidence.Advisory{}, DeployedEngine: deployed[iid]}
+		in := evidence.FreshnessInput{Now: asOf, Releases: ix.AsOf(asOf), Advisories: advisories, DeployedEngine: deployed[iid]}
 		f := evidence.Evaluate(s.Record, in)
 		if f.State != evidence.Fresh {
 			out = append(out, Expired{Record: s.Digest, Kind: s.Record.Kind, Clock: evidence.ClockFor(s.Record.Kind), State: f.State, Reason: f.Reason, Engine: iid})

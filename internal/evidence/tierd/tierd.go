@@ -35,6 +35,9 @@ type Input struct {
 	Model    string
 	AsOf     time.Time
 	Releases vllmrel.Index
+	// Advisories are the store's imported security advisories; nil when
+	// none was imported (security freshness is then unknown).
+	Advisories []evidence.Advisory
 	// Request is the DecisionRequest revision to judge against; "" takes
 	// the newest accepted one for Model.
 	Request string
