@@ -12,8 +12,10 @@ import (
 	"github.com/narwhal-go/narwhal/internal/cmdresult"
 	"github.com/narwhal-go/narwhal/internal/diagnose"
 	"github.com/narwhal-go/narwhal/internal/evidence"
+	"github.com/narwhal-go/narwhal/internal/evidence/decision"
 	"github.com/narwhal-go/narwhal/internal/evidence/queue"
 	"github.com/narwhal-go/narwhal/internal/evidence/store"
+	"github.com/narwhal-go/narwhal/internal/evidence/vllmrel"
 	"github.com/narwhal-go/narwhal/internal/ports"
 )
 
@@ -33,15 +35,18 @@ func evQueueCmd(dir *string) *cobra.Command {
 		Use:   "queue [--candidates FILE] [--format text|json]",
 		Short: "Order what to measure next by evidence gap, each item explained",
 		Long: `Build the day-one measurement queue. Every failure record in the store
-(a locally observed failed plan) enters directly; so do accepted requests
-listed in --candidates. Signal candidates (attributed, dated) are merged by
+(a locally observed failed plan) enters directly; so does every accepted
+DecisionRequest in the store (by the artifact its policy names, else by the
+request itself). --candidates optionally adds signal candidates and
+engine_releases. Signal candidates (attributed, dated) are merged by
 resolved artifact identity, else lineage fingerprint, and are queued only
 when corroborated: two independent origins, or one that is not a
 popularity counter. Hugging Face 30-day downloads are one labelled signal
 at most and never decide eligibility or order.
 
 Order: evidence gap (missing, contested, stale, covered — judged against
-the store's measured records and the engine_releases in --candidates),
+the store's measured records, its release index and advisories, and any
+engine_releases in --candidates),
 then unresolved failures, uncertainty, signal breadth, fingerprint.
 
 Exit codes: 0 the queue was printed, 1 the store could not be read, 2 bad
@@ -93,34 +98,34 @@ func readQueueInput(path string) (queueInput, error) {
 	return in, nil
 }
 
-// buildQueue adds the store's failed plans to the candidates and judges
-// every gap against the store's records.
+// buildQueue builds the queue from the store: every accepted
+// DecisionRequest and every failed plan enters directly, each gap is
+// judged against the store's records, its release index and advisories;
+// the --candidates file only adds signal candidates and releases.
 func buildQueue(st *store.Store, in queueInput) ([]queue.Item, []queue.Item, error) {
-	recs, digests, err := allRecords(st)
+	stored, err := st.Records()
 	if err != nil {
 		return nil, nil, cli.Failed(err)
 	}
-	advs, err := st.Advisories()
+	recs := make([]evidence.Record, len(stored))
+	for i := range stored {
+		recs[i] = stored[i].Record
+	}
+	fresh, err := queueFreshness(st, in)
 	if err != nil {
-		return nil, nil, cli.Failed(err)
+		return nil, nil, err
 	}
-	ev := queue.Evidence{Records: recs, ResolvedFailures: map[string]bool{}, Freshness: evidence.FreshnessInput{Now: ports.SystemClock().Now(), Advisories: advs}}
-	for _, s := range in.EngineReleases {
-		v, err := evidence.ParseVersion(s)
-		if err != nil {
-			return nil, nil, cli.Invalid(fmt.Errorf("engine_releases: %w", err))
-		}
-		ev.Freshness.Releases = append(ev.Freshness.Releases, v)
-	}
-	cands := in.Candidates
+	ev := queue.Evidence{Records: recs, ResolvedFailures: map[string]bool{}, Freshness: fresh}
+	cands := append(append([]queue.Candidate{}, in.Candidates...), acceptedRequests(st, stored)...)
 	// A Fixed remediation (mechanism verified, request satisfied) resolves its failure.
 	fixed := fmt.Sprintf("mechanism=%s,request=%s", diagnose.MechanismVerified, diagnose.RequestSatisfied)
-	for i, r := range recs {
+	for _, s := range stored {
+		r := s.Record
 		switch {
 		case r.Claim.Quantity == diagnose.QuantityFailure:
 			fp := r.Subject[diagnose.SubjectFailure]
 			cands = append(cands, queue.Candidate{Source: queue.LocalFailedPlan, Name: "failed plan " + shortDigest(r.Subject[evidence.SubjectSolution]),
-				Solution: r.Subject[evidence.SubjectSolution], ClaimScope: evidence.ScopeBoot, Reference: digests[i], Failures: []string{fp}})
+				Solution: r.Subject[evidence.SubjectSolution], ClaimScope: evidence.ScopeBoot, Reference: s.Digest, Failures: []string{fp}})
 		case r.Claim.Quantity == diagnose.QuantityRemediation && r.Claim.Verdict != nil && *r.Claim.Verdict == fixed:
 			ev.ResolvedFailures[r.Subject[diagnose.SubjectFailure]] = true
 		}
@@ -132,21 +137,62 @@ func buildQueue(st *store.Store, in queueInput) ([]queue.Item, []queue.Item, err
 	return q, held, nil
 }
 
-func allRecords(st *store.Store) ([]evidence.Record, []string, error) {
-	ds, err := st.List()
+// queueFreshness is the freshness snapshot: now, the store's release
+// index (imported, else shipped) with the file's engine_releases added,
+// and the store's advisories.
+func queueFreshness(st *store.Store, in queueInput) (evidence.FreshnessInput, error) {
+	now := ports.SystemClock().Now()
+	raw, err := st.ReadReleaseIndex()
 	if err != nil {
-		return nil, nil, err
+		return evidence.FreshnessInput{}, cli.Failed(err)
 	}
-	recs := make([]evidence.Record, 0, len(ds))
-	for _, d := range ds {
-		r, _, err := st.Get(d)
+	ix, err := vllmrel.Load(raw)
+	if err != nil {
+		return evidence.FreshnessInput{}, cli.Failed(err)
+	}
+	advs, err := st.Advisories()
+	if err != nil {
+		return evidence.FreshnessInput{}, cli.Failed(err)
+	}
+	f := evidence.FreshnessInput{Now: now, Releases: ix.AsOf(now), Advisories: advs}
+	for _, s := range in.EngineReleases {
+		v, err := evidence.ParseVersion(s)
 		if err != nil {
-			return nil, nil, err
+			return f, cli.Invalid(fmt.Errorf("engine_releases: %w", err))
 		}
-		recs = append(recs, r)
+		f.Releases = append(f.Releases, v)
 	}
-	return recs, ds, nil
+	return f, nil
 }
+
+// acceptedRequests are the store's validly accepted DecisionRequests as
+// direct entries: by the artifact their policy names, else by the
+// request itself (any resolved identity may serve it).
+func acceptedRequests(st *store.Store, stored []store.Stored) []queue.Candidate {
+	var out []queue.Candidate
+	seen := map[string]bool{}
+	for _, s := range stored {
+		r := s.Record
+		rev := r.Subject[evidence.SubjectRevision]
+		if r.Kind != evidence.KindAcceptance || r.Subject[evidence.SubjectRevisionKind] != string(decision.KindRequest) || seen[rev] ||
+			decision.ValidAcceptance(stored, s) != "" {
+			continue
+		}
+		req, err := decision.LoadRequest(st, rev)
+		if err != nil {
+			continue
+		}
+		seen[rev] = true
+		c := queue.Candidate{Source: queue.AcceptedRequest, Name: "accepted request " + shortDigest(rev) + " (" + req.Model + ")",
+			Artifact: req.ArtifactPolicy.Artifact, ClaimScope: evidence.ScopeServingPerformance, Reference: s.Digest}
+		if c.Artifact == "" {
+			c.Solution = "request:" + rev
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 
 func shortDigest(d string) string {
 	if len(d) > 16 {

@@ -61,3 +61,38 @@ func TestEvidenceQueue(t *testing.T) {
 		t.Fatalf("undated signal: %d %s", code, errb)
 	}
 }
+
+// The queue reads accepted requests from the store: a signed acceptance
+// enters directly with no candidates file; an unsigned one does not.
+func TestEvidenceQueueReadsAcceptedRequestsFromTheStore(t *testing.T) {
+	dir := t.TempDir()
+	st := filepath.Join(dir, "store")
+	art := "1220" + strings.Repeat("cd", 32)
+	req := writeFile(t, dir, "request.json", strings.Replace(e2eRequest, `"artifact_policy":{"artifact":""}`, `"artifact_policy":{"artifact":"`+art+`"}`, 1))
+	code, out, errb := runCLI(t, "evidence", "propose", req, "--principal", "ai_agent:planner", "--store", st, "--format", "json")
+	if code != 0 {
+		t.Fatalf("propose: %d %s", code, errb)
+	}
+	rev := out[strings.Index(out, `"revision":"`)+12:]
+	rev = rev[:strings.Index(rev, `"`)]
+	queued := func() string {
+		code, out, errb := runCLI(t, "evidence", "--store", st, "queue", "--format", "json")
+		if code != 0 {
+			t.Fatalf("queue: %d %s", code, errb)
+		}
+		return out
+	}
+	if strings.Contains(queued(), "accepted_request") {
+		t.Fatal("a proposed, unaccepted request was queued")
+	}
+	key := filepath.Join(dir, "op.key")
+	for _, args := range [][]string{{"evidence", "keygen", "--out", key}, {"evidence", "keys", "add", "--principal", "human:op", key + ".pub", "--store", st},
+		{"evidence", "accept", rev, "--principal", "human:op", "--key", key, "--store", st}} {
+		if code, _, errb := runCLI(t, args...); code != 0 {
+			t.Fatalf("%v: %d %s", args, code, errb)
+		}
+	}
+	if q := queued(); !strings.Contains(q, "accepted_request") || !strings.Contains(q, "no measured serving_performance record") {
+		t.Fatalf("the accepted request is not queued from the store:\n%s", q)
+	}
+}
