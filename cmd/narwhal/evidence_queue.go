@@ -193,7 +193,6 @@ func acceptedRequests(st *store.Store, stored []store.Stored) []queue.Candidate 
 	return out
 }
 
-
 func shortDigest(d string) string {
 	if len(d) > 16 {
 		return d[:16] + "…"
