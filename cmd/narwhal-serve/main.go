@@ -22,12 +22,14 @@ import (
 	"github.com/narwhal-go/narwhal/internal/router"
 	"github.com/narwhal-go/narwhal/internal/tracing"
 	"github.com/narwhal-go/narwhal/internal/version"
+	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
 func main() { cli.Main(newRoot()) }
 
 type flags struct {
 	fleet, host, journal, logFormat, adminTokenEnv string
+	engineTransport                                string
 	port, maxConcurrent                            int
 	graceful                                       float64
 	journalMaxBytes                                int64
@@ -106,6 +108,7 @@ one fleet safely: only the lease holder places work.`
 	fl.IntVar(&f.http.Feeds, "feeds", httpguard.DefaultFeeds, "dashboard feeds all clients together may hold open, else 503")
 	fl.DurationVar(&f.http.ReadHeaderTimeout, "read-header-timeout", httpguard.DefaultReadHeaderTimeout, "request headers must arrive within this")
 	fl.DurationVar(&f.http.IdleTimeout, "idle-timeout", httpguard.DefaultIdleTimeout, "close keep-alive connections idle this long")
+	fl.StringVar(&f.engineTransport, "engine-transport", vllm.TransportH1, "HTTP/1.1 client of the engine legs: h1 (narwhal's own) or net/http (Go's, tuned); docs/performance.md compares them")
 	fl.StringSliceVar(&f.apiKeyEnv, "api-key-env", nil, "name of an environment variable holding a client API key that /v1/* requires as Authorization: Bearer KEY (repeat, or comma-separate, for key rotation; default: none, authenticate at the ingress in front)")
 	fl.StringVar(&f.otlpTraces, "otlp-traces-endpoint", "", "export router spans (request, admission, prefill, kv_handoff, decode) over OTLP/HTTP to this URL, e.g. http://127.0.0.1:4318/v1/traces (default: none; traceparent is passed to the engines either way)")
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), f) }
@@ -158,7 +161,7 @@ func run(ctx context.Context, f flags) error {
 		return cli.Usage("%v", err)
 	}
 	defer tracer.Shutdown(context.Background()) // flushes the last spans
-	r, err := router.New(cfg, profiles, router.Options{Profiles: router.ProfileSource{Path: cfg.Profiles.Path, Digest: digest}, Logger: log, Journal: jw, MaxConcurrent: f.maxConcurrent,
+	r, err := router.New(cfg, profiles, router.Options{Profiles: router.ProfileSource{Path: cfg.Profiles.Path, Digest: digest}, EngineTransport: f.engineTransport, Logger: log, Journal: jw, MaxConcurrent: f.maxConcurrent,
 		AdminToken: adminToken, AdminOpen: httpguard.IsLoopback(f.host), Hosts: httpguard.HostGuard{Loopback: httpguard.IsLoopback(f.host), Allowed: f.allowedHosts}, HA: ha, HTTP: f.http, Evidence: f.evidence, Tracer: tracer,
 		APIKeys: keys})
 	if err != nil {

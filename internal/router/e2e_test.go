@@ -13,6 +13,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/simengine"
 	"github.com/narwhal-go/narwhal/internal/testkit"
+	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
 func ctx(t *testing.T) context.Context {
@@ -67,8 +68,16 @@ func TestCompletionsNonStreaming(t *testing.T) {
 	}
 }
 
+// A streamed chat through both engine transports (narwhal-serve
+// --engine-transport) is the aggregated answer, with its journal row.
 func TestChatStreaming(t *testing.T) {
-	h := newHarness(t, ppdd, nil)
+	for _, tr := range []string{vllm.TransportH1, vllm.TransportNetHTTP} {
+		t.Run(strings.ReplaceAll(tr, "/", ""), func(t *testing.T) { chatStreaming(t, tr) })
+	}
+}
+
+func chatStreaming(t *testing.T, transport string) {
+	h := newHarness(t, ppdd, nil, func(o *Options) { o.EngineTransport = transport })
 	body := map[string]any{"model": model, "stream": true, "max_tokens": 6,
 		"messages": []map[string]string{{"role": "user", "content": "say something short"}}}
 	resp, out := h.post(ctx(t), "/v1/chat/completions", body)

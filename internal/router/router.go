@@ -47,11 +47,14 @@ type Options struct {
 	// Profiles is the file the profile store was loaded from: the router
 	// re-reads it when it changes (zero: never).
 	Profiles ProfileSource
-	Logger   *slog.Logger
-	Clock    ports.Clock
-	IDs      ports.IDGenerator
-	Rng      ports.Rng // backoff jitter
-	Journal  *journal.Writer
+	// EngineTransport is vllm.TransportH1 ("" too) or
+	// vllm.TransportNetHTTP: the HTTP/1.1 client of the engine legs.
+	EngineTransport string
+	Logger          *slog.Logger
+	Clock           ports.Clock
+	IDs             ports.IDGenerator
+	Rng             ports.Rng // backoff jitter
+	Journal         *journal.Writer
 	// MaxConcurrent overrides serving.max_connections as the admission
 	// limit (1 ≤ n ≤ max_connections); 0 keeps the fleet's value.
 	MaxConcurrent int
@@ -143,6 +146,8 @@ type Router struct {
 	models   enginelimits.Limits // the engines' max_model_len
 	evidence *tierd.Runner       // the evidence pass and its last tiers
 	profiles *profileWatch       // the profile store's file, re-read when it changes
+	// engineTransport is Options.EngineTransport, for addEngines.
+	engineTransport string
 
 	cache    *residency.Tracker // prefix-cache residency per engine (cache.go); nil: every prefill priced cold
 	bg       sync.WaitGroup     // background probes
@@ -178,6 +183,9 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 	if err != nil {
 		return nil, err
 	}
+	if err := vllm.CheckTransport(o.EngineTransport); err != nil {
+		return nil, err
+	}
 	core, err := sched.New(cfg, profiles)
 	if err != nil {
 		return nil, err
@@ -189,7 +197,8 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 		stop: make(chan struct{}), done: make(chan struct{}), freed: make(chan struct{}), waiting: map[string]*call{},
 		adminToken: o.AdminToken, adminOpen: o.AdminOpen, hosts: o.Hosts,
 		httpOpts: o.HTTP.WithDefaults(), tracer: o.Tracer, gate: newClientGate(o.APIKeys, cfg.Serving.CORSOrigins),
-		sat: saturation.New(o.Clock, units.Seconds(cfg.SLO.SaturationThreshold())),
+		sat:             saturation.New(o.Clock, units.Seconds(cfg.SLO.SaturationThreshold())),
+		engineTransport: o.EngineTransport,
 	}
 	r.bgCtx, r.bgCancel = context.WithCancel(context.Background())
 	r.stats.Credits = float64(cfg.Serving.RetryBudget)
@@ -229,6 +238,7 @@ func (r *Router) addEngines(key string) {
 			MaxConns:       cfg.Serving.MaxConnections,
 			IdleConns:      max(1, cfg.Serving.MaxConnections/2),
 			MaxResponse:    int64(cfg.Serving.MaxResponseBytes),
+			Transport:      r.engineTransport,
 		})}
 	}
 	r.order = cfg.IIDs()

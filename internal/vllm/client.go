@@ -22,6 +22,24 @@ type Options struct {
 	MaxConns       int           // data connections to this engine
 	IdleConns      int           // kept-alive connections
 	MaxResponse    int64         // bytes kept of a non-streamed response
+	// Transport is TransportH1 (the default, "") or TransportNetHTTP:
+	// which HTTP/1.1 client carries the legs (docs/performance.md, "The
+	// engine transport").
+	Transport string
+}
+
+// Engine transports.
+const (
+	TransportH1      = "h1"
+	TransportNetHTTP = "net/http"
+)
+
+// CheckTransport refuses a transport name this build does not have.
+func CheckTransport(name string) error {
+	if name != "" && name != TransportH1 && name != TransportNetHTTP {
+		return fmt.Errorf("engine transport %q: want %s or %s", name, TransportH1, TransportNetHTTP)
+	}
+	return nil
 }
 
 // Client talks to one engine.
@@ -47,24 +65,34 @@ func NewClient(base string, o Options) *Client {
 	}
 	dial := (&net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext
 	var tr http.RoundTripper = newH1Transport(dial, o.MaxConns, o.IdleConns)
-	if !strings.HasPrefix(base, "http://") {
-		tr = &http.Transport{
-			Proxy:               nil, // engines are addressed directly, never through a proxy
-			DialContext:         dial,
-			MaxConnsPerHost:     o.MaxConns,
-			MaxIdleConnsPerHost: max(o.IdleConns, 1),
-			MaxIdleConns:        max(o.IdleConns, 1),
-			IdleConnTimeout:     90 * time.Second,
-			// Streams must reach the client token by token.
-			DisableCompression: true,
-			ForceAttemptHTTP2:  false,
-		}
+	if !strings.HasPrefix(base, "http://") || o.Transport == TransportNetHTTP {
+		tr = netHTTPTransport(dial, o)
 	}
 	c := &Client{base: base, key: o.APIKey, rt: tr, max: o.MaxResponse}
 	if o.APIKey != "" {
 		c.auth = "Bearer " + o.APIKey
 	}
 	return c
+}
+
+// netHTTPTransport is net/http's client transport tuned for engine legs:
+// no proxy, no compression (streams must reach the client token by
+// token), HTTP/1.1 only, the same connection bounds as h1 and 64 KiB
+// buffers (net/http's default is 4 KiB; a stream's frames arrive in
+// bursts).
+func netHTTPTransport(dial func(ctx context.Context, network, addr string) (net.Conn, error), o Options) *http.Transport {
+	return &http.Transport{
+		Proxy:               nil, // engines are addressed directly, never through a proxy
+		DialContext:         dial,
+		MaxConnsPerHost:     o.MaxConns,
+		MaxIdleConnsPerHost: max(o.IdleConns, 1),
+		MaxIdleConns:        max(o.IdleConns, 1),
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+		ForceAttemptHTTP2:   false,
+		WriteBufferSize:     64 << 10,
+		ReadBufferSize:      64 << 10,
+	}
 }
 
 // URL is the engine's base URL.
