@@ -1,12 +1,13 @@
 package router
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
 	"reflect"
 	"sort"
-	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -27,12 +28,17 @@ type ProfileSource struct {
 // an engine re-profiled with narwhal-profile --merge (after a restart or
 // a relaunch) is priced with its new row and passes the readmission
 // gate's profile_generation check without a router restart.
+//
+// It holds no mutex (the package's one is Router.mu, which a re-read must
+// not hold across its file I/O): busy is a one-token semaphore, and only
+// its holder touches stamp and rows; the published state is swapped
+// whole.
 type profileWatch struct {
-	mu    sync.Mutex // guards every field below; held across a re-read, never with Router.mu held first
 	path  string
-	stamp fileStamp // the file as last read
+	busy  chan struct{} // one token: held by the re-read in progress
+	stamp fileStamp     // the file as last read; busy's holder only
 	rows  map[string]profile.Row
-	state routerdoc.ProfilesState
+	state atomic.Pointer[routerdoc.ProfilesState]
 }
 
 // fileStamp tells a changed file: size, modification time and inode (a
@@ -57,8 +63,8 @@ func stampOf(path string) (fileStamp, error) {
 
 // newProfileWatch starts from the store New was given.
 func newProfileWatch(src ProfileSource, store *profile.Store, now time.Time) *profileWatch {
-	w := &profileWatch{path: src.Path, rows: map[string]profile.Row{},
-		state: routerdoc.ProfilesState{Path: src.Path, Digest: src.Digest, LoadedAt: now.UTC().Format(time.RFC3339)}}
+	w := &profileWatch{path: src.Path, rows: map[string]profile.Row{}, busy: make(chan struct{}, 1)}
+	w.state.Store(&routerdoc.ProfilesState{Path: src.Path, Digest: src.Digest, LoadedAt: now.UTC().Format(time.RFC3339)})
 	for _, r := range store.Profiles {
 		w.rows[r.IID] = r
 	}
@@ -69,11 +75,7 @@ func newProfileWatch(src ProfileSource, store *profile.Store, now time.Time) *pr
 }
 
 // State is /narwhal/state.profiles.
-func (w *profileWatch) State() routerdoc.ProfilesState {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.state
-}
+func (w *profileWatch) State() routerdoc.ProfilesState { return *w.state.Load() }
 
 // profileReload is what one re-read did.
 type profileReload struct {
@@ -89,50 +91,65 @@ func (r *Router) checkProfiles() {
 	if w.path == "" {
 		return
 	}
-	st, err := stampOf(w.path)
-	w.mu.Lock()
-	unchanged := err != nil || st == w.stamp
-	w.mu.Unlock()
-	if unchanged {
-		return // a file being replaced is read at the next pass
+	select {
+	case w.busy <- struct{}{}:
+	default:
+		return // a reload route's re-read is in progress
 	}
-	r.reloadProfiles()
+	defer func() { <-w.busy }()
+	if st, err := stampOf(w.path); err != nil || st == w.stamp {
+		return // unchanged, or being replaced: the next pass reads it
+	}
+	r.reloadBusy()
 }
 
 // reloadProfiles reads the store at the watched path and, when it parses
 // and covers the fleet's engines, hands each changed row to the core and
 // the new generation digests to the readmission gate. A refused store
 // changes nothing: the one before stays in use, and the state says why.
-func (r *Router) reloadProfiles() profileReload {
+func (r *Router) reloadProfiles(ctx context.Context) (profileReload, error) {
 	w := r.profiles
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	select {
+	case w.busy <- struct{}{}:
+	case <-ctx.Done():
+		return profileReload{}, ctx.Err()
+	}
+	defer func() { <-w.busy }()
+	return r.reloadBusy(), nil
+}
+
+// reloadBusy is the re-read itself; its caller holds w.busy.
+func (r *Router) reloadBusy() profileReload {
+	w := r.profiles
 	st, _ := stampOf(w.path)
 	store, digest, err := profile.LoadDigest(w.path)
 	if err == nil {
 		err = checkProfilesCover(r.cfg, store)
 	}
 	w.stamp = st // a refused file is not re-read until it changes again
+	next := w.State()
 	if err != nil {
-		w.state.Error = err.Error()
+		next.Error = err.Error()
+		w.state.Store(&next)
 		r.metrics.ProfileReloads.WithLabelValues("refused").Inc()
 		r.log.Error("profile store not re-read; the one before stays in use", "path", w.path, "err", err)
-		return profileReload{Digest: w.state.Digest, Error: err.Error()}
+		return profileReload{Digest: next.Digest, Error: err.Error()}
 	}
-	changed := r.applyProfilesLocked(store)
-	w.state.Digest, w.state.Error, w.state.LoadedAt = digest, "", r.clock.Now().UTC().Format(time.RFC3339)
+	changed := r.applyProfiles(store)
+	next.Digest, next.Error, next.LoadedAt = digest, "", r.clock.Now().UTC().Format(time.RFC3339)
 	if len(changed) > 0 {
-		w.state.Reloads++
+		next.Reloads++
 		r.metrics.ProfileReloads.WithLabelValues("taken").Inc()
 		r.log.Info("profile store re-read", "path", w.path, "digest", digest, "changed", changed)
 	}
+	w.state.Store(&next)
 	return profileReload{Digest: digest, Changed: changed}
 }
 
-// applyProfilesLocked gives the core every changed row and the gate the
-// store's generations; it returns the changed iids. Called with w.mu
-// held.
-func (r *Router) applyProfilesLocked(store *profile.Store) []string {
+// applyProfiles gives the core every changed row and the gate the
+// store's generations; it returns the changed iids. Its caller holds
+// w.busy.
+func (r *Router) applyProfiles(store *profile.Store) []string {
 	w := r.profiles
 	var changed []string
 	for _, row := range store.Profiles {
@@ -163,12 +180,15 @@ func checkProfilesCover(cfg interface{ IIDs() []string }, store *profile.Store) 
 
 // serveProfilesReload is POST /narwhal/profiles/reload: re-read the store
 // now, whether or not the file looks changed.
-func (r *Router) serveProfilesReload(w http.ResponseWriter, _ *http.Request) {
+func (r *Router) serveProfilesReload(w http.ResponseWriter, q *http.Request) {
 	if r.profiles.path == "" {
 		openai.Invalid(http.StatusConflict, "no_profile_file", "this router's profile store was not loaded from a file: there is nothing to re-read").Write(w)
 		return
 	}
-	res := r.reloadProfiles()
+	res, err := r.reloadProfiles(q.Context())
+	if err != nil {
+		return // the client left while another re-read ran
+	}
 	if res.Error != "" {
 		openai.Invalid(http.StatusUnprocessableEntity, "profile_store_refused", "profile store not re-read, the one before stays in use: "+res.Error).Write(w)
 		return
