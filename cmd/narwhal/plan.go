@@ -190,7 +190,7 @@ func writePlanJSON(w io.Writer, res planner.Result, out planner.Outcome, cmp []p
 		"prediction": res.Prediction, "quantization": res.Quantization, "quantization_support": res.QuantVerdict,
 		"artifact_identity": res.Local.Identity, "identity_unresolved": res.Local.Unresolved, "lineage": res.Lineage,
 		"execution": res.Execution, "execution_fingerprint": res.ExecutionFP, "stated_margin_bytes": res.StatedMargin,
-		"record": out.RecordDigest, "tier": out.Tier, "prior_evidence": out.Priors, "warnings": res.Warnings,
+		"record": out.RecordDigest, "source_record": out.SourceDigest, "tier": out.Tier, "prior_evidence": out.Priors, "warnings": res.Warnings,
 		"comparisons": cmp, "engine_support": sup,
 	}
 	r := cmdresult.Result{Command: "narwhal plan", Operation: "plan", Status: cmdresult.Success, Data: data,

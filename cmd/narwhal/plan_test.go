@@ -41,8 +41,8 @@ func TestPlanLlama8BOnH100(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errb)
 	}
 	testkit.Mentions(t, "summary", out, "LlamaForCausalLM", "fits", "weights", "KV tokens", "tier", "candidate", "record")
-	if n := len(storeRecords(t, st)); n != 1 {
-		t.Errorf("%d files in the store, want the one prediction record", n)
+	if n := len(storeRecords(t, st)); n != 2 {
+		t.Errorf("%d files in the store, want the prediction record and the source record", n)
 	}
 	t.Log("\n" + out)
 }

@@ -177,3 +177,44 @@ func sortedUnique(s []string) []string {
 	slices.Sort(s)
 	return slices.Compact(s)
 }
+
+// Source record: what plan read of the artifact, where, and the digests
+// it found (reference/evidence.md §2.5: the ArtifactLocator, the
+// ArtifactSourceObservation and the identity they resolve to), stored
+// beside the prediction so the store says what the prediction was
+// computed from and a later reader can tell two locations of one
+// identity apart.
+const QuantitySource = "artifact_source_observation"
+
+// SourceRecord is the plan's source record: verdict "resolved" when every
+// file's digest resolved to an identity, "unresolved" (with why) when not.
+func (r Result) SourceRecord(clock ports.Clock) (evidence.Record, error) {
+	l := r.Local
+	verdict, why := "resolved", ""
+	if l.Identity == nil {
+		verdict, why = "unresolved", l.Reason
+	}
+	display := map[string]any{}
+	for k, v := range map[string]any{"locator": l.Locator, "source_observation": l.Observation, "identity": l.Identity,
+		"unresolved_files": l.Unresolved, "unresolved_reason": why} {
+		b, err := canon.Marshal(v)
+		if err != nil {
+			return evidence.Record{}, fmt.Errorf("source record: %w", err)
+		}
+		var x any
+		if err := json.Unmarshal(b, &x); err != nil {
+			return evidence.Record{}, fmt.Errorf("source record: %w", err)
+		}
+		display[k] = x
+	}
+	rec := evidence.Record{
+		Kind: evidence.KindMetadata, ClaimScope: evidence.ScopeConfig, EpistemicStatus: evidence.Measured,
+		Level:      evidence.MaintainerLabMeasured,
+		Subject:    map[string]string{evidence.SubjectArtifact: r.ArtifactSubject()},
+		Claim:      evidence.Claim{Quantity: QuantitySource, Verdict: &verdict},
+		Engine:     evidence.Engine{Name: "none", Version: "", Packages: []string{}},
+		Provenance: evidence.Provenance{Producer: Producer, ProducerVersion: version.Version, Inputs: []string{}},
+		Display:    display,
+	}
+	return evidence.Stamp(rec, clock), nil
+}

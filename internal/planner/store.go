@@ -20,6 +20,9 @@ const DisplayExecution = "execution"
 type Outcome struct {
 	Record       evidence.Record
 	RecordDigest string
+	// SourceDigest is the source record: what was read, where, and its
+	// digests (Result.SourceRecord).
+	SourceDigest string
 	Tier         evidence.Decision
 	Priors       []execfp.Result
 }
@@ -42,6 +45,14 @@ func Save(st *store.Store, res Result, clock ports.Clock) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, fmt.Errorf("evidence store %s: %w", st.Root, err)
 	}
+	src, err := res.SourceRecord(clock)
+	if err != nil {
+		return Outcome{}, err
+	}
+	sd, err := st.PutRecord(src)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("evidence store %s: %w", st.Root, err)
+	}
 	now := evidence.FreshnessInput{Now: clock.Now()}
 	q := evidence.TierQuery{Artifact: res.ArtifactSubject(), HardwareClass: res.HardwareClass(),
 		MarginBytes: float64(res.StatedMargin), Freshness: now}
@@ -53,7 +64,7 @@ func Save(st *store.Store, res Result, clock ports.Clock) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, fmt.Errorf("evidence store %s: tier: %w", st.Root, err)
 	}
-	return Outcome{Record: rec, RecordDigest: d, Tier: tier, Priors: priors(records, res, now)}, nil
+	return Outcome{Record: rec, RecordDigest: d, SourceDigest: sd, Tier: tier, Priors: priors(records, res, now)}, nil
 }
 
 // load reads the records q's tier and the plan's priors can depend on.

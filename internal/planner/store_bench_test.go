@@ -30,6 +30,14 @@ func saveFullScan(st *store.Store, res Result, clock ports.Clock) (Outcome, erro
 	if err != nil {
 		return Outcome{}, err
 	}
+	src, err := res.SourceRecord(clock)
+	if err != nil {
+		return Outcome{}, err
+	}
+	sd, err := st.PutRecord(src)
+	if err != nil {
+		return Outcome{}, err
+	}
 	all, err := st.Records()
 	if err != nil {
 		return Outcome{}, err
@@ -44,7 +52,7 @@ func saveFullScan(st *store.Store, res Result, clock ports.Clock) (Outcome, erro
 	if err != nil {
 		return Outcome{}, err
 	}
-	return Outcome{Record: rec, RecordDigest: d, Tier: tier, Priors: priors(records, res, now)}, nil
+	return Outcome{Record: rec, RecordDigest: d, SourceDigest: sd, Tier: tier, Priors: priors(records, res, now)}, nil
 }
 
 // writeRaw stores r the way a build without the index did: the canonical

@@ -251,3 +251,34 @@ func TestSaveAfterIndexDamage(t *testing.T) {
 		})
 	}
 }
+
+// A plan stores what it read, where, and the digests it found, as a
+// metadata record of the artifact (reference/evidence.md §2.5).
+func TestSaveStoresTheSourceObservation(t *testing.T) {
+	w := newWorld(t)
+	st := store.Open(t.TempDir())
+	out, err := Save(st, w.res, clock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := st.Get(out.SourceDigest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc, _ := r.Display["locator"].(map[string]any)
+	if r.Kind != evidence.KindMetadata || r.Claim.Quantity != QuantitySource || r.Subject[evidence.SubjectArtifact] != w.res.ArtifactSubject() ||
+		loc["source_kind"] != "local" || loc["uri"] == "" {
+		t.Fatalf("source record %+v", r)
+	}
+	want := "unresolved"
+	if w.res.Local.Identity != nil {
+		want = "resolved"
+		obs, _ := r.Display["source_observation"].(map[string]any)
+		if files, _ := obs["file_digests"].([]any); len(files) == 0 {
+			t.Fatalf("a resolved source without file digests: %+v", obs)
+		}
+	}
+	if *r.Claim.Verdict != want {
+		t.Fatalf("verdict %s, want %s", *r.Claim.Verdict, want)
+	}
+}
