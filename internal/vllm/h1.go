@@ -33,9 +33,14 @@ import (
 // What the read loop also did, noticing that the engine closed an idle
 // connection, is done at reuse: a connection idle longer than reuseIdle
 // is closed instead of reused (uvicorn, vLLM's server, closes idle ones
-// after 5 s), one idle longer than peekIdle is peeked for a close first, and a
-// request whose reused connection ends before any byte of a response is
-// sent once more on a fresh one.
+// after 5 s), one idle longer than peekIdle is peeked for a close first,
+// and a request whose reused connection ended before the request was
+// fully written is sent once more on a fresh one. A request written whole
+// is never resent, as net/http never resends a written POST: the engine
+// may have started it (a leg that fails so is re-placed by the router,
+// which knows whether that is safe). An engine that answers before the
+// body is written (a 413) and closes is read: its status is the answer,
+// not the write error.
 type h1Transport struct {
 	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
 	maxIdle int
@@ -102,7 +107,7 @@ func (t *h1Transport) exchange(ctx context.Context, req *http.Request) (*http.Re
 		if err != nil {
 			return nil, err
 		}
-		resp, err := t.send(ctx, hc, req)
+		resp, written, err := t.send(ctx, hc, req)
 		if err == nil {
 			return resp, nil
 		}
@@ -110,7 +115,7 @@ func (t *h1Transport) exchange(ctx context.Context, req *http.Request) (*http.Re
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if attempt > 0 || !hc.reused || !closedBeforeAnswer(err) || req.GetBody == nil {
+		if attempt > 0 || !hc.reused || written || !closedBeforeAnswer(err) || req.GetBody == nil {
 			return nil, err
 		}
 		if req.Body, err = req.GetBody(); err != nil {
@@ -126,8 +131,15 @@ func closedBeforeAnswer(err error) bool {
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
-// send writes req on hc and reads the response head.
-func (t *h1Transport) send(ctx context.Context, hc *h1Conn, req *http.Request) (*http.Response, error) {
+// earlyAnswerWait bounds the read of an answer the engine sent before
+// the request was written whole.
+const earlyAnswerWait = time.Second
+
+// send writes req on hc and reads the response head; written says the
+// request went out whole. When the write fails, an answer the engine
+// already sent (a 413 before the body) is read and returned instead of
+// the write error; the connection is then not kept.
+func (t *h1Transport) send(ctx context.Context, hc *h1Conn, req *http.Request) (*http.Response, bool, error) {
 	stop := context.AfterFunc(ctx, func() { _ = hc.c.SetDeadline(aLongTimeAgo) })
 	bw := writerPool.Get().(*bufio.Writer)
 	bw.Reset(hc.c)
@@ -137,16 +149,31 @@ func (t *h1Transport) send(ctx context.Context, hc *h1Conn, req *http.Request) (
 	}
 	bw.Reset(nil)
 	writerPool.Put(bw)
+	written := err == nil
 	var resp *http.Response
-	if err == nil {
+	if written {
 		resp, err = readResponse(hc.br, req)
+	} else if early := t.earlyAnswer(hc, req); early != nil {
+		resp, err = early, nil
 	}
 	if err != nil {
 		stop()
-		return nil, err
+		return nil, written, err
 	}
-	resp.Body = &h1Body{t: t, hc: hc, ctx: ctx, body: resp.Body, stop: stop, keep: !resp.Close}
-	return resp, nil
+	resp.Body = &h1Body{t: t, hc: hc, ctx: ctx, body: resp.Body, stop: stop, keep: written && !resp.Close}
+	return resp, written, nil
+}
+
+// earlyAnswer reads a response the engine sent before the request was
+// written whole, or nil when there is none within earlyAnswerWait.
+func (t *h1Transport) earlyAnswer(hc *h1Conn, req *http.Request) *http.Response {
+	_ = hc.c.SetReadDeadline(time.Now().Add(earlyAnswerWait))
+	resp, err := readResponse(hc.br, req)
+	_ = hc.c.SetReadDeadline(time.Time{})
+	if err != nil {
+		return nil
+	}
+	return resp
 }
 
 // writeRequest writes req: by hand for the requests Client builds (a

@@ -115,18 +115,53 @@ func rawEngine(t *testing.T) (string, *atomic.Int32) {
 	return "http://" + ln.Addr().String(), &served
 }
 
-func TestH1ResendsWhenAReusedConnectionClosesBeforeAnswering(t *testing.T) {
-	url, served := rawEngine(t)
+// A request written whole is never sent again, even on a reused
+// connection the engine closed before answering: the engine may have
+// started it (net/http never resends a written POST either). The
+// router's re-placement, which knows whether that is safe, handles it.
+func TestH1NeverResendsAWrittenRequest(t *testing.T) {
+	url, served := rawEngine(t) // answers the first request on each connection, reads the second whole and closes
 	c := NewClient(url, Options{})
 	defer c.Close()
-	for i := range 3 {
-		b, e := c.call(context.Background(), "prefill", http.MethodPost, "/x", []byte(`{"n":1}`), fmt.Sprint(i), 1<<10)
-		if e != nil || string(b) != `{"ok":true}` {
-			t.Fatalf("request %d: %q, %v; want the answer from a fresh connection", i, b, e)
-		}
+	if b, e := c.call(context.Background(), "prefill", http.MethodPost, "/x", []byte(`{"n":1}`), "a", 1<<10); e != nil || string(b) != `{"ok":true}` {
+		t.Fatalf("first request: %q, %v", b, e)
 	}
-	if n := served.Load(); n != 3 {
-		t.Fatalf("engine answered %d requests, want 3 (each once)", n)
+	_, e := c.call(context.Background(), "prefill", http.MethodPost, "/x", []byte(`{"n":2}`), "b", 1<<10)
+	if e == nil || e.Reason != ReasonConnection {
+		t.Fatalf("second request on the reused connection: %v, want a connection error (it was written whole)", e)
+	}
+	if n := served.Load(); n != 1 {
+		t.Fatalf("engine answered %d requests, want 1: the written request must not be sent again", n)
+	}
+}
+
+// An engine that answers before the request body is written (a 413 for a
+// body over its limit) and closes: the client gets that status, not the
+// broken pipe of the rest of the write.
+func TestH1ReadsAnEarlyAnswer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		br := bufio.NewReader(c)
+		if _, err := http.ReadRequest(br); err != nil { // the head only; the body is never read
+			return
+		}
+		_, _ = io.WriteString(c, "HTTP/1.1 413 Request Entity Too Large\r\nContent-Type: application/json\r\nContent-Length: 27\r\nConnection: close\r\n\r\n{\"detail\":\"body too large\"}")
+	}()
+	c := NewClient("http://"+ln.Addr().String(), Options{})
+	defer c.Close()
+	body := bytes.Repeat([]byte("x"), 32<<20) // far past the socket buffers: the write fails
+	_, e := c.call(context.Background(), "prefill", http.MethodPost, "/x", body, "r", 1<<10)
+	if e == nil || e.Status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("error %+v, want the engine's 413", e)
 	}
 }
 
@@ -165,13 +200,13 @@ func TestH1DoesNotResendOnAFreshConnection(t *testing.T) {
 // the engine learns the leg was abandoned; cancelling its context wakes a
 // blocked read with the context's error.
 func TestH1AbandonAndCancel(t *testing.T) {
-	gone := make(chan struct{})
+	gone := make(chan struct{}, 2) // one per request the test makes
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = w.Write([]byte("data: {\"choices\":[{\"index\":0,\"text\":\"a\",\"token_ids\":[1]}]}\n\n"))
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()
-		close(gone)
+		gone <- struct{}{}
 	}))
 	defer srv.Close()
 	c := NewClient(srv.URL, Options{})
