@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
@@ -41,9 +42,9 @@ func (s *Supervisor) LegFailed(f Failure) {
 	if f.Peer != iid {
 		producer = f.Peer
 	}
-	hs, refused := e.HandshakeRefusal()
+	hs, refused := vllm.HandshakeRefusal(e)
 	switch {
-	case e.Reason == vllm.ReasonLocalPool:
+	case e.Reason == fault.LocalPool:
 		return // not the engine's fault
 	case e.AuthFailed():
 		s.credentialRefused(iid, e) // held out, not a breaker fault: it answers, just not to us
@@ -51,7 +52,7 @@ func (s *Supervisor) LegFailed(f Failure) {
 	case refused && producer != "":
 		s.kvRefused(iid, producer, hs) // incompatible, not broken: retrying this pair cannot work
 		return
-	case e.Reason == vllm.ReasonRejected:
+	case e.Reason == fault.EngineRejected:
 		s.life.Success(iid, "answered") // a 4xx: the engine is up
 		return
 	}

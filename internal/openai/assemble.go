@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -88,16 +89,16 @@ type chunk struct {
 // Event folds one stream event.
 func (a *Assembler) Event(ev vllm.Event) *vllm.Error {
 	if ev.NotJSON {
-		return &vllm.Error{Phase: "decode", Reason: vllm.ReasonInvalidResponse, Class: "stream", Msg: "a stream event is not JSON"}
+		return &vllm.Error{Phase: "decode", Reason: fault.InvalidResponse, Class: "stream", Msg: "a stream event is not JSON"}
 	}
 	a.kept += len(ev.Data)
 	if a.kept > a.limit {
-		return &vllm.Error{Phase: "decode", Reason: vllm.ReasonResponseLimit, Class: "stream",
+		return &vllm.Error{Phase: "decode", Reason: fault.ResponseLimit, Class: "stream",
 			Msg: "response exceeds serving.max_response_bytes"}
 	}
 	var ch chunk
 	if err := json.Unmarshal(a.rename(ev.Data), &ch); err != nil {
-		return &vllm.Error{Phase: "decode", Reason: vllm.ReasonInvalidResponse, Class: "stream", Msg: "malformed stream event: " + err.Error()}
+		return &vllm.Error{Phase: "decode", Reason: fault.InvalidResponse, Class: "stream", Msg: "malformed stream event: " + err.Error()}
 	}
 	a.meta(ch)
 	for _, c := range ch.Choices {
@@ -112,7 +113,7 @@ func (a *Assembler) Event(ev vllm.Event) *vllm.Error {
 		}
 		if isSet(c.Logprobs) {
 			if err := a.lp.add(a.chat, c.Logprobs); err != nil {
-				return &vllm.Error{Phase: "decode", Reason: vllm.ReasonInvalidResponse, Class: "stream", Msg: "malformed logprobs: " + err.Error()}
+				return &vllm.Error{Phase: "decode", Reason: fault.InvalidResponse, Class: "stream", Msg: "malformed logprobs: " + err.Error()}
 			}
 		}
 	}
@@ -250,7 +251,7 @@ func (a *Assembler) Body(promptTokens, completionTokens int) ([]byte, *vllm.Erro
 	}
 	body, err := json.Marshal(resp)
 	if err != nil {
-		return nil, &vllm.Error{Phase: "decode", Reason: vllm.ReasonInvalidResponse, Class: "stream", Msg: "assemble response: " + err.Error()}
+		return nil, &vllm.Error{Phase: "decode", Reason: fault.InvalidResponse, Class: "stream", Msg: "assemble response: " + err.Error()}
 	}
 	return body, nil
 }
@@ -292,7 +293,7 @@ func (a *Assembler) toolCalls() ([]toolCallOut, *vllm.Error) {
 	for _, i := range idx {
 		tc := a.calls[i]
 		if tc.id == "" || tc.name == "" {
-			return nil, &vllm.Error{Phase: "decode", Reason: vllm.ReasonInvalidResponse, Class: "stream",
+			return nil, &vllm.Error{Phase: "decode", Reason: fault.InvalidResponse, Class: "stream",
 				Msg: "a streamed tool call ended without an id or a function name"}
 		}
 		typ := tc.typ

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -78,14 +79,14 @@ func TestAssemblerRefuses(t *testing.T) {
 		chat   bool
 		limit  int
 		events []vllm.Event
-		reason string
+		reason fault.Reason
 		msg    string
 	}{
-		{"not JSON", false, 100, []vllm.Event{{Data: []byte("oops"), NotJSON: true}}, vllm.ReasonInvalidResponse, "not JSON"},
-		{"malformed", false, 100, []vllm.Event{{Data: []byte(`{"choices":5}`)}}, vllm.ReasonInvalidResponse, "malformed stream event"},
-		{"over the limit", false, 30, []vllm.Event{{Data: []byte(`{"choices":[{"text":"0123456789"}]}`)}}, vllm.ReasonResponseLimit, "max_response_bytes"},
+		{"not JSON", false, 100, []vllm.Event{{Data: []byte("oops"), NotJSON: true}}, fault.InvalidResponse, "not JSON"},
+		{"malformed", false, 100, []vllm.Event{{Data: []byte(`{"choices":5}`)}}, fault.InvalidResponse, "malformed stream event"},
+		{"over the limit", false, 30, []vllm.Event{{Data: []byte(`{"choices":[{"text":"0123456789"}]}`)}}, fault.ResponseLimit, "max_response_bytes"},
 		{"tool call without an id", true, 1000, []vllm.Event{{Data: []byte(`{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"f"}}]}}]}`)}},
-			vllm.ReasonInvalidResponse, "without an id or a function name"},
+			fault.InvalidResponse, "without an id or a function name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := NewAssembler(tc.chat, tc.limit, nil)

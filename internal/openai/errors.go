@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -158,13 +159,13 @@ func Upstream(phase string, timeout bool) *Error {
 // LegError answers a failed engine call: the engine's own refusal of the
 // request (its 400, 413 or 422) goes back with its status and sanitized
 // message, since retrying cannot help; anything else is upstream's.
-func LegError(phase string, e *vllm.Error) *Error {
+func LegError(phase fault.Phase, e *vllm.Error) *Error {
 	if !e.ClientFault() {
-		return Upstream(phase, e.Timeout)
+		return Upstream(string(phase), e.Timeout)
 	}
 	msg := e.ClientMessage
 	if msg == "" {
 		msg = "the engine refused the request as invalid"
 	}
-	return &Error{Status: e.Status, Type: TypeInvalid, Code: strp(vllm.ReasonRejected), Param: optional(e.ClientParam), Message: msg}
+	return &Error{Status: e.Status, Type: TypeInvalid, Code: strp(string(fault.EngineRejected)), Param: optional(e.ClientParam), Message: msg}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -475,11 +476,11 @@ type responseChunk struct {
 func (f *ResponseFold) Chunk(ev vllm.Event) (string, *vllm.Error) {
 	f.kept += len(ev.Data)
 	if f.kept > f.limit {
-		return "", &vllm.Error{Phase: "decode", Reason: vllm.ReasonResponseLimit, Class: "stream", Msg: "response exceeds serving.max_response_bytes"}
+		return "", &vllm.Error{Phase: "decode", Reason: fault.ResponseLimit, Class: "stream", Msg: "response exceeds serving.max_response_bytes"}
 	}
 	var ch responseChunk
 	if ev.NotJSON || json.Unmarshal(ev.Data, &ch) != nil {
-		return "", &vllm.Error{Phase: "decode", Reason: vllm.ReasonInvalidResponse, Class: "stream", Msg: "a stream event is not a chat chunk"}
+		return "", &vllm.Error{Phase: "decode", Reason: fault.InvalidResponse, Class: "stream", Msg: "a stream event is not a chat chunk"}
 	}
 	if ch.Model != "" {
 		f.Meta.Model = ch.Model

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/narwhal-go/narwhal/internal/lifecycle"
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -51,7 +51,7 @@ func (p *Prober) ReadStream(s *vllm.Stream, opened time.Time) (Decoded, *vllm.Er
 		text.WriteString(vllm.EventText(ev))
 	}
 	d.Text = text.String()
-	return d, &vllm.Error{Phase: "decode", Reason: vllm.ReasonInvalidResponse, Class: "stream",
+	return d, &vllm.Error{Phase: "decode", Reason: fault.InvalidResponse, Class: "stream",
 		Msg: fmt.Sprintf("stream sent %d events without the [DONE] terminator", maxStreamEvents)}
 }
 
@@ -74,7 +74,7 @@ func (p *Prober) Stream(ctx context.Context, iid string, n int) *vllm.Error {
 		return e
 	}
 	if d.Tokens < n {
-		return &vllm.Error{Phase: "decode", Reason: vllm.ReasonInvalidResponse, Class: string(lifecycle.OutputCut),
+		return &vllm.Error{Phase: "decode", Reason: fault.InvalidResponse, Class: fault.ClassOutputCut,
 			Msg: fmt.Sprintf("stream probe ended after %d of %d tokens", d.Tokens, n)}
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/probe"
 	"github.com/narwhal-go/narwhal/internal/simengine"
 )
@@ -95,7 +96,7 @@ func TestReadStream(t *testing.T) {
 func TestStream(t *testing.T) {
 	tests := []struct {
 		mode    string
-		class   string // "" passes; "timeout" is any timeout-shaped failure
+		class   fault.Class // "" passes; "timeout" is any timeout-shaped failure
 		message string
 	}{
 		{"ok", "", ""},

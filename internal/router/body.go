@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/httpguard"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/openai"
@@ -70,7 +71,7 @@ func (r *Router) slowRefusal(why httpguard.Refusal, ip string) outcome {
 	if why == httpguard.AllFull {
 		n, whose = r.httpOpts.SlowBodies, "from all clients (server-wide limit)"
 	}
-	return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonInflightLimit,
+	return outcome{terminal: journal.TerminalRejected, reason: fault.InflightLimit,
 		detail: fmt.Sprintf("body slower than %v; %d slow request bodies %s are already being read", r.httpOpts.BodyGrace, n, whose),
 		err: openai.Overloaded("client_body_limit", fmt.Sprintf("the request body did not arrive within %v and %d slow bodies %s are already "+
 			"being read; send each body in one go, or use fewer connections at once", r.httpOpts.BodyGrace, n, whose), 1)}

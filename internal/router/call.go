@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/openai"
 	"github.com/narwhal-go/narwhal/internal/residency"
@@ -22,7 +23,7 @@ type call struct {
 	endpoint  string
 	arrived   float64 // router seconds
 	deadline  time.Time
-	phase     string // where it is now, for cancellation: admission, queue, backoff, prefill, decode
+	phase     fault.Phase // where it is now, for cancellation: admission, queue, backoff, prefill, decode
 
 	bodyRead bool // the whole request body was read
 	body     vllm.Body
@@ -37,8 +38,8 @@ type call struct {
 	crossed                  *bool
 	price                    *journal.Price
 	queueWaits               journal.QueueWaits
-	queue                    *queueWait      // while waiting in the core's deadline queue (queue.go)
-	replaced                 map[string]bool // the phases the router placed again itself (failover.go)
+	queue                    *queueWait           // while waiting in the core's deadline queue (queue.go)
+	replaced                 map[fault.Phase]bool // the phases the router placed again itself (failover.go)
 
 	ttft, prefilledAt, firstTok, lastTok float64
 	tokens, observed                     int
@@ -60,8 +61,8 @@ type call struct {
 // outcome is how a call ends.
 type outcome struct {
 	terminal  string
-	reason    string // "" for null
-	status    int    // HTTP status sent; 0 for null (a cancellation)
+	reason    fault.Reason // "" for null
+	status    int          // HTTP status sent; 0 for null (a cancellation)
 	err       *openai.Error
 	detail    string // journal error text (may name engines); "" for null
 	readiness string
@@ -111,7 +112,7 @@ func (c *call) settleLocked(o outcome) (*journal.RequestRow, bool, float64) {
 	r := c.r
 	now := r.now() // under mu with the counts: see offer
 	row := c.row(o, now)
-	r.stats.Count(o.terminal, o.reason)
+	r.stats.Count(o.terminal, string(o.reason))
 	if !c.sized {
 		r.stats.UnsizedOffered++
 	}
@@ -180,7 +181,7 @@ func (c *call) row(o outcome, now float64) *journal.RequestRow {
 		row.DecodeTPOT = journal.Ptr((c.lastTok - c.firstTok) / n)
 	}
 	if o.reason != "" {
-		row.Reason = journal.Ptr(o.reason)
+		row.Reason = journal.Ptr(string(o.reason))
 	}
 	if o.status != 0 {
 		row.Status = journal.Ptr(o.status)
@@ -196,7 +197,7 @@ func (c *call) row(o outcome, now float64) *journal.RequestRow {
 		row.ReadinessReason = journal.Ptr(o.readiness)
 	}
 	if o.terminal == journal.TerminalCancelled {
-		row.CancelledPhase = journal.Ptr(c.phase)
+		row.CancelledPhase = journal.Ptr(string(c.phase))
 	}
 	c.traceRow(row)
 	return row

@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
@@ -27,21 +28,21 @@ import (
 // replaceable reports whether e, a leg's failure before any output, may
 // be placed again on another engine.
 func replaceable(e *vllm.Error) bool {
-	return e != nil && (e.Status >= 500 || e.Reason == vllm.ReasonConnection)
+	return e != nil && (e.Status >= 500 || e.Reason == fault.EngineConnection)
 }
 
 // replace records a failed leg on iid that the router places again itself
 // and excludes iid for the rest of the call; false when it may not: the
 // leg already moved once, output started, the client left, or the TTFT
 // budget is spent.
-func (c *call) replace(ctx context.Context, n int, phase string, e *vllm.Error, exclude map[string]bool, iid string) bool {
+func (c *call) replace(ctx context.Context, n int, phase fault.Phase, e *vllm.Error, exclude map[string]bool, iid string) bool {
 	r := c.r
 	budget := r.cfg.SLO.TTFT * (1 + r.cfg.Serving.AdmissionMargin)
 	if ctx.Err() != nil || c.clientGone || c.committed || c.replaced[phase] || !replaceable(e) || r.now()-c.arrived >= budget {
 		return false
 	}
 	if c.replaced == nil {
-		c.replaced = map[string]bool{}
+		c.replaced = map[fault.Phase]bool{}
 	}
 	c.replaced[phase] = true
 	r.attemptFailed(phase, e.Reason)
@@ -52,11 +53,11 @@ func (c *call) replace(ctx context.Context, n int, phase string, e *vllm.Error, 
 }
 
 // neverReached reports whether e is a failure to connect to the engine.
-func neverReached(e *vllm.Error) bool { return e != nil && e.Reason == vllm.ReasonUnreachable }
+func neverReached(e *vllm.Error) bool { return e != nil && e.Reason == fault.EngineUnreachable }
 
 // failover records a failed leg on iid that may move to another engine and
 // excludes iid for the rest of the call; false when it may not.
-func (c *call) failover(ctx context.Context, n int, phase string, e *vllm.Error, exclude map[string]bool, iid string) bool {
+func (c *call) failover(ctx context.Context, n int, phase fault.Phase, e *vllm.Error, exclude map[string]bool, iid string) bool {
 	if ctx.Err() != nil || c.clientGone || c.committed || !neverReached(e) {
 		return false
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/simengine"
@@ -23,10 +24,10 @@ func TestDeadEngineFailsOverWithDefaultServing(t *testing.T) {
 		roles []fleet.Role
 		dead  int    // index into the engines
 		iid   string // its iid
-		phase string
+		phase fault.Phase
 	}{
-		{"decode", []fleet.Role{fleet.Prefill, fleet.Decode, fleet.Decode}, 1, "d0", journal.PhaseDecode},
-		{"prefill", []fleet.Role{fleet.Prefill, fleet.Prefill, fleet.Decode}, 0, "p0", journal.PhasePrefill},
+		{"decode", []fleet.Role{fleet.Prefill, fleet.Decode, fleet.Decode}, 1, "d0", fault.Decode},
+		{"prefill", []fleet.Role{fleet.Prefill, fleet.Prefill, fleet.Decode}, 0, "p0", fault.Prefill},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, tc.roles, func(c *fleet.Config) {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/httpguard"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/openai"
@@ -114,7 +115,7 @@ func (r *Router) offer(c *call) {
 func (c *call) settleUnsettled() {
 	if !c.settled {
 		c.r.log.Error("request ended without an outcome; recording it as an internal failure", "rid", c.rid)
-		c.settle(outcome{terminal: journal.TerminalFailed, reason: journal.ReasonInternal, detail: "ended without an outcome"})
+		c.settle(outcome{terminal: journal.TerminalFailed, reason: fault.Internal, detail: "ended without an outcome"})
 	}
 }
 
@@ -131,8 +132,8 @@ func (c *call) recoverPanic() {
 		panic(v)
 	}
 	c.r.log.Error("internal error serving a request", "rid", c.rid, "panic", v)
-	c.fail(outcome{terminal: journal.TerminalFailed, reason: journal.ReasonInternal, status: 500,
-		detail: fmt.Sprint(v), err: openai.ServerError(500, journal.ReasonInternal, "internal error")})
+	c.fail(outcome{terminal: journal.TerminalFailed, reason: fault.Internal, status: 500,
+		detail: fmt.Sprint(v), err: openai.ServerError(500, string(fault.Internal), "internal error")})
 }
 
 func (r *Router) newCall(w http.ResponseWriter, req *http.Request, chat bool) *call {
@@ -160,11 +161,11 @@ func (r *Router) newCall(w http.ResponseWriter, req *http.Request, chat bool) *c
 // sends the client to the router that can serve it.
 func (r *Router) controlGate() (outcome, bool) {
 	if r.closing.Load() {
-		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonNotReady, readiness: "shutting down",
+		return outcome{terminal: journal.TerminalRejected, reason: fault.NotReady, readiness: "shutting down",
 			err: openai.Unavailable("standby", "router is shutting down")}, true
 	}
 	if reason := r.ha.NotControlling(); reason != "" {
-		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonNotReady, readiness: reason,
+		return outcome{terminal: journal.TerminalRejected, reason: fault.NotReady, readiness: reason,
 			err: openai.Unavailable("standby", reason)}, true
 	}
 	return outcome{}, false
@@ -185,13 +186,13 @@ func (r *Router) retryAfter() int {
 // on.
 func (r *Router) ingressGate(retained int64) (outcome, bool) {
 	if retained > int64(r.limit+r.cfg.Serving.QueueCapacity) {
-		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonInflightLimit,
-			err: openai.Overloaded(journal.ReasonInflightLimit, "router in-flight limit reached", r.retryAfter())}, true
+		return outcome{terminal: journal.TerminalRejected, reason: fault.InflightLimit,
+			err: openai.Overloaded(string(fault.InflightLimit), "router in-flight limit reached", r.retryAfter())}, true
 	}
 	if sat, lag, sizing := r.sat.Saturated(); sat {
-		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonSaturated,
+		return outcome{terminal: journal.TerminalRejected, reason: fault.Saturated,
 			detail: fmt.Sprintf("router saturated: loop lag %v, median sizing delay %v (limit slo.ttft_s/4)", lag, sizing),
-			err:    openai.Overloaded(journal.ReasonSaturated, "router saturated; retry shortly", 1)}, true
+			err:    openai.Overloaded(string(fault.Saturated), "router saturated; retry shortly", 1)}, true
 	}
 	if reason, ready := r.readiness(); !ready {
 		err := openai.Unavailable("standby", reason)
@@ -199,7 +200,7 @@ func (r *Router) ingressGate(retained int64) (outcome, bool) {
 			err = openai.Unavailable("backend_unavailable", reason)
 			err.RetryAfter = r.backAfter()
 		}
-		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonNotReady, readiness: reason, err: err}, true
+		return outcome{terminal: journal.TerminalRejected, reason: fault.NotReady, readiness: reason, err: err}, true
 	}
 	return outcome{}, false
 }
@@ -233,11 +234,11 @@ func (c *call) admit(ctx context.Context) (func(), bool) {
 	default:
 	}
 	if r.cfg.Serving.QueueCapacity == 0 {
-		c.fail(outcome{terminal: journal.TerminalRejected, reason: journal.ReasonInflightLimit,
-			err: openai.Overloaded(journal.ReasonInflightLimit, "router in-flight limit reached", r.retryAfter())})
+		c.fail(outcome{terminal: journal.TerminalRejected, reason: fault.InflightLimit,
+			err: openai.Overloaded(string(fault.InflightLimit), "router in-flight limit reached", r.retryAfter())})
 		return nil, false
 	}
-	c.phase = "queue"
+	c.phase = fault.Queue
 	start := r.now()
 	t := r.clock.NewTimer(units.Seconds(r.cfg.Serving.QueueTimeoutS))
 	defer t.Stop()
@@ -246,7 +247,7 @@ func (c *call) admit(ctx context.Context) (func(), bool) {
 	case r.seats <- struct{}{}:
 		return release, true
 	case <-t.C():
-		c.fail(outcome{terminal: journal.TerminalExpired, reason: journal.ReasonQueueTimeout,
+		c.fail(outcome{terminal: journal.TerminalExpired, reason: fault.QueueTimeout,
 			err: openai.ServerError(504, "queue_expired", "no admission seat within serving.queue_timeout_s")})
 	case <-ctx.Done():
 		c.ended(ctx)
@@ -263,11 +264,11 @@ func (c *call) ended(ctx context.Context) {
 	}
 	if c.committed {
 		c.streamError("expired")
-		c.settle(outcome{terminal: journal.TerminalExpired, reason: journal.ReasonDeadline, status: 200,
+		c.settle(outcome{terminal: journal.TerminalExpired, reason: fault.Deadline, status: 200,
 			detail: "original request deadline expired after output started"})
 		return
 	}
-	c.fail(outcome{terminal: journal.TerminalExpired, reason: journal.ReasonDeadline,
+	c.fail(outcome{terminal: journal.TerminalExpired, reason: fault.Deadline,
 		err: openai.ServerError(504, "request_expired", "original request deadline expired")})
 }
 
@@ -289,7 +290,7 @@ func (c *call) size(ctx context.Context) bool {
 				c.ended(ctx)
 				return false
 			}
-			c.fail(outcome{terminal: journal.TerminalFailed, reason: e.Reason, err: openai.LegError("admission", e), detail: e.Msg})
+			c.fail(outcome{terminal: journal.TerminalFailed, reason: e.Reason, err: openai.LegError(fault.Admission, e), detail: e.Msg})
 			return false
 		}
 	} else if !exact {
@@ -312,7 +313,7 @@ func (c *call) size(ctx context.Context) bool {
 // loaded, moving on a transient failure, up to serving.max_attempts).
 func (c *call) tokenize(ctx context.Context) (int, *vllm.Error) {
 	body := vllm.TokenizeBody(c.body, c.r.cfg.Model, c.chat)
-	none := &vllm.Error{Phase: "admission", Reason: journal.ReasonNoEngine, Msg: "no live engine to count the prompt"}
+	none := &vllm.Error{Phase: fault.Admission, Reason: fault.NoEngine, Msg: "no live engine to count the prompt"}
 	var n int
 	_, e := c.r.onLiveEngine(ctx, none, func(ctx context.Context, cl *vllm.Client) *vllm.Error {
 		count, ids, e := cl.TokenizeIDs(ctx, body)
@@ -329,7 +330,7 @@ func (c *call) tokenize(ctx context.Context) (int, *vllm.Error) {
 // behind a reused keep-alive connection). Counting has no side effects, so
 // either moves the count to the next engine within the attempt.
 func unanswered(e *vllm.Error) bool {
-	return neverReached(e) || (e != nil && e.Reason == vllm.ReasonConnection)
+	return neverReached(e) || (e != nil && e.Reason == fault.EngineConnection)
 }
 
 // leastLoaded is the live engine outside skip with the fewest resident

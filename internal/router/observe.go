@@ -28,13 +28,13 @@ func (r *Router) observe(o outcome, row *journal.RequestRow, sloMet bool, credit
 			m.ServedAfterRetry.Inc()
 		}
 	case journal.TerminalFailed:
-		m.Failed(o.reason)
+		m.Failed(string(o.reason))
 	case journal.TerminalExpired:
-		m.Expired(o.reason)
+		m.Expired(string(o.reason))
 	case journal.TerminalRefused:
-		m.Refused(o.reason)
+		m.Refused(string(o.reason))
 	case journal.TerminalRejected:
-		m.Rejected(o.reason)
+		m.Rejected(string(o.reason))
 	case journal.TerminalCancelled:
 		m.Cancelled.Inc()
 	case journal.TerminalInvalid:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/http"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/openai"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
@@ -26,7 +27,7 @@ func newSink(c *call, ready func() bool) sink {
 }
 
 // errClientGone ends a leg whose client stopped reading.
-var errClientGone = &vllm.Error{Phase: "decode", Reason: "cancelled", Msg: "client went away"}
+var errClientGone = &vllm.Error{Phase: fault.Decode, Reason: fault.ClientGone, Msg: "client went away"}
 
 // relay streams events to the client. Before the first token the status
 // and events are held, so a failure before output still gets a real HTTP
@@ -61,7 +62,7 @@ func (s *relay) event(ev vllm.Event) *vllm.Error {
 		s.held = append(s.held, bytes.Clone(s.frame))
 		s.heldLen += len(s.frame) - frameOverhead
 		if len(s.held) > maxHeldEvents || s.heldLen > c.r.cfg.Serving.MaxResponseBytes {
-			return &vllm.Error{Phase: "decode", Reason: vllm.ReasonResponseLimit, Class: "stream",
+			return &vllm.Error{Phase: fault.Decode, Reason: fault.ResponseLimit, Class: fault.ClassStream,
 				Msg: "too much stream metadata before the first token"}
 		}
 		return nil
@@ -85,7 +86,7 @@ func (s *relay) appendFrame(dst []byte, ev vllm.Event) []byte {
 	dst = append(dst, "data: "...)
 	mark := len(dst)
 	if s.leg == nil || s.legFor != c.attempts {
-		s.leg, s.legFor = []byte(legID(c.rid, c.attempts, "decode")), c.attempts
+		s.leg, s.legFor = []byte(legID(c.rid, c.attempts, fault.Decode)), c.attempts
 	}
 	dst = appendReplaced(dst, ev.Data, s.leg, c.rid)
 	if !ev.NotJSON && !c.q.ClientTokenIDs {
@@ -167,7 +168,7 @@ func (c *call) streamError(code string) {
 // (vLLM builds response ids from X-Request-Id: "cmpl-<leg id>"), so the
 // client sees one id for the request whichever attempt served it.
 func (c *call) ownID(data []byte) []byte {
-	leg := []byte(legID(c.rid, c.attempts, "decode"))
+	leg := []byte(legID(c.rid, c.attempts, fault.Decode))
 	if !bytes.Contains(data, leg) {
 		return data
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/openai"
 	"github.com/narwhal-go/narwhal/internal/vllm"
@@ -43,8 +44,8 @@ func (c *call) fromResponses(raw []byte) ([]byte, bool) {
 	}
 	out, err := json.Marshal(chat)
 	if err != nil { // a map of raw messages from a parsed body always marshals
-		c.fail(outcome{terminal: journal.TerminalFailed, reason: journal.ReasonInternal, detail: err.Error(),
-			err: openai.ServerError(500, journal.ReasonInternal, "internal error")})
+		c.fail(outcome{terminal: journal.TerminalFailed, reason: fault.Internal, detail: err.Error(),
+			err: openai.ServerError(500, string(fault.Internal), "internal error")})
 		return nil, false
 	}
 	c.endpoint = chatPath

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/avail"
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/openai"
 	"github.com/narwhal-go/narwhal/internal/sched"
@@ -52,7 +53,7 @@ func (c *call) prefillPhase(ctx context.Context, n int, exclude map[string]bool)
 		if p, ok = c.placePrefill(ctx, n, exclude); !ok {
 			return "", nil, 0, false, false
 		}
-		c.phase, c.prefillIID = "prefill", p
+		c.phase, c.prefillIID = fault.Prefill, p
 		var e *vllm.Error
 		if h, start, e = c.tracedPrefillLeg(ctx, n, p); e == nil {
 			return p, h, start, false, true
@@ -60,8 +61,8 @@ func (c *call) prefillPhase(ctx context.Context, n int, exclude map[string]bool)
 		if ctx.Err() == nil {
 			r.reportLeg(avail.Failure{IID: p, Err: e})
 		}
-		if !c.failover(ctx, n, "prefill", e, exclude, p) && !c.replace(ctx, n, "prefill", e, exclude, p) {
-			return "", nil, 0, c.legFailed(ctx, n, "prefill", e, exclude, p), false
+		if !c.failover(ctx, n, fault.Prefill, e, exclude, p) && !c.replace(ctx, n, fault.Prefill, e, exclude, p) {
+			return "", nil, 0, c.legFailed(ctx, n, fault.Prefill, e, exclude, p), false
 		}
 	}
 }
@@ -74,7 +75,7 @@ func (c *call) decodePhase(ctx context.Context, n int, exclude map[string]bool, 
 	r := c.r
 	for {
 		if bound := r.cfg.Serving.HandoffTimeoutS; bound > 0 && r.now()-start > bound {
-			e := &vllm.Error{Phase: "decode", Reason: journal.ReasonEngineTimeout, Timeout: true, Class: "kv_handoff",
+			e := &vllm.Error{Phase: fault.Decode, Reason: fault.EngineTimeout, Timeout: true, Class: fault.ClassKVHandoff,
 				Msg: "KV handoff expired before decode dispatch"}
 			return c.handoffExpired(ctx, n, e, exclude, p)
 		}
@@ -85,7 +86,7 @@ func (c *call) decodePhase(ctx context.Context, n int, exclude map[string]bool, 
 		if !ok {
 			return false
 		}
-		c.phase, c.decodeIID = "decode", d
+		c.phase, c.decodeIID = fault.Decode, d
 		crossed := d != p
 		c.crossed = &crossed
 		kvp := h.Params
@@ -107,14 +108,14 @@ func (c *call) decodePhase(ctx context.Context, n int, exclude map[string]bool, 
 			c.outputFailed(ctx, e)
 			return false
 		}
-		if c.failover(ctx, n, "decode", e, exclude, d) {
+		if c.failover(ctx, n, fault.Decode, e, exclude, d) {
 			continue
 		}
-		if c.replace(ctx, n, "decode", e, exclude, d) {
+		if c.replace(ctx, n, fault.Decode, e, exclude, d) {
 			c.prefillIID, c.decodeIID, c.crossed = "", "", nil
 			return true // a new attempt: fresh prefill, another consumer
 		}
-		return c.legFailed(ctx, n, "decode", e, exclude, d, p)
+		return c.legFailed(ctx, n, fault.Decode, e, exclude, d, p)
 	}
 }
 
@@ -187,7 +188,7 @@ func (c *call) tryPrefill(n int, exclude map[string]bool) (string, *prefillWait,
 		}
 		pl, ref, freed = c.placeLocked(n, exclude)
 		if ref != nil && ref.Wait && ref.Deadline > 0 {
-			c.phase = "queue"
+			c.phase = fault.Queue
 			c.r.waitLocked(c, n, exclude)
 		}
 	})
@@ -270,7 +271,7 @@ func (c *call) placeDecode(ctx context.Context, exclude map[string]bool, handoff
 			return "", nil, false
 		}
 		if !freed2 {
-			return "", &vllm.Error{Phase: "decode", Reason: journal.ReasonEngineTimeout, Timeout: true, Class: "kv_handoff",
+			return "", &vllm.Error{Phase: fault.Decode, Reason: fault.EngineTimeout, Timeout: true, Class: fault.ClassKVHandoff,
 				Msg: "KV handoff bound reached while waiting for a decode seat"}, false
 		}
 	}
@@ -295,7 +296,7 @@ func (c *call) prefillLeg(ctx context.Context, n int, iid string) (*vllm.Handoff
 	start := r.now()
 	lctx, cancel := context.WithTimeout(ctx, units.Seconds(r.cfg.Serving.PrefillTimeoutS))
 	defer cancel()
-	h, e := r.engines[iid].client.Prefill(lctx, c.endpoint, vllm.PrefillBody(c.body, r.cfg.Model), legID(c.rid, n, "prefill"))
+	h, e := r.engines[iid].client.Prefill(lctx, c.endpoint, vllm.PrefillBody(c.body, r.cfg.Model), legID(c.rid, n, fault.Prefill))
 	c.upstreamP += r.now() - start
 	if h != nil {
 		c.reportedCache(iid, h.CachedTokens)
@@ -307,7 +308,7 @@ func (c *call) prefillLeg(ctx context.Context, n int, iid string) (*vllm.Handoff
 	return h, start, e
 }
 
-func legID(rid string, attempt int, phase string) string {
+func legID(rid string, attempt int, phase fault.Phase) string {
 	return fmt.Sprintf("%s-a%d-%s", rid, attempt, phase)
 }
 
@@ -327,7 +328,7 @@ func (c *call) decodeLeg(ctx context.Context, n int, iid string, kvp []byte) *vl
 		cancel()
 	})
 	defer ft.Stop()
-	s, e := r.engines[iid].client.OpenStream(lctx, c.endpoint, vllm.DecodeBody(c.body, r.cfg.Model, kvp), legID(c.rid, n, "decode"))
+	s, e := r.engines[iid].client.OpenStream(lctx, c.endpoint, vllm.DecodeBody(c.body, r.cfg.Model, kvp), legID(c.rid, n, fault.Decode))
 	if e != nil {
 		return c.firstTokenError(e, &noFirst)
 	}
@@ -340,7 +341,7 @@ func (c *call) decodeLeg(ctx context.Context, n int, iid string, kvp []byte) *vl
 		}
 		if ev.Done {
 			if c.tokens == 0 {
-				return &vllm.Error{Phase: "decode", Reason: journal.ReasonInvalidResponse, Class: "stream",
+				return &vllm.Error{Phase: fault.Decode, Reason: fault.InvalidResponse, Class: fault.ClassStream,
 					Msg: "stream ended with [DONE] before any token arrived"}
 			}
 			return out.finish()
@@ -359,7 +360,7 @@ func (c *call) decodeLeg(ctx context.Context, n int, iid string, kvp []byte) *vl
 // firstTokenError names a leg cut by the first-token deadline as such.
 func (c *call) firstTokenError(e *vllm.Error, noFirst *atomic.Bool) *vllm.Error {
 	if noFirst.Load() && c.tokens == 0 {
-		return &vllm.Error{Phase: "decode", Reason: journal.ReasonEngineTimeout, Timeout: true, Class: "stream",
+		return &vllm.Error{Phase: fault.Decode, Reason: fault.EngineTimeout, Timeout: true, Class: fault.ClassStream,
 			Msg: fmt.Sprintf("no first token within %gs (engine.first_token_timeout_s)", c.r.cfg.Engine.FirstTokenTimeoutS)}
 	}
 	return e
@@ -394,7 +395,7 @@ func (c *call) complete() {
 
 // legFailed records a failed leg before any output reached the client and
 // decides whether to retry. It returns true to retry.
-func (c *call) legFailed(ctx context.Context, n int, phase string, e *vllm.Error, exclude map[string]bool, engines ...string) bool {
+func (c *call) legFailed(ctx context.Context, n int, phase fault.Phase, e *vllm.Error, exclude map[string]bool, engines ...string) bool {
 	if ctx.Err() != nil || c.clientGone {
 		c.ended(ctx)
 		return false
@@ -416,9 +417,9 @@ func (c *call) legFailed(ctx context.Context, n int, phase string, e *vllm.Error
 // retry with a fresh prefill, or answer 504 handoff_expired.
 func (c *call) handoffExpired(ctx context.Context, n int, e *vllm.Error, exclude map[string]bool, producer string) bool {
 	backoff, reason := c.retryDecision(n, e)
-	c.recordFailure(n, "decode", e, backoff, reason)
+	c.recordFailure(n, fault.Decode, e, backoff, reason)
 	if reason != "allowed" {
-		c.fail(outcome{terminal: journal.TerminalExpired, reason: journal.ReasonHandoff, detail: e.Msg,
+		c.fail(outcome{terminal: journal.TerminalExpired, reason: fault.Handoff, detail: e.Msg,
 			err: openai.ServerError(504, "handoff_expired", "the KV handoff expired before decode could start")})
 		return false
 	}
@@ -460,15 +461,15 @@ func (c *call) reserveRetryLocked(n int) (float64, string) {
 	return delay, "allowed"
 }
 
-func (c *call) recordFailure(n int, phase string, e *vllm.Error, backoff float64, reason string) {
+func (c *call) recordFailure(n int, phase fault.Phase, e *vllm.Error, backoff float64, reason string) {
 	f := journal.AttemptFailure{At: c.r.now(), Attempt: n, Phase: phase, Reason: e.Reason,
-		ErrorType: journal.Ptr(e.Class), ErrorMessage: e.Msg, Transient: e.Transient(),
+		ErrorType: journal.Ptr(string(e.Class)), ErrorMessage: e.Msg, Transient: e.Transient(),
 		OutputStarted: c.committed, RetryScheduled: reason == "allowed" || reason == journal.RetryFailover || reason == journal.RetryReplaced,
 		RetryReason: reason}
 	if c.prefillIID != "" {
 		f.PrefillIID = journal.Ptr(c.prefillIID)
 	}
-	if phase == "decode" && c.decodeIID != "" {
+	if phase == fault.Decode && c.decodeIID != "" {
 		f.DecodeIID = journal.Ptr(c.decodeIID)
 	}
 	if e.Status != 0 {
@@ -482,13 +483,13 @@ func (c *call) recordFailure(n int, phase string, e *vllm.Error, backoff float64
 }
 
 // attemptFailed counts a failed attempt of phase for reason.
-func (r *Router) attemptFailed(phase, reason string) {
-	r.locked(func() { r.stats.AttemptFailed(phase, reason) })
+func (r *Router) attemptFailed(phase fault.Phase, reason fault.Reason) {
+	r.locked(func() { r.stats.AttemptFailed(string(phase), string(reason)) })
 }
 
 // backoff waits before the next attempt; false when the call ended meanwhile.
 func (c *call) backoff(ctx context.Context, d float64) bool {
-	c.phase = "backoff"
+	c.phase = fault.Backoff
 	c.prefillIID, c.decodeIID, c.crossed = "", "", nil
 	select {
 	case <-c.r.clock.After(units.Seconds(d)):
@@ -508,9 +509,9 @@ func (c *call) outputFailed(ctx context.Context, e *vllm.Error) {
 	}
 	reason := e.Reason
 	if e.CutAfter(c.tokens) {
-		reason = journal.ReasonOutputCut // the engine's own cause stays in the attempt and the detail
+		reason = fault.OutputCut // the engine's own cause stays in the attempt and the detail
 	}
-	c.r.attemptFailed("decode", e.Reason)
+	c.r.attemptFailed(fault.Decode, e.Reason)
 	c.recordFailureAfterOutput(e)
 	c.streamError("failed")
 	c.settle(outcome{terminal: journal.TerminalFailed, reason: reason, status: 200, detail: e.Msg,
@@ -519,6 +520,6 @@ func (c *call) outputFailed(ctx context.Context, e *vllm.Error) {
 
 func (c *call) recordFailureAfterOutput(e *vllm.Error) {
 	tokens, first, last := c.tokens, c.firstTok, c.lastTok
-	c.recordFailure(c.attempts, "decode", e, 0, "output_started")
+	c.recordFailure(c.attempts, fault.Decode, e, 0, "output_started")
 	c.tokens, c.firstTok, c.lastTok = tokens, first, last // delivered output stays delivered
 }

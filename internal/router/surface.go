@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/avail"
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/openai"
 	"github.com/narwhal-go/narwhal/internal/units"
 	"github.com/narwhal-go/narwhal/internal/vllm"
@@ -86,7 +87,7 @@ func (r *Router) serveTokenization(w http.ResponseWriter, q *http.Request, path 
 	ctx, cancel := context.WithTimeout(q.Context(), units.Seconds(r.cfg.Serving.RequestTimeoutS))
 	defer cancel()
 	var answer []byte
-	none := &vllm.Error{Phase: "admission", Reason: vllm.ReasonUnreachable, Msg: "no live engine"}
+	none := &vllm.Error{Phase: fault.Admission, Reason: fault.EngineUnreachable, Msg: "no live engine"}
 	asked, ve := r.onLiveEngine(ctx, none, func(ctx context.Context, cl *vllm.Client) (e *vllm.Error) {
 		answer, e = cl.Tokenization(ctx, path, body)
 		return e

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/tracing"
 	"github.com/narwhal-go/narwhal/internal/vllm"
@@ -22,7 +23,7 @@ func (c *call) traceRow(row *journal.RequestRow) {
 
 // leg opens a leg to engine iid: its traceparent rides in the returned
 // context, and the engine's in-flight leg gauge counts it until done.
-func (c *call) leg(ctx context.Context, phase, iid string, attempt int) (context.Context, func(failed bool)) {
+func (c *call) leg(ctx context.Context, phase fault.Phase, iid string, attempt int) (context.Context, func(failed bool)) {
 	c.r.metrics.LegStarted(iid, phase)
 	ctx, end := tracing.Leg(c.req.Context(), ctx, phase, iid, attempt)
 	return ctx, func(failed bool) {
@@ -33,7 +34,7 @@ func (c *call) leg(ctx context.Context, phase, iid string, attempt int) (context
 
 // tracedPrefillLeg is prefillLeg as one traced, counted leg.
 func (c *call) tracedPrefillLeg(ctx context.Context, n int, iid string) (*vllm.Handoff, float64, *vllm.Error) {
-	ctx, done := c.leg(ctx, "prefill", iid, n)
+	ctx, done := c.leg(ctx, fault.Prefill, iid, n)
 	h, start, e := c.prefillLeg(ctx, n, iid)
 	done(e != nil)
 	return h, start, e
@@ -41,7 +42,7 @@ func (c *call) tracedPrefillLeg(ctx context.Context, n int, iid string) (*vllm.H
 
 // tracedDecodeLeg is decodeLeg as one traced, counted leg.
 func (c *call) tracedDecodeLeg(ctx context.Context, n int, iid string, kvp []byte) *vllm.Error {
-	ctx, done := c.leg(ctx, "decode", iid, n)
+	ctx, done := c.leg(ctx, fault.Decode, iid, n)
 	e := c.decodeLeg(ctx, n, iid, kvp)
 	done(e != nil)
 	return e

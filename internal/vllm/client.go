@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/narwhal-go/narwhal/internal/fault"
 )
 
 // Options configure the HTTP client for one engine.
@@ -109,13 +111,13 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body []byt
 }
 
 // readLimited reads a whole response body, failing past limit.
-func readLimited(phase string, r io.Reader, limit int64) ([]byte, *Error) {
+func readLimited(phase fault.Phase, r io.Reader, limit int64) ([]byte, *Error) {
 	b, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
 		return nil, transportError(phase, err, "read response")
 	}
 	if int64(len(b)) > limit {
-		return nil, &Error{Phase: phase, Reason: ReasonResponseLimit, Class: "stream",
+		return nil, &Error{Phase: phase, Reason: fault.ResponseLimit, Class: "stream",
 			Msg: fmt.Sprintf("response exceeds %d bytes (serving.max_response_bytes)", limit)}
 	}
 	return b, nil
@@ -123,7 +125,7 @@ func readLimited(phase string, r io.Reader, limit int64) ([]byte, *Error) {
 
 // do sends a request and returns the response with a 200, or a classified
 // error with the body's detail.
-func (c *Client) do(phase string, req *http.Request) (*http.Response, *Error) {
+func (c *Client) do(phase fault.Phase, req *http.Request) (*http.Response, *Error) {
 	resp, err := c.rt.RoundTrip(req)
 	if err != nil {
 		return nil, transportError(phase, err, req.Method+" "+req.URL.Path)
@@ -132,7 +134,7 @@ func (c *Client) do(phase string, req *http.Request) (*http.Response, *Error) {
 		detail, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		resp.Body.Close()
 		e := statusError(phase, resp.StatusCode, string(detail))
-		e.redact(c.base, c.key)
+		redact(e, c.base, c.key)
 		return nil, e
 	}
 	return resp, nil
@@ -141,16 +143,16 @@ func (c *Client) do(phase string, req *http.Request) (*http.Response, *Error) {
 // send builds and sends one request of phase; a request that cannot be
 // built is a connection error of that phase, and a status other than 200
 // an error with the engine's detail (do).
-func (c *Client) send(ctx context.Context, phase, method, path string, body []byte, reqID string) (*http.Response, *Error) {
+func (c *Client) send(ctx context.Context, phase fault.Phase, method, path string, body []byte, reqID string) (*http.Response, *Error) {
 	req, err := c.newRequest(ctx, method, path, body, reqID)
 	if err != nil {
-		return nil, &Error{Phase: phase, Reason: ReasonConnection, Class: "connection", Msg: err.Error()}
+		return nil, &Error{Phase: phase, Reason: fault.EngineConnection, Class: "connection", Msg: err.Error()}
 	}
 	return c.do(phase, req)
 }
 
 // call sends one request and reads its whole 200 body, at most limit bytes.
-func (c *Client) call(ctx context.Context, phase, method, path string, body []byte, reqID string, limit int64) ([]byte, *Error) {
+func (c *Client) call(ctx context.Context, phase fault.Phase, method, path string, body []byte, reqID string, limit int64) ([]byte, *Error) {
 	resp, e := c.send(ctx, phase, method, path, body, reqID)
 	if e != nil {
 		return nil, e
@@ -293,7 +295,7 @@ func (s *Stream) next(own bool) (Event, *Error) {
 			data = append([]byte(nil), data...)
 		}
 		ev, e := parseEvent(data)
-		e.redact(s.base, s.key)
+		redact(e, s.base, s.key)
 		s.ended = ev.Done
 		return ev, e
 	}
@@ -308,7 +310,7 @@ func (s *Stream) readError(err error) *Error {
 	timedOut := s.timedOut
 	s.mu.Unlock()
 	if timedOut {
-		return &Error{Phase: "decode", Reason: ReasonTimeout, Timeout: true, Class: "stream",
+		return &Error{Phase: "decode", Reason: fault.EngineTimeout, Timeout: true, Class: "stream",
 			Msg: "engine went silent between tokens"}
 	}
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
@@ -318,7 +320,7 @@ func (s *Stream) readError(err error) *Error {
 }
 
 func invalidStream(msg string) *Error {
-	return &Error{Phase: "decode", Reason: ReasonConnection, Class: "stream", Msg: msg}
+	return &Error{Phase: "decode", Reason: fault.EngineConnection, Class: "stream", Msg: msg}
 }
 
 // Close aborts the leg if it is still running and releases the connection

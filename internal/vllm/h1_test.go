@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/narwhal-go/narwhal/internal/fault"
 )
 
 // countConns counts the TCP connections a test server accepted.
@@ -153,7 +155,7 @@ func TestH1DoesNotResendOnAFreshConnection(t *testing.T) {
 	c := NewClient("http://"+ln.Addr().String(), Options{})
 	defer c.Close()
 	_, e := c.call(context.Background(), "prefill", http.MethodPost, "/x", []byte(`{}`), "r", 1<<10)
-	if e == nil || e.Reason != ReasonConnection {
+	if e == nil || e.Reason != fault.EngineConnection {
 		t.Fatalf("error %v, want a connection error", e)
 	}
 	if n := accepted.Load(); n != 1 {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -104,7 +105,7 @@ type Completion struct {
 func (c *Client) Complete(ctx context.Context, body []byte) (Completion, *Error) {
 	req, err := c.newRequest(ctx, http.MethodPost, "/v1/completions", body, "")
 	if err != nil {
-		return Completion{}, &Error{Phase: "prefill", Reason: ReasonConnection, Class: "connection", Msg: err.Error()}
+		return Completion{}, &Error{Phase: "prefill", Reason: fault.EngineConnection, Class: "connection", Msg: err.Error()}
 	}
 	resp, e := c.do("prefill", req)
 	if e != nil {

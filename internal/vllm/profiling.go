@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -29,7 +30,7 @@ func (c *Client) TokenizeText(ctx context.Context, model, prompt string) (TokenC
 
 // tokenize posts body to /tokenize; phase labels errors (admission for the
 // router's counting, health for probes and the profiler).
-func (c *Client) tokenize(ctx context.Context, phase string, body []byte) (TokenCount, *Error) {
+func (c *Client) tokenize(ctx context.Context, phase fault.Phase, body []byte) (TokenCount, *Error) {
 	b, e := c.call(ctx, phase, http.MethodPost, "/tokenize", body, "", 64<<20)
 	if e != nil {
 		return TokenCount{}, e

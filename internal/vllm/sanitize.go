@@ -98,7 +98,7 @@ func Sanitize(s string) string {
 // redact removes this engine's own address and key from what a client
 // may see of e, which the patterns alone might miss (a bare host name, a
 // key without a prefix).
-func (e *Error) redact(base, key string) {
+func redact(e *Error, base, key string) {
 	if e == nil || (e.ClientMessage == "" && e.ClientParam == "") {
 		return
 	}
