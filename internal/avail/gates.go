@@ -6,7 +6,6 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
 	"github.com/narwhal-go/narwhal/internal/units"
-	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
 // gates are the readmission gates (runtime.md §3.5.3), run before the
@@ -19,7 +18,7 @@ func (s *Supervisor) gates(iid string, old *lifecycle.Identity, requireNewer boo
 	ctx, cancel := context.WithTimeout(s.ctx, 4*s.probeTimeout()+units.Seconds(s.cfg.Engine.FirstTokenTimeoutS))
 	defer cancel()
 	g := &gateRun{}
-	if !g.add("health", asErr(s.healthProbe(ctx, iid)), "GET /health 200 and the credential accepted") {
+	if !g.add("health", s.healthProbe(ctx, iid), "GET /health 200 and the credential accepted") {
 		return g.checks, lifecycle.Identity{}
 	}
 	// The identity gates only read; all run, so every mismatch shows at
@@ -35,9 +34,9 @@ func (s *Supervisor) gates(iid string, old *lifecycle.Identity, requireNewer boo
 	if !attested || !modelOK || !profiled {
 		return g.checks, id
 	}
-	g.add("generation", asErr(s.probes.Inference(ctx, iid)), "a direct completion")
+	g.add("generation", s.probes.Inference(ctx, iid), "a direct completion")
 	g.add("kv_transfer", s.transferGate(ctx, iid), "")
-	g.add("final_health", asErr(s.healthProbe(ctx, iid)), "GET /health 200")
+	g.add("final_health", s.healthProbe(ctx, iid), "GET /health 200")
 	return g.checks, id
 }
 
@@ -79,12 +78,4 @@ func (s *Supervisor) transferGate(ctx context.Context, iid string) error {
 		}
 	}
 	return nil
-}
-
-// asErr keeps a nil *vllm.Error from becoming a non-nil error.
-func asErr(e *vllm.Error) error {
-	if e == nil {
-		return nil
-	}
-	return e
 }

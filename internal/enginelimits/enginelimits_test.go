@@ -63,7 +63,7 @@ func TestLearn(t *testing.T) {
 			asked[iid] = true
 			mu.Unlock()
 			if iid == "b" {
-				return probe.Credential{Err: &vllm.Error{Reason: fault.EngineUnreachable, Msg: "refused"}}
+				return probe.Credential{Err: &fault.Error{Reason: fault.EngineUnreachable, Msg: "refused"}}
 			}
 			return probe.Credential{Cards: []vllm.ModelCard{{ID: "m", MaxModelLen: 4096}}}
 		}}

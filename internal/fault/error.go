@@ -84,3 +84,12 @@ func (e *Error) ClientFault() bool {
 // AuthFailed reports an engine answer of 401 or 403: the engine refused
 // the router's credential.
 func (e *Error) AuthFailed() bool { return e != nil && (e.Status == 401 || e.Status == 403) }
+
+// Detail is err's journal detail: an *Error's Msg (without its phase),
+// any other error's text.
+func Detail(err error) string {
+	if e := As(err); e != nil {
+		return e.Msg
+	}
+	return err.Error()
+}

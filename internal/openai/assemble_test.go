@@ -57,12 +57,12 @@ func TestAssemblerBody(t *testing.T) {
 			a := NewAssembler(tc.chat, 1<<20, rename)
 			for _, ev := range tc.events {
 				if e := a.Event(vllm.Event{Data: []byte(ev)}); e != nil {
-					t.Fatalf("event refused: %s", e.Msg)
+					t.Fatalf("event refused: %s", fault.As(e).Msg)
 				}
 			}
 			got, e := a.Body(7, 4)
 			if e != nil {
-				t.Fatalf("body: %s", e.Msg)
+				t.Fatalf("body: %s", fault.As(e).Msg)
 			}
 			if string(got) != tc.want {
 				t.Errorf("body\n got %s\nwant %s", got, tc.want)
@@ -90,15 +90,16 @@ func TestAssemblerRefuses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := NewAssembler(tc.chat, tc.limit, nil)
-			var e *vllm.Error
+			var err error
 			for _, ev := range tc.events {
-				if e = a.Event(ev); e != nil {
+				if err = a.Event(ev); err != nil {
 					break
 				}
 			}
-			if e == nil {
-				_, e = a.Body(1, 1)
+			if err == nil {
+				_, err = a.Body(1, 1)
 			}
+			e := fault.As(err)
 			if e == nil || e.Reason != tc.reason || e.Phase != "decode" || !strings.Contains(e.Msg, tc.msg) {
 				t.Fatalf("got %+v, want decode %s naming %q", e, tc.reason, tc.msg)
 			}

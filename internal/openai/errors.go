@@ -14,7 +14,6 @@ import (
 	"strconv"
 
 	"github.com/narwhal-go/narwhal/internal/fault"
-	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
 // Error types are OpenAI's (docs/router.md, "Errors"): what kind of
@@ -159,7 +158,7 @@ func Upstream(phase string, timeout bool) *Error {
 // LegError answers a failed engine call: the engine's own refusal of the
 // request (its 400, 413 or 422) goes back with its status and sanitized
 // message, since retrying cannot help; anything else is upstream's.
-func LegError(phase fault.Phase, e *vllm.Error) *Error {
+func LegError(phase fault.Phase, e *fault.Error) *Error {
 	if !e.ClientFault() {
 		return Upstream(string(phase), e.Timeout)
 	}

@@ -19,9 +19,9 @@ func newAssembler(c *call) *assembler {
 	return &assembler{c: c, a: openai.NewAssembler(c.chat, c.r.cfg.Serving.MaxResponseBytes, c.ownID)}
 }
 
-func (s *assembler) event(ev vllm.Event) *vllm.Error { return s.a.Event(ev) }
+func (s *assembler) event(ev vllm.Event) error { return s.a.Event(ev) }
 
-func (s *assembler) finish() *vllm.Error {
+func (s *assembler) finish() error {
 	c := s.c
 	body, e := s.a.Body(c.inputLen, c.tokens)
 	if e != nil {

@@ -5,7 +5,6 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/journal"
-	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
 // Failover: a leg whose engine could not be reached at all (a connect
@@ -27,7 +26,7 @@ import (
 
 // replaceable reports whether e, a leg's failure before any output, may
 // be placed again on another engine.
-func replaceable(e *vllm.Error) bool {
+func replaceable(e *fault.Error) bool {
 	return e != nil && (e.Status >= 500 || e.Reason == fault.EngineConnection)
 }
 
@@ -35,7 +34,7 @@ func replaceable(e *vllm.Error) bool {
 // and excludes iid for the rest of the call; false when it may not: the
 // leg already moved once, output started, the client left, or the TTFT
 // budget is spent.
-func (c *call) replace(ctx context.Context, n int, phase fault.Phase, e *vllm.Error, exclude map[string]bool, iid string) bool {
+func (c *call) replace(ctx context.Context, n int, phase fault.Phase, e *fault.Error, exclude map[string]bool, iid string) bool {
 	r := c.r
 	budget := r.cfg.SLO.TTFT * (1 + r.cfg.Serving.AdmissionMargin)
 	if ctx.Err() != nil || c.clientGone || c.committed || c.replaced[phase] || !replaceable(e) || r.now()-c.arrived >= budget {
@@ -53,11 +52,11 @@ func (c *call) replace(ctx context.Context, n int, phase fault.Phase, e *vllm.Er
 }
 
 // neverReached reports whether e is a failure to connect to the engine.
-func neverReached(e *vllm.Error) bool { return e != nil && e.Reason == fault.EngineUnreachable }
+func neverReached(e *fault.Error) bool { return e != nil && e.Reason == fault.EngineUnreachable }
 
 // failover records a failed leg on iid that may move to another engine and
 // excludes iid for the rest of the call; false when it may not.
-func (c *call) failover(ctx context.Context, n int, phase fault.Phase, e *vllm.Error, exclude map[string]bool, iid string) bool {
+func (c *call) failover(ctx context.Context, n int, phase fault.Phase, e *fault.Error, exclude map[string]bool, iid string) bool {
 	if ctx.Err() != nil || c.clientGone || c.committed || !neverReached(e) {
 		return false
 	}

@@ -138,7 +138,7 @@ func (c *call) recoverPanic() {
 
 func (r *Router) newCall(w http.ResponseWriter, req *http.Request, chat bool) *call {
 	c := &call{r: r, w: w, req: req, rid: r.ids.NewID(), chat: chat, endpoint: req.URL.Path,
-		arrived: r.now(), phase: "admission"}
+		arrived: r.now(), phase: fault.Admission}
 	c.deadline = r.clock.Now().Add(units.Seconds(r.cfg.Serving.RequestTimeoutS))
 	// The client's own id comes back as X-Request-Id (OpenAI's SDKs log
 	// it); the router's is always in X-Narwhal-Request-Id, and in
@@ -283,9 +283,9 @@ func (c *call) size(ctx context.Context) bool {
 		c.tokenIDs = openai.PromptIDs(c.body)
 	}
 	if !exact && r.cfg.Engine.Tokenize {
-		var e *vllm.Error
-		n, e = c.tokenize(ctx)
-		if e != nil {
+		var err error
+		if n, err = c.tokenize(ctx); err != nil {
+			e := fault.Of(err, fault.Admission)
 			if ctx.Err() != nil {
 				c.ended(ctx)
 				return false
@@ -311,11 +311,11 @@ func (c *call) size(ctx context.Context) bool {
 
 // tokenize counts the prompt on a live engine (onLiveEngine: the least
 // loaded, moving on a transient failure, up to serving.max_attempts).
-func (c *call) tokenize(ctx context.Context) (int, *vllm.Error) {
+func (c *call) tokenize(ctx context.Context) (int, error) {
 	body := vllm.TokenizeBody(c.body, c.r.cfg.Model, c.chat)
-	none := &vllm.Error{Phase: fault.Admission, Reason: fault.NoEngine, Msg: "no live engine to count the prompt"}
+	none := &fault.Error{Phase: fault.Admission, Reason: fault.NoEngine, Msg: "no live engine to count the prompt"}
 	var n int
-	_, e := c.r.onLiveEngine(ctx, none, func(ctx context.Context, cl *vllm.Client) *vllm.Error {
+	_, e := c.r.onLiveEngine(ctx, none, func(ctx context.Context, cl *vllm.Client) error {
 		count, ids, e := cl.TokenizeIDs(ctx, body)
 		if e == nil {
 			n, c.tokenIDs = count, ids
@@ -329,7 +329,7 @@ func (c *call) tokenize(ctx context.Context) (int, *vllm.Error) {
 // connection was refused, or dropped before any response (a dead process
 // behind a reused keep-alive connection). Counting has no side effects, so
 // either moves the count to the next engine within the attempt.
-func unanswered(e *vllm.Error) bool {
+func unanswered(e *fault.Error) bool {
 	return neverReached(e) || (e != nil && e.Reason == fault.EngineConnection)
 }
 

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"sort"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/metrics"
@@ -50,8 +51,8 @@ func (r *Router) observe(o outcome, row *journal.RequestRow, sloMet bool, credit
 	for _, f := range row.AttemptFailures {
 		m.AttemptFailed(f.Phase, f.Reason)
 	}
-	m.Upstream("prefill", row.UpstreamSeconds.Prefill)
-	m.Upstream("decode", row.UpstreamSeconds.Decode)
+	m.Upstream(fault.Prefill, row.UpstreamSeconds.Prefill)
+	m.Upstream(fault.Decode, row.UpstreamSeconds.Decode)
 	m.ObserveRequest(row) // tokens, e2e, queue time by stage, KV handoff
 	m.RetryCredits.Set(credits)
 }

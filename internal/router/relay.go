@@ -12,8 +12,8 @@ import (
 // sink receives a decode leg's events: a relay for streaming clients, an
 // assembler for the rest.
 type sink interface {
-	event(ev vllm.Event) *vllm.Error
-	finish() *vllm.Error
+	event(ev vllm.Event) error
+	finish() error
 }
 
 func newSink(c *call, ready func() bool) sink {
@@ -27,7 +27,7 @@ func newSink(c *call, ready func() bool) sink {
 }
 
 // errClientGone ends a leg whose client stopped reading.
-var errClientGone = &vllm.Error{Phase: fault.Decode, Reason: fault.ClientGone, Msg: "client went away"}
+var errClientGone = &fault.Error{Phase: fault.Decode, Reason: fault.ClientGone, Msg: "client went away"}
 
 // relay streams events to the client. Before the first token the status
 // and events are held, so a failure before output still gets a real HTTP
@@ -55,14 +55,14 @@ const maxUnflushed = 32 << 10
 // frameOverhead is the "data: " and "\n\n" around a payload.
 const frameOverhead = len("data: \n\n")
 
-func (s *relay) event(ev vllm.Event) *vllm.Error {
+func (s *relay) event(ev vllm.Event) error {
 	c := s.c
 	s.frame = s.appendFrame(s.frame[:0], ev)
 	if !c.committed && ev.Tokens == 0 && !ev.Output {
 		s.held = append(s.held, bytes.Clone(s.frame))
 		s.heldLen += len(s.frame) - frameOverhead
 		if len(s.held) > maxHeldEvents || s.heldLen > c.r.cfg.Serving.MaxResponseBytes {
-			return &vllm.Error{Phase: fault.Decode, Reason: fault.ResponseLimit, Class: fault.ClassStream,
+			return &fault.Error{Phase: fault.Decode, Reason: fault.ResponseLimit, Class: fault.ClassStream,
 				Msg: "too much stream metadata before the first token"}
 		}
 		return nil
@@ -123,7 +123,7 @@ func (s *relay) commit() {
 	s.held = nil
 }
 
-func (s *relay) writeNoFlush(frame []byte) *vllm.Error {
+func (s *relay) writeNoFlush(frame []byte) error {
 	if _, err := s.c.w.Write(frame); err != nil {
 		s.c.clientGone = true
 		return errClientGone
@@ -132,7 +132,7 @@ func (s *relay) writeNoFlush(frame []byte) *vllm.Error {
 	return nil
 }
 
-func (s *relay) flush() *vllm.Error {
+func (s *relay) flush() error {
 	if s.rc == nil {
 		s.rc = http.NewResponseController(s.c.w)
 	}
@@ -144,7 +144,7 @@ func (s *relay) flush() *vllm.Error {
 	return nil
 }
 
-func (s *relay) finish() *vllm.Error {
+func (s *relay) finish() error {
 	if !s.c.committed {
 		s.commit()
 	}

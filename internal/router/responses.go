@@ -71,12 +71,12 @@ type responsesAssembler struct {
 	f *openai.ResponseFold
 }
 
-func (s *responsesAssembler) event(ev vllm.Event) *vllm.Error {
+func (s *responsesAssembler) event(ev vllm.Event) error {
 	_, e := s.f.Chunk(ev)
 	return e
 }
 
-func (s *responsesAssembler) finish() *vllm.Error {
+func (s *responsesAssembler) finish() error {
 	c := s.c
 	body := s.f.Body(c.inputLen, c.tokens)
 	c.w.Header().Set("Content-Type", "application/json")
@@ -98,7 +98,7 @@ type responsesRelay struct {
 	frame []byte
 }
 
-func (s *responsesRelay) event(ev vllm.Event) *vllm.Error {
+func (s *responsesRelay) event(ev vllm.Event) error {
 	c := s.out.c
 	delta, e := s.f.Chunk(ev)
 	if e != nil {
@@ -135,7 +135,7 @@ func (s *responsesRelay) commit() {
 	s.frame = s.f.AppendStart(s.frame)
 }
 
-func (s *responsesRelay) finish() *vllm.Error {
+func (s *responsesRelay) finish() error {
 	c := s.out.c
 	s.frame = s.frame[:0]
 	if !c.committed {

@@ -36,7 +36,7 @@ func (c *call) attempt(ctx context.Context, n int, exclude map[string]bool) bool
 		return retry
 	}
 	r := c.r
-	r.av.LegSucceeded(p, "prefill")
+	r.av.LegSucceeded(p, string(fault.Prefill))
 	// TTFT is the attempt that serves the request: arrival to its
 	// producer's completion.
 	c.prefilledAt = r.now()
@@ -54,10 +54,11 @@ func (c *call) prefillPhase(ctx context.Context, n int, exclude map[string]bool)
 			return "", nil, 0, false, false
 		}
 		c.phase, c.prefillIID = fault.Prefill, p
-		var e *vllm.Error
-		if h, start, e = c.tracedPrefillLeg(ctx, n, p); e == nil {
+		h, start, err := c.tracedPrefillLeg(ctx, n, p)
+		if err == nil {
 			return p, h, start, false, true
 		}
+		e := fault.Of(err, fault.Prefill)
 		if ctx.Err() == nil {
 			r.reportLeg(avail.Failure{IID: p, Err: e})
 		}
@@ -75,13 +76,13 @@ func (c *call) decodePhase(ctx context.Context, n int, exclude map[string]bool, 
 	r := c.r
 	for {
 		if bound := r.cfg.Serving.HandoffTimeoutS; bound > 0 && r.now()-start > bound {
-			e := &vllm.Error{Phase: fault.Decode, Reason: fault.EngineTimeout, Timeout: true, Class: fault.ClassKVHandoff,
+			e := &fault.Error{Phase: fault.Decode, Reason: fault.EngineTimeout, Timeout: true, Class: fault.ClassKVHandoff,
 				Msg: "KV handoff expired before decode dispatch"}
 			return c.handoffExpired(ctx, n, e, exclude, p)
 		}
 		d, expired, ok := c.placeDecode(ctx, exclude, start)
 		if expired != nil {
-			return c.handoffExpired(ctx, n, expired, exclude, p)
+			return c.handoffExpired(ctx, n, fault.Of(expired, fault.Decode), exclude, p)
 		}
 		if !ok {
 			return false
@@ -93,12 +94,13 @@ func (c *call) decodePhase(ctx context.Context, n int, exclude map[string]bool, 
 		if !crossed {
 			kvp = nil // same engine: reuse its own cache, no transfer
 		}
-		e := c.tracedDecodeLeg(ctx, n, d, kvp)
-		if e == nil {
-			r.av.LegSucceeded(d, "decode")
+		err := c.tracedDecodeLeg(ctx, n, d, kvp)
+		if err == nil {
+			r.av.LegSucceeded(d, string(fault.Decode))
 			c.complete()
 			return false
 		}
+		e := fault.Of(err, fault.Decode)
 		switch {
 		case ctx.Err() != nil || c.clientGone: // the client's doing, not the engine's
 		default:
@@ -245,7 +247,7 @@ func prefillLeg(n int) openai.RefusalLeg {
 // waiting for a decode seat while the KV handoff is young enough
 // (handoffStart is when the prefill leg started). expired is the handoff
 // error when it is not.
-func (c *call) placeDecode(ctx context.Context, exclude map[string]bool, handoffStart float64) (iid string, expired *vllm.Error, ok bool) {
+func (c *call) placeDecode(ctx context.Context, exclude map[string]bool, handoffStart float64) (iid string, expired error, ok bool) {
 	r := c.r
 	for {
 		var pl sched.Placement
@@ -271,7 +273,7 @@ func (c *call) placeDecode(ctx context.Context, exclude map[string]bool, handoff
 			return "", nil, false
 		}
 		if !freed2 {
-			return "", &vllm.Error{Phase: fault.Decode, Reason: fault.EngineTimeout, Timeout: true, Class: fault.ClassKVHandoff,
+			return "", &fault.Error{Phase: fault.Decode, Reason: fault.EngineTimeout, Timeout: true, Class: fault.ClassKVHandoff,
 				Msg: "KV handoff bound reached while waiting for a decode seat"}, false
 		}
 	}
@@ -291,7 +293,7 @@ func (c *call) placeDecodeLocked(exclude map[string]bool) (sched.Placement, *sch
 
 // prefillLeg runs the producer leg and returns the handoff and the time
 // the leg started (the handoff's age counts from there).
-func (c *call) prefillLeg(ctx context.Context, n int, iid string) (*vllm.Handoff, float64, *vllm.Error) {
+func (c *call) prefillLeg(ctx context.Context, n int, iid string) (*vllm.Handoff, float64, error) {
 	r := c.r
 	start := r.now()
 	lctx, cancel := context.WithTimeout(ctx, units.Seconds(r.cfg.Serving.PrefillTimeoutS))
@@ -313,7 +315,7 @@ func legID(rid string, attempt int, phase fault.Phase) string {
 }
 
 // decodeLeg runs the consumer leg and relays or assembles its output.
-func (c *call) decodeLeg(ctx context.Context, n int, iid string, kvp []byte) *vllm.Error {
+func (c *call) decodeLeg(ctx context.Context, n int, iid string, kvp []byte) error {
 	r := c.r
 	c.decodeAttempts++
 	start := r.now()
@@ -341,7 +343,7 @@ func (c *call) decodeLeg(ctx context.Context, n int, iid string, kvp []byte) *vl
 		}
 		if ev.Done {
 			if c.tokens == 0 {
-				return &vllm.Error{Phase: fault.Decode, Reason: fault.InvalidResponse, Class: fault.ClassStream,
+				return &fault.Error{Phase: fault.Decode, Reason: fault.InvalidResponse, Class: fault.ClassStream,
 					Msg: "stream ended with [DONE] before any token arrived"}
 			}
 			return out.finish()
@@ -358,9 +360,9 @@ func (c *call) decodeLeg(ctx context.Context, n int, iid string, kvp []byte) *vl
 }
 
 // firstTokenError names a leg cut by the first-token deadline as such.
-func (c *call) firstTokenError(e *vllm.Error, noFirst *atomic.Bool) *vllm.Error {
+func (c *call) firstTokenError(e error, noFirst *atomic.Bool) error {
 	if noFirst.Load() && c.tokens == 0 {
-		return &vllm.Error{Phase: fault.Decode, Reason: fault.EngineTimeout, Timeout: true, Class: fault.ClassStream,
+		return &fault.Error{Phase: fault.Decode, Reason: fault.EngineTimeout, Timeout: true, Class: fault.ClassStream,
 			Msg: fmt.Sprintf("no first token within %gs (engine.first_token_timeout_s)", c.r.cfg.Engine.FirstTokenTimeoutS)}
 	}
 	return e
@@ -395,7 +397,7 @@ func (c *call) complete() {
 
 // legFailed records a failed leg before any output reached the client and
 // decides whether to retry. It returns true to retry.
-func (c *call) legFailed(ctx context.Context, n int, phase fault.Phase, e *vllm.Error, exclude map[string]bool, engines ...string) bool {
+func (c *call) legFailed(ctx context.Context, n int, phase fault.Phase, e *fault.Error, exclude map[string]bool, engines ...string) bool {
 	if ctx.Err() != nil || c.clientGone {
 		c.ended(ctx)
 		return false
@@ -415,7 +417,7 @@ func (c *call) legFailed(ctx context.Context, n int, phase fault.Phase, e *vllm.
 
 // handoffExpired ends an attempt whose KV handoff outlived its bound:
 // retry with a fresh prefill, or answer 504 handoff_expired.
-func (c *call) handoffExpired(ctx context.Context, n int, e *vllm.Error, exclude map[string]bool, producer string) bool {
+func (c *call) handoffExpired(ctx context.Context, n int, e *fault.Error, exclude map[string]bool, producer string) bool {
 	backoff, reason := c.retryDecision(n, e)
 	c.recordFailure(n, fault.Decode, e, backoff, reason)
 	if reason != "allowed" {
@@ -429,7 +431,7 @@ func (c *call) handoffExpired(ctx context.Context, n int, e *vllm.Error, exclude
 
 // retryDecision says whether a failed attempt may be retried, and after
 // what backoff: full jitter under min(cap, base × 2^(n−1)).
-func (c *call) retryDecision(n int, e *vllm.Error) (delay float64, reason string) {
+func (c *call) retryDecision(n int, e *fault.Error) (delay float64, reason string) {
 	switch {
 	case !e.Transient():
 		return 0, "non_transient"
@@ -461,7 +463,7 @@ func (c *call) reserveRetryLocked(n int) (float64, string) {
 	return delay, "allowed"
 }
 
-func (c *call) recordFailure(n int, phase fault.Phase, e *vllm.Error, backoff float64, reason string) {
+func (c *call) recordFailure(n int, phase fault.Phase, e *fault.Error, backoff float64, reason string) {
 	f := journal.AttemptFailure{At: c.r.now(), Attempt: n, Phase: phase, Reason: e.Reason,
 		ErrorType: journal.Ptr(string(e.Class)), ErrorMessage: e.Msg, Transient: e.Transient(),
 		OutputStarted: c.committed, RetryScheduled: reason == "allowed" || reason == journal.RetryFailover || reason == journal.RetryReplaced,
@@ -502,7 +504,7 @@ func (c *call) backoff(ctx context.Context, d float64) bool {
 
 // outputFailed ends a stream that already delivered output: one terminal
 // error event, no retry.
-func (c *call) outputFailed(ctx context.Context, e *vllm.Error) {
+func (c *call) outputFailed(ctx context.Context, e *fault.Error) {
 	if ctx.Err() != nil || c.clientGone {
 		c.ended(ctx)
 		return
@@ -518,7 +520,7 @@ func (c *call) outputFailed(ctx context.Context, e *vllm.Error) {
 		err: openai.ServerError(200, "failed", "")})
 }
 
-func (c *call) recordFailureAfterOutput(e *vllm.Error) {
+func (c *call) recordFailureAfterOutput(e *fault.Error) {
 	tokens, first, last := c.tokens, c.firstTok, c.lastTok
 	c.recordFailure(c.attempts, fault.Decode, e, 0, "output_started")
 	c.tokens, c.firstTok, c.lastTok = tokens, first, last // delivered output stays delivered

@@ -33,7 +33,7 @@ func (c *call) leg(ctx context.Context, phase fault.Phase, iid string, attempt i
 }
 
 // tracedPrefillLeg is prefillLeg as one traced, counted leg.
-func (c *call) tracedPrefillLeg(ctx context.Context, n int, iid string) (*vllm.Handoff, float64, *vllm.Error) {
+func (c *call) tracedPrefillLeg(ctx context.Context, n int, iid string) (*vllm.Handoff, float64, error) {
 	ctx, done := c.leg(ctx, fault.Prefill, iid, n)
 	h, start, e := c.prefillLeg(ctx, n, iid)
 	done(e != nil)
@@ -41,7 +41,7 @@ func (c *call) tracedPrefillLeg(ctx context.Context, n int, iid string) (*vllm.H
 }
 
 // tracedDecodeLeg is decodeLeg as one traced, counted leg.
-func (c *call) tracedDecodeLeg(ctx context.Context, n int, iid string, kvp []byte) *vllm.Error {
+func (c *call) tracedDecodeLeg(ctx context.Context, n int, iid string, kvp []byte) error {
 	ctx, done := c.leg(ctx, fault.Decode, iid, n)
 	e := c.decodeLeg(ctx, n, iid, kvp)
 	done(e != nil)

@@ -11,14 +11,10 @@ import (
 	"github.com/narwhal-go/narwhal/internal/fault"
 )
 
-// Error is one failed engine call: fault.Error, the request path's one
-// error type.
-type Error = fault.Error
-
 // statusError classifies an engine HTTP status; detail is the response
 // body (or the in-stream error message).
-func statusError(phase fault.Phase, status int, detail string) *Error {
-	e := &Error{Phase: phase, Status: status, Class: "inference_status",
+func statusError(phase fault.Phase, status int, detail string) *fault.Error {
+	e := &fault.Error{Phase: phase, Status: status, Class: fault.ClassInferenceStatus,
 		Msg: fmt.Sprintf("engine answered HTTP %d: %s", status, truncate(detail, 200))}
 	if status >= 400 && status < 500 {
 		e.ClientMessage, e.ClientParam = clientDetail(detail)
@@ -30,9 +26,9 @@ func statusError(phase fault.Phase, status int, detail string) *Error {
 		e.Reason = fault.EngineError
 		e.Msg = fmt.Sprintf("engine refused the router's credential (HTTP %d): set engine.engine_api_key_env to the variable holding the engine's --api-key", status)
 	case status == 408 || status == 429:
-		e.Reason, e.Timeout, e.Class = fault.EngineOverloaded, status == 408, "overload"
+		e.Reason, e.Timeout, e.Class = fault.EngineOverloaded, status == 408, fault.ClassOverload
 	case status == 504:
-		e.Reason, e.Timeout, e.Class = fault.EngineTimeout, true, "timeout"
+		e.Reason, e.Timeout, e.Class = fault.EngineTimeout, true, fault.ClassTimeout
 	case status >= 400 && status < 500:
 		e.Reason = fault.EngineRejected
 	default:
@@ -59,7 +55,7 @@ const (
 
 // HandshakeRefusal classifies a failed decode leg as a NIXL
 // compatibility refusal: retrying the same pair cannot succeed.
-func HandshakeRefusal(e *Error) (Handshake, bool) {
+func HandshakeRefusal(e *fault.Error) (Handshake, bool) {
 	if e == nil || e.Phase != fault.Decode {
 		return Handshake{}, false
 	}
@@ -87,17 +83,17 @@ func hexAfter(s, marker string) string {
 }
 
 // transportError classifies a failure to get a response at all.
-func transportError(phase fault.Phase, err error, what string) *Error {
-	e := &Error{Phase: phase, Msg: what + ": " + err.Error()}
+func transportError(phase fault.Phase, err error, what string) *fault.Error {
+	e := &fault.Error{Phase: phase, Msg: what + ": " + err.Error()}
 	var op *net.OpError
 	switch {
 	case errors.As(err, &op) && op.Op == "dial":
-		e.Reason, e.Class = fault.EngineUnreachable, "connection"
+		e.Reason, e.Class = fault.EngineUnreachable, fault.ClassConnection
 		e.Timeout = op.Timeout()
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || isTimeout(err):
-		e.Reason, e.Timeout, e.Class = fault.EngineTimeout, true, "timeout"
+		e.Reason, e.Timeout, e.Class = fault.EngineTimeout, true, fault.ClassTimeout
 	default:
-		e.Reason, e.Class = fault.EngineConnection, "connection"
+		e.Reason, e.Class = fault.EngineConnection, fault.ClassConnection
 	}
 	return e
 }
@@ -108,8 +104,8 @@ func isTimeout(err error) bool {
 }
 
 // invalid is a malformed engine response.
-func invalid(phase fault.Phase, class fault.Class, format string, args ...any) *Error {
-	return &Error{Phase: phase, Reason: fault.InvalidResponse, Class: class, Msg: fmt.Sprintf(format, args...)}
+func invalid(phase fault.Phase, class fault.Class, format string, args ...any) *fault.Error {
+	return &fault.Error{Phase: phase, Reason: fault.InvalidResponse, Class: class, Msg: fmt.Sprintf(format, args...)}
 }
 
 func truncate(s string, n int) string {

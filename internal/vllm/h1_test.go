@@ -155,7 +155,7 @@ func TestH1DoesNotResendOnAFreshConnection(t *testing.T) {
 	c := NewClient("http://"+ln.Addr().String(), Options{})
 	defer c.Close()
 	_, e := c.call(context.Background(), "prefill", http.MethodPost, "/x", []byte(`{}`), "r", 1<<10)
-	if e == nil || e.Reason != fault.EngineConnection {
+	if e == nil || fault.As(e).Reason != fault.EngineConnection {
 		t.Fatalf("error %v, want a connection error", e)
 	}
 	if n := accepted.Load(); n != 1 {
@@ -243,7 +243,7 @@ func TestH1BoundsRequestsInFlight(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	_, e := c.call(ctx, "prefill", http.MethodPost, "/x", []byte(`{}`), "third", 1<<10)
-	if e == nil || !e.Timeout || !strings.Contains(e.Msg, "free engine connection") {
+	if e == nil || !fault.As(e).Timeout || !strings.Contains(fault.As(e).Msg, "free engine connection") {
 		t.Errorf("third request with two in flight: %v, want a timeout waiting for a connection", e)
 	}
 	release <- struct{}{}

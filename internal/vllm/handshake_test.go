@@ -29,7 +29,7 @@ func TestEngineAuthRefusalIsTheRoutersFault(t *testing.T) {
 				c.status, e.AuthFailed(), e.Reason, e.Transient(), e.Msg, c.auth, c.reason, c.transient, c.msgMention)
 		}
 	}
-	var none *Error
+	var none *fault.Error
 	if none.AuthFailed() {
 		t.Error("a nil error reports an auth failure")
 	}
@@ -51,7 +51,7 @@ func TestHandshakeRefusalParsing(t *testing.T) {
 		{"prefill phase", "prefill", "NIXL compatibility hash mismatch. Local: " + a, false, "", ""},
 	}
 	for _, c := range cases {
-		h, ok := HandshakeRefusal(&Error{Phase: c.phase, Msg: c.msg})
+		h, ok := HandshakeRefusal(&fault.Error{Phase: c.phase, Msg: c.msg})
 		if ok != c.ok || h.LocalHash != c.local || h.RemoteHash != c.remote {
 			t.Errorf("%s: %+v %v, want ok %v local %q remote %q", c.name, h, ok, c.ok, c.local, c.remote)
 		}
@@ -73,13 +73,14 @@ func TestHandshakeRefusalFromSimengine(t *testing.T) {
 	ctx, a, b := pdClients(t, fl)
 	s := prefillDecode(t, ctx, a, b)
 	defer s.Close()
-	var e *Error
-	for e == nil {
+	var next error
+	for next == nil {
 		var ev Event
-		if ev, e = s.Next(); ev.Done {
+		if ev, next = s.Next(); ev.Done {
 			t.Fatal("the decode leg succeeded with KV from an incompatible producer")
 		}
 	}
+	e := fault.As(next)
 	hs, ok := HandshakeRefusal(e)
 	want := Handshake{LocalHash: simengine.CompatibilityHash(fl.Engines[1].Identity()), RemoteHash: simengine.CompatibilityHash(fl.Engines[0].Identity())}
 	if !ok || hs != want {

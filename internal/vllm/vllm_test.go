@@ -92,7 +92,7 @@ func TestHandoffValidation(t *testing.T) {
 				}
 				return
 			}
-			if e == nil || !strings.Contains(e.Msg, tc.err) || e.Reason != fault.InvalidResponse || e.Class != "kv_handoff" {
+			if e == nil || !strings.Contains(fault.As(e).Msg, tc.err) || fault.As(e).Reason != fault.InvalidResponse || fault.As(e).Class != "kv_handoff" {
 				t.Errorf("error = %+v, want %q (invalid_response, kv_handoff)", e, tc.err)
 			}
 		})
@@ -126,7 +126,7 @@ func TestParseEvent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ev, e := parseEvent([]byte(tc.data))
 			if tc.errMsg != "" {
-				if e == nil || !strings.Contains(e.Msg, tc.errMsg) || (tc.status != 0 && e.Status != tc.status) {
+				if e == nil || !strings.Contains(fault.As(e).Msg, tc.errMsg) || (tc.status != 0 && fault.As(e).Status != tc.status) {
 					t.Fatalf("error = %+v, want %q status %d", e, tc.errMsg, tc.status)
 				}
 				return
@@ -245,7 +245,7 @@ func TestIdleTimeoutAbortsTheLeg(t *testing.T) {
 	}))
 	s := openTestStream(t, srv)
 	s.SetIdleTimeout(50 * time.Millisecond)
-	if _, e := s.Next(); e == nil || !e.Timeout || !strings.Contains(e.Msg, "silent") {
+	if _, e := s.Next(); e == nil || !fault.As(e).Timeout || !strings.Contains(fault.As(e).Msg, "silent") {
 		t.Fatalf("error = %+v, want the between-token timeout", e)
 	}
 }
@@ -256,7 +256,7 @@ func TestUnreachableEngine(t *testing.T) {
 	srv.Close()
 	c := NewClient(url, Options{ConnectTimeout: time.Second})
 	_, e := c.Prefill(context.Background(), "/v1/completions", []byte(`{}`), "x")
-	if e == nil || e.Reason != fault.EngineUnreachable || !e.Transient() {
+	if e == nil || fault.As(e).Reason != fault.EngineUnreachable || !fault.As(e).Transient() {
 		t.Fatalf("error = %+v, want engine_unreachable", e)
 	}
 }

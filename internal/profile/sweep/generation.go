@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/narwhal-go/narwhal/internal/attest"
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
@@ -24,7 +25,7 @@ type Generation struct {
 func (m *meter) generation(ctx context.Context) (Generation, error) {
 	id, e := m.t.Client.Identity(ctx)
 	if e != nil {
-		return Generation{}, fmt.Errorf("engine identity (/version, process_start_time_seconds on /metrics): %s", e.Msg)
+		return Generation{}, fmt.Errorf("engine identity (/version, process_start_time_seconds on /metrics): %s", fault.Detail(e))
 	}
 	g := Generation{Identity: id}
 	att := ""

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/profile/fit"
@@ -121,7 +122,7 @@ func runTag() string {
 
 func (m *meter) run(ctx context.Context) (*profile.Row, error) {
 	if e := m.t.Client.Health(ctx); e != nil {
-		return nil, fmt.Errorf("/health: %s (start the engine or fix its url)", e.Msg)
+		return nil, fmt.Errorf("/health: %s (start the engine or fix its url)", fault.Detail(e))
 	}
 	before, err := m.generation(ctx)
 	if err != nil {
