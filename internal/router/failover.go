@@ -37,17 +37,17 @@ func replaceable(e *fault.Error) bool {
 func (c *call) replace(ctx context.Context, n int, phase fault.Phase, e *fault.Error, exclude map[string]bool, iid string) bool {
 	r := c.r
 	budget := r.cfg.SLO.TTFT * (1 + r.cfg.Serving.AdmissionMargin)
-	if ctx.Err() != nil || c.clientGone || c.committed || c.replaced[phase] || !replaceable(e) || r.now()-c.arrived >= budget {
+	if ctx.Err() != nil || c.ex.clientGone || c.ex.committed || c.att.replaced[phase] || !replaceable(e) || r.now()-c.adm.arrived >= budget {
 		return false
 	}
-	if c.replaced == nil {
-		c.replaced = map[fault.Phase]bool{}
+	if c.att.replaced == nil {
+		c.att.replaced = map[fault.Phase]bool{}
 	}
-	c.replaced[phase] = true
+	c.att.replaced[phase] = true
 	r.attemptFailed(phase, e.Reason)
 	exclude[iid] = true
 	c.recordFailure(n, phase, e, 0, journal.RetryReplaced)
-	c.failedOver = true // a re-placement is not a new admission: no TTFT check
+	c.att.failedOver = true // a re-placement is not a new admission: no TTFT check
 	return true
 }
 
@@ -57,12 +57,12 @@ func neverReached(e *fault.Error) bool { return e != nil && e.Reason == fault.En
 // failover records a failed leg on iid that may move to another engine and
 // excludes iid for the rest of the call; false when it may not.
 func (c *call) failover(ctx context.Context, n int, phase fault.Phase, e *fault.Error, exclude map[string]bool, iid string) bool {
-	if ctx.Err() != nil || c.clientGone || c.committed || !neverReached(e) {
+	if ctx.Err() != nil || c.ex.clientGone || c.ex.committed || !neverReached(e) {
 		return false
 	}
 	c.r.attemptFailed(phase, e.Reason)
 	exclude[iid] = true
 	c.recordFailure(n, phase, e, 0, journal.RetryFailover)
-	c.failedOver = true // a re-placement is not a new admission: no TTFT check
+	c.att.failedOver = true // a re-placement is not a new admission: no TTFT check
 	return true
 }

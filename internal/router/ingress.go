@@ -51,7 +51,9 @@ func (r *Router) routes() {
 	r.front = r.gate.wrap(r.boundBodies(m))
 }
 
-// serveCompletion is one original request, from arrival to its journal row.
+// serveCompletion is one original request, from arrival to its journal
+// row: the stages in order (call.go names the state each owns). Every
+// path out ends in exactly one terminal row (settle; settleUnsettled).
 func (r *Router) serveCompletion(w http.ResponseWriter, req *http.Request, chat bool) {
 	r.inflight.Add(1)
 	defer r.inflight.Done()
@@ -59,6 +61,7 @@ func (r *Router) serveCompletion(w http.ResponseWriter, req *http.Request, chat 
 	defer c.settleUnsettled()
 	defer c.recoverPanic()
 	r.offer(c)
+	// Admission (call.ex, call.adm): gates, the body, validation, a seat.
 	if !c.mediaGate() {
 		return
 	}
@@ -86,16 +89,19 @@ func (r *Router) serveCompletion(w http.ResponseWriter, req *http.Request, chat 
 		return
 	}
 	c.recordAdmission()
-	ctx, cancel := context.WithDeadline(req.Context(), c.deadline)
+	ctx, cancel := context.WithDeadline(req.Context(), c.adm.deadline)
 	defer cancel()
 	release, ok := c.admit(ctx)
 	if !ok {
 		return
 	}
 	defer release()
+	// Sizing (call.sz): the prompt counted and tracked in the core.
 	if !c.size(ctx) {
 		return
 	}
+	// Attempts (call.att, call.facts): prefill, handoff, decode, retries,
+	// until one completes or the call ends; its row is built as it settles.
 	c.run(ctx)
 }
 
@@ -105,7 +111,7 @@ func (r *Router) serveCompletion(w http.ResponseWriter, req *http.Request, chat 
 // journal rows it missed.
 func (r *Router) offer(c *call) {
 	r.locked(func() {
-		c.arrived = r.now()
+		c.adm.arrived = r.now()
 		r.stats.Offered++
 	})
 }
@@ -113,7 +119,7 @@ func (r *Router) offer(c *call) {
 // settleUnsettled makes sure every request ends in exactly one journal
 // row: a path that returned without an outcome is a bug, recorded as one.
 func (c *call) settleUnsettled() {
-	if !c.settled {
+	if !c.facts.settled {
 		c.r.log.Error("request ended without an outcome; recording it as an internal failure", "rid", c.rid)
 		c.settle(outcome{terminal: journal.TerminalFailed, reason: fault.Internal, detail: "ended without an outcome"})
 	}
@@ -137,9 +143,9 @@ func (c *call) recoverPanic() {
 }
 
 func (r *Router) newCall(w http.ResponseWriter, req *http.Request, chat bool) *call {
-	c := &call{r: r, w: w, req: req, rid: r.ids.NewID(), chat: chat, endpoint: req.URL.Path,
-		arrived: r.now(), phase: fault.Admission}
-	c.deadline = r.clock.Now().Add(units.Seconds(r.cfg.Serving.RequestTimeoutS))
+	c := &call{r: r, rid: r.ids.NewID(), phase: fault.Admission,
+		ex: exchange{w: w, req: req, chat: chat, endpoint: req.URL.Path}, adm: admission{arrived: r.now()}}
+	c.adm.deadline = r.clock.Now().Add(units.Seconds(r.cfg.Serving.RequestTimeoutS))
 	// The client's own id comes back as X-Request-Id (OpenAI's SDKs log
 	// it); the router's is always in X-Narwhal-Request-Id, and in
 	// X-Request-Id too when the client sent none.
@@ -147,7 +153,7 @@ func (r *Router) newCall(w http.ResponseWriter, req *http.Request, chat bool) *c
 	h.Set("X-Narwhal-Request-Id", c.rid)
 	h.Set("X-Request-Id", c.rid)
 	if id := req.Header.Get("X-Request-Id"); id != "" {
-		c.clientRID = &id
+		c.ex.clientRID = &id
 		if httpguard.Echoable(id) {
 			h.Set("X-Request-Id", id)
 		}
@@ -213,13 +219,13 @@ func (c *call) parse(raw []byte) bool {
 		c.fail(outcome{terminal: journal.TerminalInvalid, err: openai.BadRequest("invalid_json", "", err.Error())})
 		return false
 	}
-	q, e := openai.Validate(body, c.chat, c.r.cfg.Model)
+	q, e := openai.Validate(body, c.ex.chat, c.r.cfg.Model)
 	if e != nil {
 		c.fail(outcome{terminal: journal.TerminalInvalid, err: e, detail: e.Message})
 		return false
 	}
-	c.body = body
-	c.q = q
+	c.adm.body = body
+	c.adm.q = q
 	return true
 }
 
@@ -242,7 +248,7 @@ func (c *call) admit(ctx context.Context) (func(), bool) {
 	start := r.now()
 	t := r.clock.NewTimer(units.Seconds(r.cfg.Serving.QueueTimeoutS))
 	defer t.Stop()
-	defer func() { c.queueWaits.Admission = r.now() - start }()
+	defer func() { c.facts.queueWaits.Admission = r.now() - start }()
 	select {
 	case r.seats <- struct{}{}:
 		return release, true
@@ -258,12 +264,12 @@ func (c *call) admit(ctx context.Context) (func(), bool) {
 // ended settles a call whose context ended: the client went away, or the
 // request's deadline passed.
 func (c *call) ended(ctx context.Context) {
-	if (c.clientGone || c.req.Context().Err() != nil) && c.r.clock.Now().Before(c.deadline) {
+	if (c.ex.clientGone || c.ex.req.Context().Err() != nil) && c.r.clock.Now().Before(c.adm.deadline) {
 		c.settle(outcome{terminal: journal.TerminalCancelled})
 		return
 	}
-	if c.committed {
-		c.streamError("expired")
+	if c.ex.committed {
+		c.ex.streamError("expired")
 		c.settle(outcome{terminal: journal.TerminalExpired, reason: fault.Deadline, status: 200,
 			detail: "original request deadline expired after output started"})
 		return
@@ -278,9 +284,9 @@ func (c *call) ended(ctx context.Context) {
 func (c *call) size(ctx context.Context) bool {
 	r := c.r
 	began := r.clock.Now()
-	n, exact, text := openai.PromptSize(c.body, c.chat)
+	n, exact, text := openai.PromptSize(c.adm.body, c.ex.chat)
 	if exact {
-		c.tokenIDs = openai.PromptIDs(c.body)
+		c.sz.tokenIDs = openai.PromptIDs(c.adm.body)
 	}
 	if !exact && r.cfg.Engine.Tokenize {
 		var err error
@@ -296,7 +302,7 @@ func (c *call) size(ctx context.Context) bool {
 	} else if !exact {
 		n = max(1, int(float64(len(text))/r.cfg.Engine.CharsPerToken))
 	}
-	c.inputLen, c.sized = n, true
+	c.sz.inputLen, c.sz.sized = n, true
 	r.sat.Sized(r.clock.Now().Sub(began))
 	if e := c.contextError(n, exact || r.cfg.Engine.Tokenize); e != nil {
 		c.fail(outcome{terminal: journal.TerminalInvalid, err: e, detail: e.Message})
@@ -304,7 +310,7 @@ func (c *call) size(ctx context.Context) bool {
 	}
 	ev, _ := c.cacheEvidence() // outside r.mu: it reads the residency views
 	r.locked(func() {
-		c.sreq = r.core.Track(c.arrived, sched.Request{RID: c.rid, InputLen: n, WantedLen: c.q.Wanted, CachedTokens: ev})
+		c.sz.sreq = r.core.Track(c.adm.arrived, sched.Request{RID: c.rid, InputLen: n, WantedLen: c.adm.q.Wanted, CachedTokens: ev})
 	})
 	return true
 }
@@ -312,13 +318,13 @@ func (c *call) size(ctx context.Context) bool {
 // tokenize counts the prompt on a live engine (onLiveEngine: the least
 // loaded, moving on a transient failure, up to serving.max_attempts).
 func (c *call) tokenize(ctx context.Context) (int, error) {
-	body := vllm.TokenizeBody(c.body, c.r.cfg.Model, c.chat)
+	body := vllm.TokenizeBody(c.adm.body, c.r.cfg.Model, c.ex.chat)
 	none := &fault.Error{Phase: fault.Admission, Reason: fault.NoEngine, Msg: "no live engine to count the prompt"}
 	var n int
 	_, e := c.r.onLiveEngine(ctx, none, func(ctx context.Context, cl *vllm.Client) error {
 		count, ids, e := cl.TokenizeIDs(ctx, body)
 		if e == nil {
-			n, c.tokenIDs = count, ids
+			n, c.sz.tokenIDs = count, ids
 		}
 		return e
 	})

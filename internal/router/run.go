@@ -21,7 +21,7 @@ import (
 func (c *call) run(ctx context.Context) {
 	exclude := map[string]bool{}
 	for attempt := 1; ; attempt++ {
-		c.attempts = attempt
+		c.att.n = attempt
 		if !c.attempt(ctx, attempt, exclude) {
 			return
 		}
@@ -39,8 +39,8 @@ func (c *call) attempt(ctx context.Context, n int, exclude map[string]bool) bool
 	r.av.LegSucceeded(p, string(fault.Prefill))
 	// TTFT is the attempt that serves the request: arrival to its
 	// producer's completion.
-	c.prefilledAt = r.now()
-	c.ttft = c.prefilledAt - c.arrived
+	c.facts.prefilledAt = r.now()
+	c.facts.ttft = c.facts.prefilledAt - c.adm.arrived
 	return c.decodePhase(ctx, n, exclude, p, h, start)
 }
 
@@ -53,7 +53,7 @@ func (c *call) prefillPhase(ctx context.Context, n int, exclude map[string]bool)
 		if p, ok = c.placePrefill(ctx, n, exclude); !ok {
 			return "", nil, 0, false, false
 		}
-		c.phase, c.prefillIID = fault.Prefill, p
+		c.phase, c.att.prefillIID = fault.Prefill, p
 		h, start, err := c.tracedPrefillLeg(ctx, n, p)
 		if err == nil {
 			return p, h, start, false, true
@@ -87,9 +87,9 @@ func (c *call) decodePhase(ctx context.Context, n int, exclude map[string]bool, 
 		if !ok {
 			return false
 		}
-		c.phase, c.decodeIID = fault.Decode, d
+		c.phase, c.att.decodeIID = fault.Decode, d
 		crossed := d != p
-		c.crossed = &crossed
+		c.att.crossed = &crossed
 		kvp := h.Params
 		if !crossed {
 			kvp = nil // same engine: reuse its own cache, no transfer
@@ -102,11 +102,11 @@ func (c *call) decodePhase(ctx context.Context, n int, exclude map[string]bool, 
 		}
 		e := fault.Of(err, fault.Decode)
 		switch {
-		case ctx.Err() != nil || c.clientGone: // the client's doing, not the engine's
+		case ctx.Err() != nil || c.ex.clientGone: // the client's doing, not the engine's
 		default:
-			r.reportLeg(avail.Failure{IID: d, Err: e, Peer: p, Tokens: c.tokens})
+			r.reportLeg(avail.Failure{IID: d, Err: e, Peer: p, Tokens: c.facts.tokens})
 		}
-		if c.committed {
+		if c.ex.committed {
 			c.outputFailed(ctx, e)
 			return false
 		}
@@ -114,7 +114,7 @@ func (c *call) decodePhase(ctx context.Context, n int, exclude map[string]bool, 
 			continue
 		}
 		if c.replace(ctx, n, fault.Decode, e, exclude, d) {
-			c.prefillIID, c.decodeIID, c.crossed = "", "", nil
+			c.att.clearEngines()
 			return true // a new attempt: fresh prefill, another consumer
 		}
 		return c.legFailed(ctx, n, fault.Decode, e, exclude, d, p)
@@ -135,10 +135,10 @@ func (c *call) placePrefill(ctx context.Context, n int, exclude map[string]bool)
 		if wait.Deadline > 0 {
 			return c.awaitQueue(ctx, n, exclude, wait.Deadline)
 		}
-		left := units.Seconds(c.r.cfg.Serving.QueueTimeoutS - c.queueWaits.Admission - c.queueWaits.Prefill)
+		left := units.Seconds(c.r.cfg.Serving.QueueTimeoutS - c.facts.queueWaits.Admission - c.facts.queueWaits.Prefill)
 		start := c.r.now()
 		freed := c.waitSeat(ctx, wait.freed, left)
-		c.queueWaits.Prefill += c.r.now() - start
+		c.facts.queueWaits.Prefill += c.r.now() - start
 		switch {
 		case ctx.Err() != nil:
 			c.ended(ctx)
@@ -210,26 +210,26 @@ func (c *call) tryPrefill(n int, exclude map[string]bool) (string, *prefillWait,
 func (c *call) placeLocked(n int, exclude map[string]bool) (sched.Placement, *sched.Refusal, chan struct{}) {
 	r := c.r
 	now := r.now()
-	pl, ref := r.core.Place(now, c.rid, exclude, sched.Attempt{N: n, FailedOver: c.failedOver})
+	pl, ref := r.core.Place(now, c.rid, exclude, sched.Attempt{N: n, FailedOver: c.att.failedOver})
 	if ref == nil {
 		c.placedCache(pl)
 	}
 	if pl.IID != "" {
-		c.price = &journal.Price{PriceS: now - c.arrived + pl.Cost.Secondary, ElapsedS: now - c.arrived,
+		c.facts.price = &journal.Price{PriceS: now - c.adm.arrived + pl.Cost.Secondary, ElapsedS: now - c.adm.arrived,
 			BacklogS: pl.Cost.Secondary - pl.OwnPrefill, OwnPrefillS: pl.OwnPrefill}
-		if math.IsInf(c.price.PriceS, 0) {
-			c.price = nil
+		if math.IsInf(c.facts.price.PriceS, 0) {
+			c.facts.price = nil
 		}
 	}
 	if ref == nil {
 		r.stats.PrefillAttempts++
 		r.metrics.PrefillAttempts.Inc()
-		if c.reserved {
+		if c.att.reserved {
 			r.stats.Retries++
 			r.stats.CreditsSpent++
 			r.metrics.RetryAttempts.Inc()
 			r.metrics.RetryCreditsSpent.Inc()
-			c.reserved = false
+			c.att.reserved = false
 		}
 	}
 	return pl, ref, r.freed
@@ -261,13 +261,13 @@ func (c *call) placeDecode(ctx context.Context, exclude map[string]bool, handoff
 			c.refused(openai.DecodeLeg, ref, pl)
 			return "", nil, false
 		}
-		left := c.deadline.Sub(r.clock.Now())
+		left := c.adm.deadline.Sub(r.clock.Now())
 		if b := r.cfg.Serving.HandoffTimeoutS; b > 0 {
 			left = min(left, units.Seconds(b-(r.now()-handoffStart)))
 		}
 		start := r.now()
 		freed2 := c.waitSeat(ctx, freed, left)
-		c.queueWaits.Decode += r.now() - start
+		c.facts.queueWaits.Decode += r.now() - start
 		if ctx.Err() != nil {
 			c.ended(ctx)
 			return "", nil, false
@@ -298,8 +298,8 @@ func (c *call) prefillLeg(ctx context.Context, n int, iid string) (*vllm.Handoff
 	start := r.now()
 	lctx, cancel := context.WithTimeout(ctx, units.Seconds(r.cfg.Serving.PrefillTimeoutS))
 	defer cancel()
-	h, e := r.engines[iid].client.Prefill(lctx, c.endpoint, vllm.PrefillBody(c.body, r.cfg.Model), legID(c.rid, n, fault.Prefill))
-	c.upstreamP += r.now() - start
+	h, e := r.engines[iid].client.Prefill(lctx, c.ex.endpoint, vllm.PrefillBody(c.adm.body, r.cfg.Model), legID(c.rid, n, fault.Prefill))
+	c.facts.upstreamP += r.now() - start
 	if h != nil {
 		c.reportedCache(iid, h.CachedTokens)
 	}
@@ -317,9 +317,9 @@ func legID(rid string, attempt int, phase fault.Phase) string {
 // decodeLeg runs the consumer leg and relays or assembles its output.
 func (c *call) decodeLeg(ctx context.Context, n int, iid string, kvp []byte) error {
 	r := c.r
-	c.decodeAttempts++
+	c.att.decodes++
 	start := r.now()
-	defer func() { c.upstreamD += r.now() - start }()
+	defer func() { c.facts.upstreamD += r.now() - start }()
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// The first-token bound runs as a timer callback rather than a
@@ -330,7 +330,7 @@ func (c *call) decodeLeg(ctx context.Context, n int, iid string, kvp []byte) err
 		cancel()
 	})
 	defer ft.Stop()
-	s, e := r.engines[iid].client.OpenStream(lctx, c.endpoint, vllm.DecodeBody(c.body, r.cfg.Model, kvp), legID(c.rid, n, fault.Decode))
+	s, e := r.engines[iid].client.OpenStream(lctx, c.ex.endpoint, vllm.DecodeBody(c.adm.body, r.cfg.Model, kvp), legID(c.rid, n, fault.Decode))
 	if e != nil {
 		return c.firstTokenError(e, &noFirst)
 	}
@@ -342,13 +342,13 @@ func (c *call) decodeLeg(ctx context.Context, n int, iid string, kvp []byte) err
 			return c.firstTokenError(e, &noFirst)
 		}
 		if ev.Done {
-			if c.tokens == 0 {
+			if c.facts.tokens == 0 {
 				return &fault.Error{Phase: fault.Decode, Reason: fault.InvalidResponse, Class: fault.ClassStream,
 					Msg: "stream ended with [DONE] before any token arrived"}
 			}
 			return out.finish()
 		}
-		if ev.Tokens > 0 && c.tokens == 0 {
+		if ev.Tokens > 0 && c.facts.tokens == 0 {
 			ft.Stop()
 			s.SetIdleTimeout(units.Seconds(r.cfg.Engine.DecodeReadTimeoutS))
 		}
@@ -361,7 +361,7 @@ func (c *call) decodeLeg(ctx context.Context, n int, iid string, kvp []byte) err
 
 // firstTokenError names a leg cut by the first-token deadline as such.
 func (c *call) firstTokenError(e error, noFirst *atomic.Bool) error {
-	if noFirst.Load() && c.tokens == 0 {
+	if noFirst.Load() && c.facts.tokens == 0 {
 		return &fault.Error{Phase: fault.Decode, Reason: fault.EngineTimeout, Timeout: true, Class: fault.ClassStream,
 			Msg: fmt.Sprintf("no first token within %gs (engine.first_token_timeout_s)", c.r.cfg.Engine.FirstTokenTimeoutS)}
 	}
@@ -375,17 +375,12 @@ func (c *call) tokensArrived(iid string, n int) {
 	}
 	r := c.r
 	now := r.now()
-	if c.tokens == 0 {
-		c.firstTok = now
-	}
-	c.tokens += n
-	c.observed += n
-	c.lastTok = now
+	c.facts.tokensAt(now, n)
 	// The handle Track returned: no lookup by rid under the lock that
 	// every stream takes once per token event.
 	r.locked(func() {
-		if c.sreq != nil {
-			r.core.OutputTokensOf(now, iid, c.sreq, n)
+		if c.sz.sreq != nil {
+			r.core.OutputTokensOf(now, iid, c.sz.sreq, n)
 		}
 	})
 }
@@ -398,7 +393,7 @@ func (c *call) complete() {
 // legFailed records a failed leg before any output reached the client and
 // decides whether to retry. It returns true to retry.
 func (c *call) legFailed(ctx context.Context, n int, phase fault.Phase, e *fault.Error, exclude map[string]bool, engines ...string) bool {
-	if ctx.Err() != nil || c.clientGone {
+	if ctx.Err() != nil || c.ex.clientGone {
 		c.ended(ctx)
 		return false
 	}
@@ -449,7 +444,7 @@ func (c *call) reserveRetryLocked(n int) (float64, string) {
 	r := c.r
 	s := r.cfg.Serving
 	delay := r.rng.Float64() * math.Min(s.RetryCapS, s.RetryBaseS*math.Pow(2, float64(n-1)))
-	if !r.clock.Now().Add(units.Seconds(delay)).Before(c.deadline) {
+	if !r.clock.Now().Add(units.Seconds(delay)).Before(c.adm.deadline) {
 		return 0, "original_deadline"
 	}
 	if r.stats.Credits < 1 {
@@ -459,20 +454,20 @@ func (c *call) reserveRetryLocked(n int) (float64, string) {
 	}
 	r.stats.Credits-- // reserved now, spent when the retry's prefill dispatches
 	r.metrics.RetryCredits.Set(r.stats.Credits)
-	c.reserved = true
+	c.att.reserved = true
 	return delay, "allowed"
 }
 
 func (c *call) recordFailure(n int, phase fault.Phase, e *fault.Error, backoff float64, reason string) {
 	f := journal.AttemptFailure{At: c.r.now(), Attempt: n, Phase: phase, Reason: e.Reason,
 		ErrorType: journal.Ptr(string(e.Class)), ErrorMessage: e.Msg, Transient: e.Transient(),
-		OutputStarted: c.committed, RetryScheduled: reason == "allowed" || reason == journal.RetryFailover || reason == journal.RetryReplaced,
+		OutputStarted: c.ex.committed, RetryScheduled: reason == "allowed" || reason == journal.RetryFailover || reason == journal.RetryReplaced,
 		RetryReason: reason}
-	if c.prefillIID != "" {
-		f.PrefillIID = journal.Ptr(c.prefillIID)
+	if c.att.prefillIID != "" {
+		f.PrefillIID = journal.Ptr(c.att.prefillIID)
 	}
-	if phase == fault.Decode && c.decodeIID != "" {
-		f.DecodeIID = journal.Ptr(c.decodeIID)
+	if phase == fault.Decode && c.att.decodeIID != "" {
+		f.DecodeIID = journal.Ptr(c.att.decodeIID)
 	}
 	if e.Status != 0 {
 		f.Status = journal.Ptr(e.Status)
@@ -480,8 +475,8 @@ func (c *call) recordFailure(n int, phase fault.Phase, e *fault.Error, backoff f
 	if reason == "allowed" {
 		f.BackoffS = journal.Ptr(backoff)
 	}
-	c.failures = append(c.failures, f)
-	c.tokens, c.firstTok, c.lastTok = 0, 0, 0 // partial output of a failed attempt is discarded
+	c.att.failures = append(c.att.failures, f)
+	c.facts.discardOutput() // partial output of a failed attempt is discarded
 }
 
 // attemptFailed counts a failed attempt of phase for reason.
@@ -492,7 +487,7 @@ func (r *Router) attemptFailed(phase fault.Phase, reason fault.Reason) {
 // backoff waits before the next attempt; false when the call ended meanwhile.
 func (c *call) backoff(ctx context.Context, d float64) bool {
 	c.phase = fault.Backoff
-	c.prefillIID, c.decodeIID, c.crossed = "", "", nil
+	c.att.clearEngines()
 	select {
 	case <-c.r.clock.After(units.Seconds(d)):
 		return true
@@ -505,23 +500,23 @@ func (c *call) backoff(ctx context.Context, d float64) bool {
 // outputFailed ends a stream that already delivered output: one terminal
 // error event, no retry.
 func (c *call) outputFailed(ctx context.Context, e *fault.Error) {
-	if ctx.Err() != nil || c.clientGone {
+	if ctx.Err() != nil || c.ex.clientGone {
 		c.ended(ctx)
 		return
 	}
 	reason := e.Reason
-	if e.CutAfter(c.tokens) {
+	if e.CutAfter(c.facts.tokens) {
 		reason = fault.OutputCut // the engine's own cause stays in the attempt and the detail
 	}
 	c.r.attemptFailed(fault.Decode, e.Reason)
 	c.recordFailureAfterOutput(e)
-	c.streamError("failed")
+	c.ex.streamError("failed")
 	c.settle(outcome{terminal: journal.TerminalFailed, reason: reason, status: 200, detail: e.Msg,
 		err: openai.ServerError(200, "failed", "")})
 }
 
 func (c *call) recordFailureAfterOutput(e *fault.Error) {
-	tokens, first, last := c.tokens, c.firstTok, c.lastTok
-	c.recordFailure(c.attempts, fault.Decode, e, 0, "output_started")
-	c.tokens, c.firstTok, c.lastTok = tokens, first, last // delivered output stays delivered
+	tokens, first, last := c.facts.tokens, c.facts.firstTok, c.facts.lastTok
+	c.recordFailure(c.att.n, fault.Decode, e, 0, "output_started")
+	c.facts.tokens, c.facts.firstTok, c.facts.lastTok = tokens, first, last // delivered output stays delivered
 }

@@ -16,7 +16,7 @@ func (r *Router) traced(h http.HandlerFunc) http.HandlerFunc { return r.tracer.H
 // traceRow puts the call's trace id in its journal row and its outcome
 // on the request span.
 func (c *call) traceRow(row *journal.RequestRow) {
-	if id := tracing.Finish(c.req.Context(), row.Terminal); id != "" {
+	if id := tracing.Finish(c.ex.req.Context(), row.Terminal); id != "" {
 		row.TraceID = journal.Ptr(id)
 	}
 }
@@ -25,7 +25,7 @@ func (c *call) traceRow(row *journal.RequestRow) {
 // context, and the engine's in-flight leg gauge counts it until done.
 func (c *call) leg(ctx context.Context, phase fault.Phase, iid string, attempt int) (context.Context, func(failed bool)) {
 	c.r.metrics.LegStarted(iid, phase)
-	ctx, end := tracing.Leg(c.req.Context(), ctx, phase, iid, attempt)
+	ctx, end := tracing.Leg(c.ex.req.Context(), ctx, phase, iid, attempt)
 	return ctx, func(failed bool) {
 		end(failed)
 		c.r.metrics.LegEnded(iid, phase)
