@@ -157,10 +157,12 @@ func Upstream(phase string, timeout bool) *Error {
 
 // LegError answers a failed engine call: the engine's own refusal of the
 // request (its 400, 413 or 422) goes back with its status and sanitized
-// message, since retrying cannot help; anything else is upstream's.
-func LegError(phase fault.Phase, e *fault.Error) *Error {
+// message, since retrying cannot help; anything else is upstream's, with
+// code naming the step that failed (its phase, or tokenize for the
+// /tokenize pass-through).
+func LegError(code string, e *fault.Error) *Error {
 	if !e.ClientFault() {
-		return Upstream(string(phase), e.Timeout)
+		return Upstream(code, e.Timeout)
 	}
 	msg := e.ClientMessage
 	if msg == "" {

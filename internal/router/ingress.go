@@ -296,7 +296,7 @@ func (c *call) size(ctx context.Context) bool {
 				c.ended(ctx)
 				return false
 			}
-			c.fail(outcome{terminal: journal.TerminalFailed, reason: e.Reason, err: openai.LegError(fault.Admission, e), detail: e.Msg})
+			c.fail(outcome{terminal: journal.TerminalFailed, reason: e.Reason, err: openai.LegError(string(fault.Admission), e), detail: e.Msg})
 			return false
 		}
 	} else if !exact {

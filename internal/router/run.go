@@ -404,7 +404,7 @@ func (c *call) legFailed(ctx context.Context, n int, phase fault.Phase, e *fault
 	backoff, reason := c.retryDecision(n, e)
 	c.recordFailure(n, phase, e, backoff, reason)
 	if reason != "allowed" {
-		c.fail(outcome{terminal: journal.TerminalFailed, reason: e.Reason, err: openai.LegError(phase, e), detail: e.Msg})
+		c.fail(outcome{terminal: journal.TerminalFailed, reason: e.Reason, err: openai.LegError(string(phase), e), detail: e.Msg})
 		return false
 	}
 	return c.backoff(ctx, backoff)
