@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/profile"
@@ -404,7 +405,7 @@ func TestSIGKILLClosesEveryAdmittedRequest(t *testing.T) {
 	}
 	for _, rid := range rids {
 		got := rows[rid]
-		if len(got) != 1 || got[0].Reason == nil || *got[0].Reason != journal.ReasonRouterLost || got[0].Terminal != journal.TerminalFailed {
+		if len(got) != 1 || got[0].Reason == nil || *got[0].Reason != string(fault.RouterLost) || got[0].Terminal != journal.TerminalFailed {
 			t.Errorf("request %s in flight at the kill has rows %+v; want exactly one failed router_lost row", rid, got)
 		}
 	}
@@ -421,8 +422,8 @@ func TestSIGKILLClosesEveryAdmittedRequest(t *testing.T) {
 	}
 	readJSON(t, b.base+"/narwhal/state", &st)
 	outcomes := st.Served + st.Failed + st.Expired + st.Cancelled + st.Invalid + st.Admission.Refused + st.Admission.Rejected
-	if st.Offered != outcomes || st.Served != 3 || st.Reasons.Failed[journal.ReasonRouterLost] != inflight {
+	if st.Offered != outcomes || st.Served != 3 || st.Reasons.Failed[string(fault.RouterLost)] != inflight {
 		t.Errorf("counters after resume: offered %d, outcomes %d, served %d, router_lost %d; want offered = outcomes, 3 served, %d lost",
-			st.Offered, outcomes, st.Served, st.Reasons.Failed[journal.ReasonRouterLost], inflight)
+			st.Offered, outcomes, st.Served, st.Reasons.Failed[string(fault.RouterLost)], inflight)
 	}
 }

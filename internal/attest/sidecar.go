@@ -17,7 +17,7 @@ import (
 
 // IdentityReader reads an engine's live identity; *vllm.Client is one.
 type IdentityReader interface {
-	Identity(ctx context.Context) (vllm.Identity, *vllm.Error)
+	Identity(ctx context.Context) (vllm.Identity, error)
 }
 
 // Options configure a sidecar.

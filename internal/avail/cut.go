@@ -1,9 +1,9 @@
 package avail
 
 import (
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
-	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
 // Mid-stream cuts: a decode stream that produced tokens and then ended
@@ -22,7 +22,7 @@ const cutQuarantineS = 5.0
 // streamCut records a cut on iid: the breaker's output_cut class, an
 // ejection at its threshold when another engine covers the role, and a
 // timed rest otherwise.
-func (s *Supervisor) streamCut(iid string, e *vllm.Error) {
+func (s *Supervisor) streamCut(iid string, e *fault.Error) {
 	s.log.Warn("engine cut a decode stream after output started", "iid", iid, "err", e.Msg)
 	if s.life.Failure(iid, lifecycle.OutputCut) == lifecycle.EjectCovered {
 		s.eject(iid, string(lifecycle.OutputCut), true) // never the last of its role

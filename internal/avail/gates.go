@@ -19,7 +19,7 @@ func (s *Supervisor) gates(iid string, old *vllm.Identity, requireNewer bool) ([
 	ctx, cancel := context.WithTimeout(s.ctx, 4*s.probeTimeout()+units.Seconds(s.cfg.Engine.FirstTokenTimeoutS))
 	defer cancel()
 	g := &gateRun{}
-	if !g.add("health", asErr(s.healthProbe(ctx, iid)), "GET /health 200 and the credential accepted") {
+	if !g.add("health", s.healthProbe(ctx, iid), "GET /health 200 and the credential accepted") {
 		return g.checks, vllm.Identity{}
 	}
 	// The identity gates only read; all run, so every mismatch shows at
@@ -35,9 +35,9 @@ func (s *Supervisor) gates(iid string, old *vllm.Identity, requireNewer bool) ([
 	if !attested || !modelOK || !profiled {
 		return g.checks, id
 	}
-	g.add("generation", asErr(s.probes.Inference(ctx, iid)), "a direct completion")
+	g.add("generation", s.probes.Inference(ctx, iid), "a direct completion")
 	g.add("kv_transfer", s.transferGate(ctx, iid), "")
-	g.add("final_health", asErr(s.healthProbe(ctx, iid)), "GET /health 200")
+	g.add("final_health", s.healthProbe(ctx, iid), "GET /health 200")
 	return g.checks, id
 }
 
@@ -79,12 +79,4 @@ func (s *Supervisor) transferGate(ctx context.Context, iid string) error {
 		}
 	}
 	return nil
-}
-
-// asErr keeps a nil *vllm.Error from becoming a non-nil error.
-func asErr(e *vllm.Error) error {
-	if e == nil {
-		return nil
-	}
-	return e
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
 	"github.com/narwhal-go/narwhal/internal/vllm"
@@ -70,11 +71,11 @@ func (s *Supervisor) diffHolds(why string) bool {
 // credential (Probes.Credential) and holds it out, or releases it, on the
 // answer. Only a 401/403 is its verdict: other failures are the health
 // checks' business.
-func (s *Supervisor) credentialProbe(ctx context.Context, iid string) *vllm.Error {
+func (s *Supervisor) credentialProbe(ctx context.Context, iid string) error {
 	e := s.probes.Credential(ctx, iid)
 	switch {
-	case e.AuthFailed():
-		s.credentialRefused(iid, e)
+	case fault.As(e).AuthFailed():
+		s.credentialRefused(iid, fault.As(e))
 		return e
 	case e == nil:
 		if s.life.Release(iid, lifecycle.HoldEngineAuth) {
@@ -85,7 +86,7 @@ func (s *Supervisor) credentialProbe(ctx context.Context, iid string) *vllm.Erro
 }
 
 // credentialRefused holds iid out: every request through it would fail.
-func (s *Supervisor) credentialRefused(iid string, e *vllm.Error) {
+func (s *Supervisor) credentialRefused(iid string, e *fault.Error) {
 	detail := fmt.Sprintf("refused the router's credential (HTTP %d): engine.engine_api_key_env must name a variable holding this engine's --api-key when narwhal-serve starts", e.Status)
 	if s.cfg.Engine.EngineAPIKeyEnv == "" {
 		detail = fmt.Sprintf("refused a request without a credential (HTTP %d): set engine.engine_api_key_env to a variable holding this engine's --api-key", e.Status)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
@@ -21,7 +22,7 @@ func (s *Supervisor) LegSucceeded(iid, kind string) { s.life.Success(iid, kind) 
 // Failure is one failed leg as the request path saw it.
 type Failure struct {
 	IID  string
-	Err  *vllm.Error
+	Err  *fault.Error
 	Peer string // the decode leg's producer; "" for a prefill leg
 	// Tokens is how many tokens the decode leg streamed before it failed:
 	// a stream that produced output and then ended is a cut.
@@ -41,9 +42,9 @@ func (s *Supervisor) LegFailed(f Failure) {
 	if f.Peer != iid {
 		producer = f.Peer
 	}
-	hs, refused := e.HandshakeRefusal()
+	hs, refused := vllm.HandshakeRefusal(e)
 	switch {
-	case e.Reason == vllm.ReasonLocalPool:
+	case e.Reason == fault.LocalPool:
 		return // not the engine's fault
 	case e.AuthFailed():
 		s.credentialRefused(iid, e) // held out, not a breaker fault: it answers, just not to us
@@ -51,7 +52,7 @@ func (s *Supervisor) LegFailed(f Failure) {
 	case refused && producer != "":
 		s.kvRefused(iid, producer, hs) // incompatible, not broken: retrying this pair cannot work
 		return
-	case e.Reason == vllm.ReasonRejected:
+	case e.Reason == fault.EngineRejected:
 		s.life.Success(iid, "answered") // a 4xx: the engine is up
 		return
 	}
@@ -87,7 +88,7 @@ func (s *Supervisor) verify(ctx context.Context, iid string, inference bool) {
 		return // one verification per engine at a time
 	}
 	defer s.verifying.Delete(iid)
-	var e *vllm.Error
+	var e error
 	if inference {
 		e = s.probes.Inference(ctx, iid)
 	} else {
@@ -100,18 +101,18 @@ func (s *Supervisor) verify(ctx context.Context, iid string, inference bool) {
 		s.life.Success(iid, map[bool]string{true: "inference", false: "health"}[inference])
 		return
 	}
-	if e.AuthFailed() {
-		s.credentialRefused(iid, e) // held out instead of ejected
+	if fe := fault.As(e); fe.AuthFailed() {
+		s.credentialRefused(iid, fe) // held out instead of ejected
 		return
 	}
-	s.log.Warn("engine failed its verification probe", "iid", iid, "err", e.Msg)
+	s.log.Warn("engine failed its verification probe", "iid", iid, "err", fault.Detail(e))
 	s.eject(iid, string(lifecycle.Connection), true)
 }
 
 // healthProbe is GET /health and then the credential probe: vLLM's
 // /health is unauthenticated, so a wrong engine key would look healthy
 // while every request fails.
-func (s *Supervisor) healthProbe(ctx context.Context, iid string) *vllm.Error {
+func (s *Supervisor) healthProbe(ctx context.Context, iid string) error {
 	ctx, cancel := context.WithTimeout(ctx, s.probeTimeout())
 	defer cancel()
 	if e := s.probes.Health(ctx, iid); e != nil {

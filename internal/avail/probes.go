@@ -24,12 +24,12 @@ type FleetProbes struct {
 
 // Health is GET /health; the supervisor follows it with the credential
 // probe and bounds both by engine.health_timeout_s.
-func (p FleetProbes) Health(ctx context.Context, iid string) *vllm.Error {
+func (p FleetProbes) Health(ctx context.Context, iid string) error {
 	return p.Prober.Health(ctx, iid)
 }
 
 // Inference asks the engine for two tokens directly.
-func (p FleetProbes) Inference(ctx context.Context, iid string) *vllm.Error {
+func (p FleetProbes) Inference(ctx context.Context, iid string) error {
 	return p.Prober.Inference(ctx, iid)
 }
 
@@ -38,7 +38,7 @@ func (p FleetProbes) Inference(ctx context.Context, iid string) *vllm.Error {
 // the router's credential. The same answer carries the engine's
 // max_model_len, so the context limit is learned here too rather than by
 // a second request.
-func (p FleetProbes) Credential(ctx context.Context, iid string) *vllm.Error {
+func (p FleetProbes) Credential(ctx context.Context, iid string) error {
 	c := p.Prober.Credential(ctx, iid)
 	if c.Err == nil && p.Cards != nil {
 		p.Cards(iid, c.Cards)
@@ -58,7 +58,7 @@ func (p FleetProbes) Identity(ctx context.Context, iid string) (vllm.Identity, e
 
 // Stream asks iid for a stream of CutProbeTokens tokens directly; nil
 // when it reached [DONE] with all of them.
-func (p FleetProbes) Stream(ctx context.Context, iid string) *vllm.Error {
+func (p FleetProbes) Stream(ctx context.Context, iid string) error {
 	return p.Prober.Stream(ctx, iid, CutProbeTokens)
 }
 

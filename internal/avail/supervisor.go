@@ -51,14 +51,14 @@ type Core interface {
 // by the implementation's own timeouts.
 type Probes interface {
 	// Health is GET /health (unauthenticated in vLLM).
-	Health(ctx context.Context, iid string) *vllm.Error
+	Health(ctx context.Context, iid string) error
 	// Credential asks an authenticated route whether the engine accepts
 	// the router's credential; only a 401/403 is its verdict.
-	Credential(ctx context.Context, iid string) *vllm.Error
+	Credential(ctx context.Context, iid string) error
 	// Inference asks the engine for two tokens directly.
-	Inference(ctx context.Context, iid string) *vllm.Error
+	Inference(ctx context.Context, iid string) error
 	// Stream asks for a stream that must reach [DONE] with all its tokens.
-	Stream(ctx context.Context, iid string) *vllm.Error
+	Stream(ctx context.Context, iid string) error
 	// Identity reads the engine's version and process start.
 	Identity(ctx context.Context, iid string) (vllm.Identity, error)
 	// Attestation verifies the engine's sidecar against the contract and

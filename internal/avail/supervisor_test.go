@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/metrics"
 	"github.com/narwhal-go/narwhal/internal/ports"
@@ -59,12 +60,12 @@ func (c *fakeCore) isLive(iid string) bool {
 }
 
 // fakeProbes answer every probe with the configured health error.
-type fakeProbes struct{ health *vllm.Error }
+type fakeProbes struct{ health error }
 
-func (p fakeProbes) Health(context.Context, string) *vllm.Error     { return p.health }
-func (p fakeProbes) Credential(context.Context, string) *vllm.Error { return nil }
-func (p fakeProbes) Inference(context.Context, string) *vllm.Error  { return p.health }
-func (p fakeProbes) Stream(context.Context, string) *vllm.Error     { return p.health }
+func (p fakeProbes) Health(context.Context, string) error     { return p.health }
+func (p fakeProbes) Credential(context.Context, string) error { return nil }
+func (p fakeProbes) Inference(context.Context, string) error  { return p.health }
+func (p fakeProbes) Stream(context.Context, string) error     { return p.health }
 func (p fakeProbes) Identity(context.Context, string) (vllm.Identity, error) {
 	return vllm.Identity{Version: "0.9.0", ProcessStart: 1}, nil
 }
@@ -120,14 +121,14 @@ type verdictCase struct {
 // what Usable answers, for every engine, after every verdict.
 func TestLegFailedVerdictsPublishLivenessIntoTheCore(t *testing.T) {
 	cases := []verdictCase{
-		{"a refused connection ejects", 0, Failure{IID: "d0", Err: &vllm.Error{Reason: vllm.ReasonConnection, Class: "connection"}}, false, "connection", false, true},
-		{"a router-side pool fault is not the engine's", 0, Failure{IID: "d0", Err: &vllm.Error{Reason: vllm.ReasonLocalPool, Class: "connection"}}, true, "", false, false},
-		{"a 4xx proves the engine up", 0, Failure{IID: "d0", Err: &vllm.Error{Reason: vllm.ReasonRejected, Status: 400}}, true, "", false, false},
-		{"a refused credential holds it out", 0, Failure{IID: "d0", Err: &vllm.Error{Reason: vllm.ReasonRejected, Status: 401}}, false, "", true, true},
-		{"a failed leg rests it when a peer covers the role", 30, Failure{IID: "d0", Err: &vllm.Error{Reason: vllm.ReasonEngineError, Class: "timeout"}}, false, "", false, false},
-		{"the last of its role is never rested", 30, Failure{IID: "p0", Err: &vllm.Error{Reason: vllm.ReasonEngineError, Class: "timeout"}}, true, "", false, false},
-		{"a cut at eject_after ejects when a peer covers the role", 0, Failure{IID: "d0", Peer: "p0", Tokens: 3, Err: &vllm.Error{Phase: "decode", Reason: vllm.ReasonInvalidResponse, Class: "stream"}}, false, "output_cut", false, true},
-		{"a response limit after tokens is no cut", 0, Failure{IID: "d0", Peer: "p0", Tokens: 3, Err: &vllm.Error{Phase: "decode", Reason: vllm.ReasonResponseLimit}}, true, "", false, false},
+		{"a refused connection ejects", 0, Failure{IID: "d0", Err: &fault.Error{Reason: fault.EngineConnection, Class: "connection"}}, false, "connection", false, true},
+		{"a router-side pool fault is not the engine's", 0, Failure{IID: "d0", Err: &fault.Error{Reason: fault.LocalPool, Class: "connection"}}, true, "", false, false},
+		{"a 4xx proves the engine up", 0, Failure{IID: "d0", Err: &fault.Error{Reason: fault.EngineRejected, Status: 400}}, true, "", false, false},
+		{"a refused credential holds it out", 0, Failure{IID: "d0", Err: &fault.Error{Reason: fault.EngineRejected, Status: 401}}, false, "", true, true},
+		{"a failed leg rests it when a peer covers the role", 30, Failure{IID: "d0", Err: &fault.Error{Reason: fault.EngineError, Class: "timeout"}}, false, "", false, false},
+		{"the last of its role is never rested", 30, Failure{IID: "p0", Err: &fault.Error{Reason: fault.EngineError, Class: "timeout"}}, true, "", false, false},
+		{"a cut at eject_after ejects when a peer covers the role", 0, Failure{IID: "d0", Peer: "p0", Tokens: 3, Err: &fault.Error{Phase: "decode", Reason: fault.InvalidResponse, Class: "stream"}}, false, "output_cut", false, true},
+		{"a response limit after tokens is no cut", 0, Failure{IID: "d0", Peer: "p0", Tokens: 3, Err: &fault.Error{Phase: "decode", Reason: fault.ResponseLimit}}, true, "", false, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -158,7 +159,7 @@ func TestLegFailedVerdictsPublishLivenessIntoTheCore(t *testing.T) {
 // A failed verification probe never ejects the last live engine of its
 // role; with a live peer it does.
 func TestVerificationProtectsTheLastOfItsRole(t *testing.T) {
-	down := &vllm.Error{Reason: vllm.ReasonConnection, Msg: "refused"}
+	down := &fault.Error{Reason: fault.EngineConnection, Msg: "refused"}
 	fx := newFixture(t, 0, fakeProbes{health: down})
 	fx.s.verify(context.Background(), "p0", false)
 	if !fx.s.Usable("p0") {
@@ -179,7 +180,7 @@ func TestQuarantineEndsAndTheCoreHearsIt(t *testing.T) {
 	clock := ports.NewFake(time.Unix(1000, 0))
 	fx := newFixture(t, 5, fakeProbes{})
 	fx.s.clock = clock
-	fx.s.LegFailed(Failure{IID: "d0", Err: &vllm.Error{Reason: vllm.ReasonEngineError, Class: "inference_status"}})
+	fx.s.LegFailed(Failure{IID: "d0", Err: &fault.Error{Reason: fault.EngineError, Class: "inference_status"}})
 	if fx.core.isLive("d0") {
 		t.Fatal("the core still places on the quarantined d0")
 	}

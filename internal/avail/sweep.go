@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
 	"github.com/narwhal-go/narwhal/internal/vllm"
@@ -81,7 +82,7 @@ func (s *Supervisor) livenessSweep(ctx context.Context) {
 	}
 	ForEach(ctx, live, func(ctx context.Context, iid string) {
 		if e := s.healthProbe(ctx, iid); e != nil {
-			if e.AuthFailed() {
+			if fault.As(e).AuthFailed() {
 				return // held out by the credential probe, not missing
 			}
 			if ctx.Err() == nil && s.life.Failure(iid, lifecycle.Liveness) == lifecycle.Eject {

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/probe"
 	"github.com/narwhal-go/narwhal/internal/vllm"
@@ -43,7 +44,7 @@ func (r *run) produce(ctx context.Context, g *Gate) {
 		}
 		h, err := r.probes.Produce(ctx, e.IID, r.kvProbe())
 		if err != nil {
-			g.add(Fail, e.IID, "%s prefill leg: %s", e.IID, err.Msg)
+			g.add(Fail, e.IID, "%s prefill leg: %s", e.IID, fault.Detail(err))
 			r.kvTried[e.IID], r.kvFail[e.IID] = true, true
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/units"
 )
@@ -181,12 +182,12 @@ func (r *run) paceProbe(ctx context.Context, iid string) (paceTime, error) {
 		out, err := r.probes.Client(iid).Complete(c, body)
 		elapsed := time.Since(start).Seconds()
 		cancel()
-		if err != nil && err.Status == 400 && shrink < 6 && n > 1 {
+		if fe := fault.As(err); fe != nil && fe.Status == 400 && shrink < 6 && n > 1 {
 			n, shrink, rep = n/2, shrink+1, rep-1
 			continue
 		}
 		if err != nil {
-			return paceTime{}, fmt.Errorf("%s", err.Msg)
+			return paceTime{}, fmt.Errorf("%s", fault.Detail(err))
 		}
 		if elapsed < best.t {
 			best.t, best.tokens = elapsed, out.PromptTokens

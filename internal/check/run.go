@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/narwhal-go/narwhal/internal/attest"
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/probe"
 	"github.com/narwhal-go/narwhal/internal/units"
@@ -71,7 +72,7 @@ func (r *run) skipUnreachable(g *Gate) {
 func (r *run) reach(ctx context.Context, g *Gate) {
 	for _, e := range r.cfg.Engines {
 		if err := r.probes.Health(ctx, e.IID); err != nil {
-			g.add(Fail, e.IID, "%s /health did not answer 200: %s", e.IID, err.Msg)
+			g.add(Fail, e.IID, "%s /health did not answer 200: %s", e.IID, fault.Detail(err))
 			continue
 		}
 		r.live[e.IID] = true
@@ -188,7 +189,7 @@ func (r *run) tokenize(ctx context.Context, g *Gate) {
 		cancel()
 		switch {
 		case err != nil:
-			g.add(Fail, e.IID, "%s /tokenize: %s (a character estimate's error is squared by the quadratic prefill model)", e.IID, err.Msg)
+			g.add(Fail, e.IID, "%s /tokenize: %s (a character estimate's error is squared by the quadratic prefill model)", e.IID, fault.Detail(err))
 		case n == 0:
 			g.add(Fail, e.IID, "%s /tokenize counted 0 tokens", e.IID)
 		default:

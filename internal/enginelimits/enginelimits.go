@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/avail"
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/ports"
 	"github.com/narwhal-go/narwhal/internal/probe"
 	"github.com/narwhal-go/narwhal/internal/vllm"
@@ -75,7 +76,7 @@ func (l *Limits) Learn(ctx context.Context, src Source) {
 	avail.ForEach(ctx, src.IIDs, func(ctx context.Context, iid string) {
 		c := src.Ask(ctx, iid)
 		if c.Err != nil {
-			src.Log.Debug("engine /v1/models unavailable; its context length stays as last seen", "iid", iid, "err", c.Err.Msg)
+			src.Log.Debug("engine /v1/models unavailable; its context length stays as last seen", "iid", iid, "err", fault.Detail(c.Err))
 			return
 		}
 		l.Note(iid, src.Model, c.Cards)

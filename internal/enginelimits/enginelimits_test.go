@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/probe"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
@@ -62,7 +63,7 @@ func TestLearn(t *testing.T) {
 			asked[iid] = true
 			mu.Unlock()
 			if iid == "b" {
-				return probe.Credential{Err: &vllm.Error{Reason: vllm.ReasonUnreachable, Msg: "refused"}}
+				return probe.Credential{Err: &fault.Error{Reason: fault.EngineUnreachable, Msg: "refused"}}
 			}
 			return probe.Credential{Cards: []vllm.ModelCard{{ID: "m", MaxModelLen: 4096}}}
 		}}

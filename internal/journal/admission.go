@@ -9,7 +9,7 @@ import (
 // the request and is about to work on it. A router killed mid-request
 // leaves the record without a terminal row; the router that resumes from
 // the same journal closes it with a terminal row of reason
-// ReasonRouterLost (docs/reliability.md, "Router crash accounting").
+// fault.RouterLost (docs/reliability.md, "Router crash accounting").
 const EventRequestAdmitted = "request_admitted"
 
 // Admission is the body of an admission record. Arrived is on the

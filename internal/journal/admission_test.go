@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/narwhal-go/narwhal/internal/fault"
 )
 
 // gateWriter blocks its first Write after arm until release is closed,
@@ -154,7 +156,7 @@ func TestScanRunFindsLostRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	lost := completed("d")
-	lost.Terminal, lost.Reason = TerminalFailed, Ptr(ReasonRouterLost)
+	lost.Terminal, lost.Reason = TerminalFailed, Ptr(string(fault.RouterLost))
 	if err := later.Request(lost); err != nil {
 		t.Fatal(err)
 	}

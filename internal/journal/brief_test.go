@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/narwhal-go/narwhal/internal/fault"
 )
 
 // ScanBriefs reads what the writer wrote: the meta row's start, request
@@ -19,7 +21,7 @@ func TestScanBriefsReadsWhatTheWriterWrote(t *testing.T) {
 		Crossed: Ptr(true), Terminal: TerminalCompleted}
 	w.Admitted(Admission{RID: "a", Arrived: 1.5, Endpoint: "/v1/completions"})
 	w.Request(full)
-	w.Request(&RequestRow{RID: "b", InputLen: 1, Terminal: TerminalFailed, Reason: Ptr(ReasonNoEngine), Error: Ptr("x"), Status: Ptr(503)})
+	w.Request(&RequestRow{RID: "b", InputLen: 1, Terminal: TerminalFailed, Reason: Ptr(string(fault.NoEngine)), Error: Ptr("x"), Status: Ptr(503)})
 	w.Event(ControllerDecision(3, Decision{Prefill: 1, Decode: 3, By: "reactive", Result: "applied", Applied: true,
 		Details: map[string]any{"iid": "p1", "to": "decode"}}))
 	w.Close()
@@ -47,7 +49,7 @@ func TestScanBriefsReadsWhatTheWriterWrote(t *testing.T) {
 		t.Fatalf("request brief %+v", a)
 	}
 	b := got[3]
-	if b.ClientRID != nil || b.OutputLen != -1 || !math.IsNaN(b.TTFT) || !b.HasError || b.Status != 503 || string(b.Reason) != ReasonNoEngine {
+	if b.ClientRID != nil || b.OutputLen != -1 || !math.IsNaN(b.TTFT) || !b.HasError || b.Status != 503 || string(b.Reason) != string(fault.NoEngine) {
 		t.Fatalf("failed brief %+v", b)
 	}
 	d := got[4]

@@ -13,6 +13,8 @@
 // to check that every admitted request has exactly one terminal row.
 package journal
 
+import "github.com/narwhal-go/narwhal/internal/fault"
+
 // Schema and SchemaVersion identify the rows this build writes and reads.
 const (
 	Schema        = "narwhal.journal"
@@ -30,36 +32,9 @@ const (
 	TerminalCancelled = "cancelled"
 )
 
-// Failure reasons (terminal failed; also attempt failure reasons).
-const (
-	ReasonNoEngine          = "no_engine"
-	ReasonEngineUnreachable = "engine_unreachable"
-	ReasonEngineConnection  = "engine_connection"
-	ReasonEngineTimeout     = "engine_timeout"
-	ReasonEngineOverloaded  = "engine_overloaded"
-	ReasonEngineRejected    = "engine_rejected"
-	ReasonEngineError       = "engine_error"
-	ReasonLocalPool         = "local_pool"
-	ReasonInvalidResponse   = "invalid_response"
-	ReasonResponseLimit     = "response_limit"
-	ReasonInternal          = "internal"
-	// ReasonOutputCut ends a stream the engine cut after output reached
-	// the client: it cannot be retried, the client sees a failed stream.
-	ReasonOutputCut = "output_cut"
-	// ReasonRouterLost closes a request the router admitted and then lost
-	// track of: it was killed (or crashed) before the request ended. The
-	// next router that resumes from the same journal writes the row.
-	ReasonRouterLost = "router_lost"
-)
-
-// Rejection reasons (terminal rejected). Unclassified only absorbs a
-// restored counter's unexplained remainder after resume (§3.7).
-const (
-	ReasonInflightLimit = "inflight_limit"
-	ReasonSaturated     = "saturated"
-	ReasonNotReady      = "not_ready"
-	ReasonUnclassified  = "unclassified"
-)
+// The reasons of failed, rejected and expired rows, and the phases of
+// cancelled_phase and attempt failures, are the request path's one
+// vocabulary: fault.Reason and fault.Phase, declared there once.
 
 // Refusal causes (terminal refused; the row's reason and the metrics'
 // cause label). CauseDecode is the journal's refused_cause for the three
@@ -77,22 +52,6 @@ const (
 	// its bound when it arrived.
 	CauseDeadline  = "deadline"
 	CauseQueueFull = "queue_full"
-)
-
-// Expiry reasons (terminal expired).
-const (
-	ReasonDeadline     = "deadline"
-	ReasonQueueTimeout = "queue_timeout"
-	ReasonHandoff      = "handoff"
-)
-
-// Phases: cancelled_phase values and attempt failure phases.
-const (
-	PhaseAdmission = "admission"
-	PhaseQueue     = "queue"
-	PhaseBackoff   = "backoff"
-	PhasePrefill   = "prefill"
-	PhaseDecode    = "decode"
 )
 
 // Retry decisions recorded in attempt_failures[].retry_reason (§1.15).
@@ -126,17 +85,11 @@ func TerminalValues() []string {
 }
 
 // FailedReasons lists every documented failure reason.
-func FailedReasons() []string {
-	return []string{ReasonNoEngine, ReasonEngineUnreachable, ReasonEngineConnection,
-		ReasonEngineTimeout, ReasonEngineOverloaded, ReasonEngineRejected, ReasonEngineError,
-		ReasonLocalPool, ReasonInvalidResponse, ReasonResponseLimit, ReasonInternal, ReasonOutputCut, ReasonRouterLost}
-}
+func FailedReasons() []string { return fault.Strings(fault.FailedReasons()) }
 
 // RejectedReasons lists the rejection reasons exported from start
 // (unclassified is left out: it appears only once it occurs).
-func RejectedReasons() []string {
-	return []string{ReasonInflightLimit, ReasonSaturated, ReasonNotReady}
-}
+func RejectedReasons() []string { return fault.Strings(fault.RejectedReasons()) }
 
 // RefusedCauses lists the refusal causes of the metrics' cause label.
 func RefusedCauses() []string {
@@ -145,9 +98,7 @@ func RefusedCauses() []string {
 }
 
 // ExpiredReasons lists every documented expiry reason.
-func ExpiredReasons() []string {
-	return []string{ReasonDeadline, ReasonQueueTimeout, ReasonHandoff}
-}
+func ExpiredReasons() []string { return fault.Strings(fault.ExpiredReasons()) }
 
 // reasonsOf returns the reasons a row with this terminal may carry; nil
 // means the reason must be null.

@@ -9,6 +9,8 @@ import (
 	"os"
 	"slices"
 	"strconv"
+
+	"github.com/narwhal-go/narwhal/internal/fault"
 )
 
 // RunTail is what a resuming router needs from the journal about the run
@@ -79,7 +81,7 @@ func (t *RunTail) scanFile(path string) error {
 	}
 	defer f.Close()
 	prefix := []byte(`{"schema":"` + Schema + `","schema_version":` + strconv.Itoa(SchemaVersion) + `,"run":` + strconv.Quote(t.Run) + `,`)
-	lostMark := []byte(`"reason":"` + ReasonRouterLost + `"`)
+	lostMark := []byte(`"reason":"` + fault.RouterLost + `"`)
 	br := bufio.NewReaderSize(f, 256<<10)
 	for line := 1; ; line++ {
 		raw, err := br.ReadBytes('\n')

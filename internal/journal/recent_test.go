@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"testing"
+
+	"github.com/narwhal-go/narwhal/internal/fault"
 )
 
 // The writer keeps the latest rows that did not complete, newest first,
@@ -21,7 +23,7 @@ func TestRecentFailures(t *testing.T) {
 		if err := w.Request(completed(fmt.Sprintf("ok%d", i))); err != nil {
 			t.Fatal(err)
 		}
-		row := &RequestRow{RID: fmt.Sprintf("f%d", i), Terminal: TerminalFailed, Reason: Ptr(ReasonNoEngine), Status: Ptr(503)}
+		row := &RequestRow{RID: fmt.Sprintf("f%d", i), Terminal: TerminalFailed, Reason: Ptr(string(fault.NoEngine)), Status: Ptr(503)}
 		if err := w.Request(row); err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"unicode/utf8"
+
+	"github.com/narwhal-go/narwhal/internal/fault"
 )
 
 // RequestRow is the terminal request row of runtime.md §4.1, written once
@@ -105,20 +107,20 @@ type CachePlacement struct {
 // monotonic clock; ErrorMessage is cut to MaxErrorMessage characters on
 // write.
 type AttemptFailure struct {
-	At             float64  `json:"at"`
-	Attempt        int      `json:"attempt"`
-	Phase          string   `json:"phase"`
-	Reason         string   `json:"reason"`
-	PrefillIID     *string  `json:"prefill_iid"`
-	DecodeIID      *string  `json:"decode_iid"`
-	ErrorType      *string  `json:"error_type"`
-	ErrorMessage   string   `json:"error_message"`
-	Status         *int     `json:"status"`
-	Transient      bool     `json:"transient"`
-	OutputStarted  bool     `json:"output_started"`
-	RetryScheduled bool     `json:"retry_scheduled"`
-	BackoffS       *float64 `json:"backoff_s"`
-	RetryReason    string   `json:"retry_reason"`
+	At             float64      `json:"at"`
+	Attempt        int          `json:"attempt"`
+	Phase          fault.Phase  `json:"phase"`
+	Reason         fault.Reason `json:"reason"`
+	PrefillIID     *string      `json:"prefill_iid"`
+	DecodeIID      *string      `json:"decode_iid"`
+	ErrorType      *string      `json:"error_type"`
+	ErrorMessage   string       `json:"error_message"`
+	Status         *int         `json:"status"`
+	Transient      bool         `json:"transient"`
+	OutputStarted  bool         `json:"output_started"`
+	RetryScheduled bool         `json:"retry_scheduled"`
+	BackoffS       *float64     `json:"backoff_s"`
+	RetryReason    string       `json:"retry_reason"`
 }
 
 // MaxErrorMessage bounds attempt_failures[].error_message, in characters.

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/narwhal-go/narwhal/internal/fault"
 )
 
 // rowKeys is every key of a request row in write order: the envelope, then
@@ -99,7 +100,7 @@ func fullRow() *RequestRow {
 		QueueWait: 0.1, QueueWaits: QueueWaits{Admission: 0.05, Prefill: 0.03, Decode: 0.02},
 		Price:     &Price{PriceS: 0.5, ElapsedS: 0.1, BacklogS: 0.2, OwnPrefillS: 0.2},
 		DurationS: 1.5, Attempts: 2, DecodeTries: 2,
-		AttemptFailures: []AttemptFailure{{At: 12.5, Attempt: 1, Phase: PhaseDecode, Reason: ReasonEngineTimeout,
+		AttemptFailures: []AttemptFailure{{At: 12.5, Attempt: 1, Phase: fault.Decode, Reason: fault.EngineTimeout,
 			PrefillIID: Ptr("e1"), DecodeIID: Ptr("e2"), ErrorType: Ptr("timeout"), ErrorMessage: "read timeout",
 			Status: Ptr(504), Transient: true, RetryScheduled: true, BackoffS: Ptr(0.07), RetryReason: RetryAllowed}},
 		DecodeTokensObserved: 4, UpstreamSeconds: UpstreamSeconds{Prefill: 0.6, Decode: 0.9},
@@ -118,12 +119,12 @@ func TestRequestRoundTrip(t *testing.T) {
 		completed("r-min"),
 		{RID: "r-ref", Terminal: TerminalRefused, Reason: Ptr(CauseTPOT), Status: Ptr(429),
 			Error: Ptr("decode pool would miss the TPOT target"), ErrorType: Ptr("server_overloaded_error")},
-		{RID: "r-can", Terminal: TerminalCancelled, CancelledPhase: Ptr(PhaseDecode), OutputLen: Ptr(7)},
-		{RID: "r-rej", Terminal: TerminalRejected, Reason: Ptr(ReasonNotReady), Status: Ptr(503),
+		{RID: "r-can", Terminal: TerminalCancelled, CancelledPhase: Ptr(string(fault.Decode)), OutputLen: Ptr(7)},
+		{RID: "r-rej", Terminal: TerminalRejected, Reason: Ptr(string(fault.NotReady)), Status: Ptr(503),
 			ReadinessReason: Ptr("standby")},
-		{RID: "r-exp", Terminal: TerminalExpired, Reason: Ptr(ReasonHandoff), Status: Ptr(504)},
+		{RID: "r-exp", Terminal: TerminalExpired, Reason: Ptr(string(fault.Handoff)), Status: Ptr(504)},
 		{RID: "r-inv", Terminal: TerminalInvalid, Status: Ptr(400), Error: Ptr("bad json")},
-		{RID: "r-fail", Terminal: TerminalFailed, Reason: Ptr(ReasonNoEngine), Status: Ptr(503)},
+		{RID: "r-fail", Terminal: TerminalFailed, Reason: Ptr(string(fault.NoEngine)), Status: Ptr(503)},
 	}
 	var buf bytes.Buffer
 	w, err := New(&buf, testOpts(3))
@@ -171,7 +172,7 @@ func TestValidateRejects(t *testing.T) {
 		{"reason on completed", RequestRow{RID: "r", Terminal: TerminalCompleted, Reason: Ptr("x")}, "must be null"},
 		{"failed without reason", RequestRow{RID: "r", Terminal: TerminalFailed}, "needs a reason"},
 		{"failed with a refusal cause", RequestRow{RID: "r", Terminal: TerminalFailed, Reason: Ptr(CauseQueue)}, `unknown reason "queue"`},
-		{"unclassified row", RequestRow{RID: "r", Terminal: TerminalRejected, Reason: Ptr(ReasonUnclassified), Rejected: true}, `unknown reason "unclassified"`},
+		{"unclassified row", RequestRow{RID: "r", Terminal: TerminalRejected, Reason: Ptr(string(fault.Unclassified)), Rejected: true}, `unknown reason "unclassified"`},
 		{"flag without terminal", RequestRow{RID: "r", Terminal: TerminalCompleted, Expired: true}, "expired is true"},
 		{"cause on completed", RequestRow{RID: "r", Terminal: TerminalCompleted, RefusedCause: Ptr(CauseQueue)}, "only refused rows"},
 		{"wrong cause", RequestRow{RID: "r", Terminal: TerminalRefused, Refused: true, Reason: Ptr(CauseSlotWait), RefusedCause: Ptr(CauseQueue)}, `needs refused_cause "decode"`},
@@ -207,7 +208,7 @@ func TestWriterRefusesInvalidRowWithoutWriting(t *testing.T) {
 
 func TestErrorMessageCutAt240Characters(t *testing.T) {
 	row := completed("r")
-	row.AttemptFailures = []AttemptFailure{{Phase: PhasePrefill, Reason: ReasonEngineError, RetryReason: RetryAllowed,
+	row.AttemptFailures = []AttemptFailure{{Phase: fault.Prefill, Reason: fault.EngineError, RetryReason: RetryAllowed,
 		ErrorMessage: strings.Repeat("é", 300)}}
 	line := writeOne(t, row)
 	var got RequestRow
@@ -242,7 +243,7 @@ func TestReasonListsMatchSpec(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("reason lists (-spec +code):\n%s", diff)
 	}
-	if slices.Contains(RejectedReasons(), ReasonUnclassified) {
+	if slices.Contains(RejectedReasons(), string(fault.Unclassified)) {
 		t.Fatal("unclassified must not be pre-created")
 	}
 }

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 )
@@ -54,13 +55,13 @@ func (m *Metrics) buildAttempts(b builder, cfg *fleet.Config) {
 	m.RetryDenied = b.counter("narwhal_retry_denied_total", "Retries denied because the shared budget was empty.")
 	m.DecodeTokensObserved = b.counter("narwhal_decode_tokens_observed_total", "Decode tokens observed across all attempts.")
 	m.attemptFailures = b.counterVec("narwhal_attempt_failures_total", "Failed attempts, by phase and reason.", "phase", "reason")
-	for _, ph := range []string{journal.PhasePrefill, journal.PhaseDecode} {
+	for _, ph := range []string{string(fault.Prefill), string(fault.Decode)} {
 		for _, r := range journal.FailedReasons() {
 			m.attemptFailures.WithLabelValues(ph, r)
 		}
 	}
 	m.upstream = b.counterVec("narwhal_upstream_seconds_total", "Summed HTTP leg time per phase, failed legs included (not GPU time).", "phase")
-	seed(m.upstream, journal.PhasePrefill, journal.PhaseDecode)
+	seed(m.upstream, string(fault.Prefill), string(fault.Decode))
 }
 
 func (m *Metrics) buildQueueing(b builder, cfg *fleet.Config) {
@@ -114,7 +115,7 @@ func (m *Metrics) buildControl(b builder, cfg *fleet.Config) {
 		}
 	}
 	m.flipInflight = b.counterVec("narwhal_flip_inflight_total", "Requests resident on an engine when it flipped, by phase.", "phase")
-	seed(m.flipInflight, journal.PhasePrefill, journal.PhaseDecode)
+	seed(m.flipInflight, string(fault.Prefill), string(fault.Decode))
 }
 
 func (m *Metrics) buildLatency(b builder, cfg *fleet.Config) {
@@ -123,7 +124,7 @@ func (m *Metrics) buildLatency(b builder, cfg *fleet.Config) {
 	m.tpot = b.histogram("narwhal_tpot_seconds", "Mean seconds per output token after prefill completion.", sc.TPOT).WithLabelValues()
 	m.seat = b.histogram("narwhal_seat_seconds", "Admission seat hold time, seconds.", sc.Seat).WithLabelValues()
 	m.queueWait = b.histogram("narwhal_queue_wait_seconds", "Wait per original request at each stage reached, seconds.", sc.QueueWait, "stage")
-	for _, st := range []string{journal.PhaseAdmission, journal.PhasePrefill, journal.PhaseDecode} {
-		m.queueWait.WithLabelValues(st)
+	for _, st := range []fault.Phase{fault.Admission, fault.Prefill, fault.Decode} {
+		m.queueWait.WithLabelValues(string(st))
 	}
 }

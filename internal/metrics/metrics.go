@@ -5,10 +5,10 @@
 //	m := metrics.New(cfg)              // fresh registry, no global state
 //	http.Handle("GET /metrics", m.Handler())
 //	m.Offered.Inc()                    // plain counters and gauges are fields
-//	m.Failed(journal.ReasonEngineTimeout) // labelled outcomes are methods
+//	m.Failed(fault.EngineTimeout) // labelled outcomes are methods
 //	m.Refused(journal.CauseQueue)
-//	m.AttemptFailed(journal.PhaseDecode, journal.ReasonEngineError)
-//	m.ObserveTTFT(0.41); m.ObserveQueueWait(journal.PhasePrefill, 0.02)
+//	m.AttemptFailed(fault.Decode, fault.EngineError)
+//	m.ObserveTTFT(0.41); m.ObserveQueueWait(fault.Prefill, 0.02)
 //	m.Flip("reactive", "decode"); m.Decision("reactive", "applied")
 //	m.SetPools(metrics.Pools{...})     // from each sched snapshot
 //

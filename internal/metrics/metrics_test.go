@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 )
@@ -340,17 +341,17 @@ func TestHistogramBucketsFollowTheSLO(t *testing.T) {
 func TestRecordingMethods(t *testing.T) {
 	m := New(testConfig())
 	m.Offered.Add(3)
-	m.Failed(journal.ReasonEngineTimeout)
-	m.Failed(journal.ReasonEngineTimeout)
-	m.Expired(journal.ReasonHandoff)
+	m.Failed(string(fault.EngineTimeout))
+	m.Failed(string(fault.EngineTimeout))
+	m.Expired(string(fault.Handoff))
 	m.Refused(journal.CauseSlotWait)
-	m.Rejected(journal.ReasonSaturated)
-	m.AttemptFailed(journal.PhaseQueue, journal.ReasonLocalPool)
-	m.Upstream(journal.PhaseDecode, 1.25)
+	m.Rejected(string(fault.Saturated))
+	m.AttemptFailed(fault.Queue, fault.LocalPool)
+	m.Upstream(fault.Decode, 1.25)
 	m.Flip("reactive", "decode")
-	m.FlipInflight(journal.PhaseDecode, 4)
+	m.FlipInflight(fault.Decode, 4)
 	m.Decision("reactive", "held")
-	m.Restore(Outcomes{Served: 7, Rejected: map[string]float64{journal.ReasonUnclassified: 2}})
+	m.Restore(Outcomes{Served: 7, Rejected: map[string]float64{string(fault.Unclassified): 2}})
 	m.SetHeld("e2", "engine-auth", true)
 	m.SetHeld("e3", "incompatible-kv", true)
 	m.SetHeld("e3", "incompatible-kv", false)

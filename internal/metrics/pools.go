@@ -56,19 +56,19 @@ func (p *pools) set(v Pools) {
 	for iid := range v.Resident {
 		p.iids[iid] = true
 	}
-	p.instances.WithLabelValues("prefill").Set(float64(len(v.Prefill)))
-	p.instances.WithLabelValues("decode").Set(float64(len(v.Decode)))
-	p.load.WithLabelValues("prefill").Set(v.PrefillLoad)
-	p.load.WithLabelValues("decode").Set(v.DecodeLoad)
+	p.instances.WithLabelValues(string(fleet.Prefill)).Set(float64(len(v.Prefill)))
+	p.instances.WithLabelValues(string(fleet.Decode)).Set(float64(len(v.Decode)))
+	p.load.WithLabelValues(string(fleet.Prefill)).Set(v.PrefillLoad)
+	p.load.WithLabelValues(string(fleet.Decode)).Set(v.DecodeLoad)
 	p.ejectedN.Set(float64(len(v.Ejected)))
 	aggregated := len(v.Prefill) == 0
 	for iid := range p.iids {
 		inDecode := slices.Contains(v.Decode, iid)
-		p.role.WithLabelValues(iid, "prefill").Set(b2f(slices.Contains(v.Prefill, iid) || (aggregated && inDecode)))
-		p.role.WithLabelValues(iid, "decode").Set(b2f(inDecode))
+		p.role.WithLabelValues(iid, string(fleet.Prefill)).Set(b2f(slices.Contains(v.Prefill, iid) || (aggregated && inDecode)))
+		p.role.WithLabelValues(iid, string(fleet.Decode)).Set(b2f(inDecode))
 		r := v.Resident[iid]
-		p.resident.WithLabelValues(iid, "prefill").Set(float64(r.Prefill))
-		p.resident.WithLabelValues(iid, "decode").Set(float64(r.Decode))
+		p.resident.WithLabelValues(iid, string(fleet.Prefill)).Set(float64(r.Prefill))
+		p.resident.WithLabelValues(iid, string(fleet.Decode)).Set(float64(r.Decode))
 		p.ejected.WithLabelValues(iid).Set(b2f(slices.Contains(v.Ejected, iid)))
 	}
 }

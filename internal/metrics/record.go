@@ -1,6 +1,9 @@
 package metrics
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/narwhal-go/narwhal/internal/fault"
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // Failed counts a request that ended in error (journal.Reason* values).
 func (m *Metrics) Failed(reason string) { m.failed.WithLabelValues(reason).Inc() }
@@ -17,13 +20,13 @@ func (m *Metrics) Rejected(reason string) { m.rejected.WithLabelValues(reason).I
 
 // AttemptFailed counts one failed attempt in phase (admission, queue,
 // prefill, decode) for reason.
-func (m *Metrics) AttemptFailed(phase, reason string) {
-	m.attemptFailures.WithLabelValues(phase, reason).Inc()
+func (m *Metrics) AttemptFailed(phase fault.Phase, reason fault.Reason) {
+	m.attemptFailures.WithLabelValues(string(phase), string(reason)).Inc()
 }
 
 // Upstream adds the seconds of one HTTP leg (failed legs too) to phase.
-func (m *Metrics) Upstream(phase string, seconds float64) {
-	m.upstream.WithLabelValues(phase).Add(seconds)
+func (m *Metrics) Upstream(phase fault.Phase, seconds float64) {
+	m.upstream.WithLabelValues(string(phase)).Add(seconds)
 }
 
 // Flip counts an applied role flip by decider (reactive, decode_floor,
@@ -31,8 +34,8 @@ func (m *Metrics) Upstream(phase string, seconds float64) {
 func (m *Metrics) Flip(by, to string) { m.flips.WithLabelValues(by, to).Inc() }
 
 // FlipInflight adds the requests resident in phase on an engine that flipped.
-func (m *Metrics) FlipInflight(phase string, n int) {
-	m.flipInflight.WithLabelValues(phase).Add(float64(n))
+func (m *Metrics) FlipInflight(phase fault.Phase, n int) {
+	m.flipInflight.WithLabelValues(string(phase)).Add(float64(n))
 }
 
 // Decision counts a controller evaluation by decider and result
@@ -50,8 +53,8 @@ func (m *Metrics) ObserveSeat(s float64) { m.seat.Observe(s) }
 
 // ObserveQueueWait records a request's wait at stage (admission, prefill,
 // decode), once per stage reached.
-func (m *Metrics) ObserveQueueWait(stage string, s float64) {
-	m.queueWait.WithLabelValues(stage).Observe(s)
+func (m *Metrics) ObserveQueueWait(stage fault.Phase, s float64) {
+	m.queueWait.WithLabelValues(string(stage)).Observe(s)
 }
 
 // Outcomes are outcome counters restored from a handoff (§3.7). Reason

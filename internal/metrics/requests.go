@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/version"
@@ -32,8 +33,8 @@ func (m *Metrics) buildRequests(b builder, cfg *fleet.Config) {
 	q.handoff = b.histogram("narwhal_kv_handoff_seconds", "Prefill completion to the first decode token when the KV moved between engines, seconds.", sc.TTFT).WithLabelValues()
 	q.legs = b.gaugeVec("narwhal_engine_inflight_legs", "HTTP legs the router has open to each engine, by phase.", "iid", "phase")
 	for _, e := range cfg.Engines {
-		q.legs.WithLabelValues(e.IID, journal.PhasePrefill)
-		q.legs.WithLabelValues(e.IID, journal.PhaseDecode)
+		q.legs.WithLabelValues(e.IID, string(fault.Prefill))
+		q.legs.WithLabelValues(e.IID, string(fault.Decode))
 	}
 }
 
@@ -78,19 +79,23 @@ func (m *Metrics) ObserveRequest(row *journal.RequestRow) {
 func (m *Metrics) observeStageWaits(row *journal.RequestRow) {
 	w := row.QueueWaits
 	if row.InputSized || w.Admission > 0 {
-		m.ObserveQueueWait(journal.PhaseAdmission, w.Admission)
+		m.ObserveQueueWait(fault.Admission, w.Admission)
 	}
 	if row.PrefillIID != nil {
-		m.ObserveQueueWait(journal.PhasePrefill, w.Prefill)
+		m.ObserveQueueWait(fault.Prefill, w.Prefill)
 	}
 	if row.DecodeIID != nil {
-		m.ObserveQueueWait(journal.PhaseDecode, w.Decode)
+		m.ObserveQueueWait(fault.Decode, w.Decode)
 	}
 }
 
 // LegStarted counts a leg opened to engine iid in phase (prefill,
 // decode); LegEnded closes it.
-func (m *Metrics) LegStarted(iid, phase string) { m.requests.legs.WithLabelValues(iid, phase).Inc() }
+func (m *Metrics) LegStarted(iid string, phase fault.Phase) {
+	m.requests.legs.WithLabelValues(iid, string(phase)).Inc()
+}
 
 // LegEnded: see LegStarted.
-func (m *Metrics) LegEnded(iid, phase string) { m.requests.legs.WithLabelValues(iid, phase).Dec() }
+func (m *Metrics) LegEnded(iid string, phase fault.Phase) {
+	m.requests.legs.WithLabelValues(iid, string(phase)).Dec()
+}

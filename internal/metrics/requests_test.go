@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/journal"
 )
 
@@ -77,9 +78,9 @@ func TestE2EBucketsFollowTheSLO(t *testing.T) {
 // open and close.
 func TestInflightLegs(t *testing.T) {
 	m := New(testConfig())
-	m.LegStarted("e2", journal.PhaseDecode)
-	m.LegStarted("e2", journal.PhaseDecode)
-	m.LegEnded("e2", journal.PhaseDecode)
+	m.LegStarted("e2", fault.Decode)
+	m.LegStarted("e2", fault.Decode)
+	m.LegEnded("e2", fault.Decode)
 	got := map[string]float64{}
 	for _, s := range scrape(t, m)["narwhal_engine_inflight_legs"].GetMetric() {
 		got[s.GetLabel()[0].GetValue()+"/"+s.GetLabel()[1].GetValue()] = s.GetGauge().GetValue()

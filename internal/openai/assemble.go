@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -86,18 +87,18 @@ type chunk struct {
 }
 
 // Event folds one stream event.
-func (a *Assembler) Event(ev vllm.Event) *vllm.Error {
+func (a *Assembler) Event(ev vllm.Event) error {
 	if ev.NotJSON {
-		return &vllm.Error{Phase: "decode", Reason: vllm.ReasonInvalidResponse, Class: "stream", Msg: "a stream event is not JSON"}
+		return &fault.Error{Phase: fault.Decode, Reason: fault.InvalidResponse, Class: fault.ClassStream, Msg: "a stream event is not JSON"}
 	}
 	a.kept += len(ev.Data)
 	if a.kept > a.limit {
-		return &vllm.Error{Phase: "decode", Reason: vllm.ReasonResponseLimit, Class: "stream",
+		return &fault.Error{Phase: fault.Decode, Reason: fault.ResponseLimit, Class: fault.ClassStream,
 			Msg: "response exceeds serving.max_response_bytes"}
 	}
 	var ch chunk
 	if err := json.Unmarshal(a.rename(ev.Data), &ch); err != nil {
-		return &vllm.Error{Phase: "decode", Reason: vllm.ReasonInvalidResponse, Class: "stream", Msg: "malformed stream event: " + err.Error()}
+		return &fault.Error{Phase: fault.Decode, Reason: fault.InvalidResponse, Class: fault.ClassStream, Msg: "malformed stream event: " + err.Error()}
 	}
 	a.meta(ch)
 	for _, c := range ch.Choices {
@@ -112,7 +113,7 @@ func (a *Assembler) Event(ev vllm.Event) *vllm.Error {
 		}
 		if isSet(c.Logprobs) {
 			if err := a.lp.add(a.chat, c.Logprobs); err != nil {
-				return &vllm.Error{Phase: "decode", Reason: vllm.ReasonInvalidResponse, Class: "stream", Msg: "malformed logprobs: " + err.Error()}
+				return &fault.Error{Phase: fault.Decode, Reason: fault.InvalidResponse, Class: fault.ClassStream, Msg: "malformed logprobs: " + err.Error()}
 			}
 		}
 	}
@@ -227,7 +228,7 @@ type message struct {
 
 // Body is the assembled response. promptTokens and completionTokens are
 // the router's own counts, sent as usage when the stream reported none.
-func (a *Assembler) Body(promptTokens, completionTokens int) ([]byte, *vllm.Error) {
+func (a *Assembler) Body(promptTokens, completionTokens int) ([]byte, error) {
 	ch := choice{Index: 0, FinishReason: rawOrNull(a.finishR), Logprobs: a.lp.body(a.chat)}
 	if isSet(a.stop) {
 		ch.StopReason = a.stop
@@ -250,14 +251,14 @@ func (a *Assembler) Body(promptTokens, completionTokens int) ([]byte, *vllm.Erro
 	}
 	body, err := json.Marshal(resp)
 	if err != nil {
-		return nil, &vllm.Error{Phase: "decode", Reason: vllm.ReasonInvalidResponse, Class: "stream", Msg: "assemble response: " + err.Error()}
+		return nil, &fault.Error{Phase: fault.Decode, Reason: fault.InvalidResponse, Class: fault.ClassStream, Msg: "assemble response: " + err.Error()}
 	}
 	return body, nil
 }
 
 // message is the assembled chat message; content is null when the output
 // was only reasoning or tool calls.
-func (a *Assembler) message() (*message, *vllm.Error) {
+func (a *Assembler) message() (*message, error) {
 	msg := &message{Role: "assistant"}
 	if a.sawChat.content || (!a.sawChat.reason && !a.sawTools && !a.sawFn) {
 		msg.Content = strp(a.content.String())
@@ -282,7 +283,7 @@ func (a *Assembler) message() (*message, *vllm.Error) {
 }
 
 // toolCalls are the streamed tool calls in index order.
-func (a *Assembler) toolCalls() ([]toolCallOut, *vllm.Error) {
+func (a *Assembler) toolCalls() ([]toolCallOut, error) {
 	idx := make([]int, 0, len(a.calls))
 	for i := range a.calls {
 		idx = append(idx, i)
@@ -292,7 +293,7 @@ func (a *Assembler) toolCalls() ([]toolCallOut, *vllm.Error) {
 	for _, i := range idx {
 		tc := a.calls[i]
 		if tc.id == "" || tc.name == "" {
-			return nil, &vllm.Error{Phase: "decode", Reason: vllm.ReasonInvalidResponse, Class: "stream",
+			return nil, &fault.Error{Phase: fault.Decode, Reason: fault.InvalidResponse, Class: fault.ClassStream,
 				Msg: "a streamed tool call ended without an id or a function name"}
 		}
 		typ := tc.typ

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -56,12 +57,12 @@ func TestAssemblerBody(t *testing.T) {
 			a := NewAssembler(tc.chat, 1<<20, rename)
 			for _, ev := range tc.events {
 				if e := a.Event(vllm.Event{Data: []byte(ev)}); e != nil {
-					t.Fatalf("event refused: %s", e.Msg)
+					t.Fatalf("event refused: %s", fault.As(e).Msg)
 				}
 			}
 			got, e := a.Body(7, 4)
 			if e != nil {
-				t.Fatalf("body: %s", e.Msg)
+				t.Fatalf("body: %s", fault.As(e).Msg)
 			}
 			if string(got) != tc.want {
 				t.Errorf("body\n got %s\nwant %s", got, tc.want)
@@ -78,26 +79,27 @@ func TestAssemblerRefuses(t *testing.T) {
 		chat   bool
 		limit  int
 		events []vllm.Event
-		reason string
+		reason fault.Reason
 		msg    string
 	}{
-		{"not JSON", false, 100, []vllm.Event{{Data: []byte("oops"), NotJSON: true}}, vllm.ReasonInvalidResponse, "not JSON"},
-		{"malformed", false, 100, []vllm.Event{{Data: []byte(`{"choices":5}`)}}, vllm.ReasonInvalidResponse, "malformed stream event"},
-		{"over the limit", false, 30, []vllm.Event{{Data: []byte(`{"choices":[{"text":"0123456789"}]}`)}}, vllm.ReasonResponseLimit, "max_response_bytes"},
+		{"not JSON", false, 100, []vllm.Event{{Data: []byte("oops"), NotJSON: true}}, fault.InvalidResponse, "not JSON"},
+		{"malformed", false, 100, []vllm.Event{{Data: []byte(`{"choices":5}`)}}, fault.InvalidResponse, "malformed stream event"},
+		{"over the limit", false, 30, []vllm.Event{{Data: []byte(`{"choices":[{"text":"0123456789"}]}`)}}, fault.ResponseLimit, "max_response_bytes"},
 		{"tool call without an id", true, 1000, []vllm.Event{{Data: []byte(`{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"f"}}]}}]}`)}},
-			vllm.ReasonInvalidResponse, "without an id or a function name"},
+			fault.InvalidResponse, "without an id or a function name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := NewAssembler(tc.chat, tc.limit, nil)
-			var e *vllm.Error
+			var err error
 			for _, ev := range tc.events {
-				if e = a.Event(ev); e != nil {
+				if err = a.Event(ev); err != nil {
 					break
 				}
 			}
-			if e == nil {
-				_, e = a.Body(1, 1)
+			if err == nil {
+				_, err = a.Body(1, 1)
 			}
+			e := fault.As(err)
 			if e == nil || e.Reason != tc.reason || e.Phase != "decode" || !strings.Contains(e.Msg, tc.msg) {
 				t.Fatalf("got %+v, want decode %s naming %q", e, tc.reason, tc.msg)
 			}

@@ -13,7 +13,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/narwhal-go/narwhal/internal/vllm"
+	"github.com/narwhal-go/narwhal/internal/fault"
 )
 
 // Error types are OpenAI's (docs/router.md, "Errors"): what kind of
@@ -157,14 +157,16 @@ func Upstream(phase string, timeout bool) *Error {
 
 // LegError answers a failed engine call: the engine's own refusal of the
 // request (its 400, 413 or 422) goes back with its status and sanitized
-// message, since retrying cannot help; anything else is upstream's.
-func LegError(phase string, e *vllm.Error) *Error {
+// message, since retrying cannot help; anything else is upstream's, with
+// code naming the step that failed (its phase, or tokenize for the
+// /tokenize pass-through).
+func LegError(code string, e *fault.Error) *Error {
 	if !e.ClientFault() {
-		return Upstream(phase, e.Timeout)
+		return Upstream(code, e.Timeout)
 	}
 	msg := e.ClientMessage
 	if msg == "" {
 		msg = "the engine refused the request as invalid"
 	}
-	return &Error{Status: e.Status, Type: TypeInvalid, Code: strp(vllm.ReasonRejected), Param: optional(e.ClientParam), Message: msg}
+	return &Error{Status: e.Status, Type: TypeInvalid, Code: strp(string(fault.EngineRejected)), Param: optional(e.ClientParam), Message: msg}
 }

@@ -4,7 +4,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/narwhal-go/narwhal/internal/vllm"
+	"github.com/narwhal-go/narwhal/internal/fault"
 )
 
 // Every constructor sends OpenAI's shape with all four keys present, its
@@ -35,11 +35,11 @@ func TestErrorWrite(t *testing.T) {
 			`{"error":{"message":"Upstream request failed","type":"server_error","param":null,"code":"prefill"}}`},
 		{"upstream timeout", Upstream("decode", true), 504, "",
 			`{"error":{"message":"Upstream request failed","type":"server_error","param":null,"code":"decode"}}`},
-		{"engine refusal", LegError("prefill", &vllm.Error{Reason: vllm.ReasonRejected, Status: 422, ClientMessage: "bad logit_bias", ClientParam: "logit_bias"}), 422, "",
+		{"engine refusal", LegError("prefill", &fault.Error{Reason: fault.EngineRejected, Status: 422, ClientMessage: "bad logit_bias", ClientParam: "logit_bias"}), 422, "",
 			`{"error":{"message":"bad logit_bias","type":"invalid_request_error","param":"logit_bias","code":"engine_rejected"}}`},
-		{"engine refusal without a message", LegError("prefill", &vllm.Error{Reason: vllm.ReasonRejected, Status: 400}), 400, "",
+		{"engine refusal without a message", LegError("prefill", &fault.Error{Reason: fault.EngineRejected, Status: 400}), 400, "",
 			`{"error":{"message":"the engine refused the request as invalid","type":"invalid_request_error","param":null,"code":"engine_rejected"}}`},
-		{"engine fault", LegError("decode", &vllm.Error{Reason: vllm.ReasonRejected, Status: 500}), 502, "",
+		{"engine fault", LegError("decode", &fault.Error{Reason: fault.EngineRejected, Status: 500}), 502, "",
 			`{"error":{"message":"Upstream request failed","type":"server_error","param":null,"code":"decode"}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -54,7 +55,7 @@ func TestAssemblerLogprobs(t *testing.T) {
 // Logprobs that are not vLLM's shape fail the leg, not the client's JSON.
 func TestAssemblerMalformedLogprobs(t *testing.T) {
 	a := NewAssembler(false, 1<<20, nil)
-	if e := a.Event(vllm.Event{Data: []byte(`{"choices":[{"text":"a","logprobs":{"tokens":5}}]}`)}); e == nil || e.Reason != vllm.ReasonInvalidResponse {
+	if e := a.Event(vllm.Event{Data: []byte(`{"choices":[{"text":"a","logprobs":{"tokens":5}}]}`)}); e == nil || fault.As(e).Reason != fault.InvalidResponse {
 		t.Errorf("malformed logprobs accepted: %v", e)
 	}
 }

@@ -3,6 +3,7 @@ package openai
 import (
 	"fmt"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/sched"
 )
@@ -37,7 +38,7 @@ type refusalRule struct {
 	message  string // the client's; "" is the core's own
 	detail   string // the journal's; "" is the core's message
 	terminal string
-	reason   string // the journal's; "" is the cause itself
+	reason   fault.Reason // the journal's; "" is the cause itself
 	// notDispatched marks the previous attempt's recorded failure: the
 	// retry it scheduled never dispatched.
 	notDispatched bool
@@ -57,15 +58,15 @@ var refusalRules = map[refusalKey]refusalRule{
 	// retries in vain (Prompt.refusal writes the message).
 	{FirstPrefill, sched.CausePrompt}: {status: 400, code: "prompt_exceeds_ttft_slo", terminal: journal.TerminalRefused},
 	{FirstPrefill, sched.CauseNoEngine}: {status: 503, code: "no_schedulable_engines", message: "no engine can take this request now",
-		terminal: journal.TerminalFailed, reason: journal.ReasonNoEngine},
+		terminal: journal.TerminalFailed, reason: fault.NoEngine},
 	{RetryPrefill, sched.CauseNoEngine}: {status: 503, code: "backend_unavailable", message: "no engine is left to retry on",
-		terminal: journal.TerminalFailed, reason: journal.ReasonNoEngine, notDispatched: true},
+		terminal: journal.TerminalFailed, reason: fault.NoEngine, notDispatched: true},
 	// Seats: the answer once waiting for one ran out (the decode leg's
 	// wait ends as an expired KV handoff instead, which may be retried).
 	{FirstPrefill, sched.CauseSeats}: {status: 504, code: "expired", message: "no prefill seat freed within the queue timeout",
-		detail: "no prefill seat within serving.queue_timeout_s", terminal: journal.TerminalExpired, reason: journal.ReasonQueueTimeout},
+		detail: "no prefill seat within serving.queue_timeout_s", terminal: journal.TerminalExpired, reason: fault.QueueTimeout},
 	{DecodeLeg, sched.CauseNoEngine}: {status: 503, code: "backend_unavailable", message: "no engine can take the decode leg now",
-		terminal: journal.TerminalFailed, reason: journal.ReasonNoEngine},
+		terminal: journal.TerminalFailed, reason: fault.NoEngine},
 }
 
 // refusalRuleFor is the table's row for a refusal; false when it has none
@@ -91,8 +92,11 @@ type Prompt struct {
 // RefusalAnswer is what a refusal means: the client's error and the
 // journal's terminal, reason and detail.
 type RefusalAnswer struct {
-	Err                      *Error
-	Terminal, Reason, Detail string
+	Err              *Error
+	Terminal, Detail string
+	// Reason is the row's: a failure or expiry reason, or for a refused
+	// row the refusal cause itself.
+	Reason fault.Reason
 	// NotDispatched marks the previous attempt's recorded failure: the
 	// retry it scheduled never dispatched.
 	NotDispatched bool
@@ -103,10 +107,10 @@ type RefusalAnswer struct {
 func Refusal(leg RefusalLeg, ref *sched.Refusal, p Prompt) RefusalAnswer {
 	rule, ok := refusalRuleFor(leg, ref.Cause)
 	if !ok {
-		return RefusalAnswer{Terminal: journal.TerminalFailed, Reason: journal.ReasonInternal,
-			Detail: "unmapped refusal cause " + ref.Cause + ": " + ref.Message, Err: ServerError(500, journal.ReasonInternal, "internal error")}
+		return RefusalAnswer{Terminal: journal.TerminalFailed, Reason: fault.Internal,
+			Detail: "unmapped refusal cause " + ref.Cause + ": " + ref.Message, Err: ServerError(500, string(fault.Internal), "internal error")}
 	}
-	a := RefusalAnswer{Terminal: rule.terminal, Reason: or(rule.reason, ref.Cause), Detail: or(rule.detail, ref.Message),
+	a := RefusalAnswer{Terminal: rule.terminal, Reason: or(rule.reason, fault.Reason(ref.Cause)), Detail: or(rule.detail, ref.Message),
 		NotDispatched: rule.notDispatched}
 	code, msg := or(rule.code, ref.Cause), or(rule.message, ref.Message)
 	switch rule.status {
@@ -122,7 +126,7 @@ func Refusal(leg RefusalLeg, ref *sched.Refusal, p Prompt) RefusalAnswer {
 	return a
 }
 
-func or(s, dflt string) string {
+func or[S ~string](s, dflt S) S {
 	if s == "" {
 		return dflt
 	}

@@ -3,6 +3,7 @@ package openai
 import (
 	"testing"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/sched"
 )
@@ -28,11 +29,11 @@ func TestRefusalAnswers(t *testing.T) {
 		{FirstPrefill, sched.CauseKVCapacity, 1, 429, TypeRateLimit, "kv_capacity", 1, journal.TerminalRefused, journal.CauseKVCapacity, ""},
 		{RetryPrefill, sched.CauseTPOT, 0, 429, TypeRateLimit, "tpot", 1, journal.TerminalRefused, journal.CauseTPOT, ""},
 		{FirstPrefill, sched.CausePrompt, 0, 400, TypeInvalid, "prompt_exceeds_ttft_slo", 0, journal.TerminalRefused, journal.CausePrompt, "prompt"},
-		{FirstPrefill, sched.CauseNoEngine, 1, 503, TypeUnavailable, "no_schedulable_engines", 1, journal.TerminalFailed, journal.ReasonNoEngine, ""},
-		{RetryPrefill, sched.CauseNoEngine, 1, 503, TypeUnavailable, "backend_unavailable", 1, journal.TerminalFailed, journal.ReasonNoEngine, ""},
-		{DecodeLeg, sched.CauseNoEngine, 1, 503, TypeUnavailable, "backend_unavailable", 1, journal.TerminalFailed, journal.ReasonNoEngine, ""},
-		{RetryPrefill, sched.CauseSeats, 0, 504, TypeServer, "expired", 0, journal.TerminalExpired, journal.ReasonQueueTimeout, ""},
-		{FirstPrefill, sched.CauseUntracked, 0, 500, TypeServer, journal.ReasonInternal, 0, journal.TerminalFailed, journal.ReasonInternal, ""},
+		{FirstPrefill, sched.CauseNoEngine, 1, 503, TypeUnavailable, "no_schedulable_engines", 1, journal.TerminalFailed, string(fault.NoEngine), ""},
+		{RetryPrefill, sched.CauseNoEngine, 1, 503, TypeUnavailable, "backend_unavailable", 1, journal.TerminalFailed, string(fault.NoEngine), ""},
+		{DecodeLeg, sched.CauseNoEngine, 1, 503, TypeUnavailable, "backend_unavailable", 1, journal.TerminalFailed, string(fault.NoEngine), ""},
+		{RetryPrefill, sched.CauseSeats, 0, 504, TypeServer, "expired", 0, journal.TerminalExpired, string(fault.QueueTimeout), ""},
+		{FirstPrefill, sched.CauseUntracked, 0, 500, TypeServer, string(fault.Internal), 0, journal.TerminalFailed, string(fault.Internal), ""},
 	}
 	for _, tc := range cases {
 		p.OwnPrefill = 3
@@ -42,7 +43,7 @@ func TestRefusalAnswers(t *testing.T) {
 			(tc.param != "") != (e.Param != nil) || (e.Param != nil && *e.Param != tc.param) {
 			t.Errorf("leg %d cause %s: answer %+v, want %d %s %s Retry-After %d param %q", tc.leg, tc.cause, e, tc.status, tc.typ, tc.code, tc.header, tc.param)
 		}
-		if o.Terminal != tc.terminal || o.Reason != tc.reason {
+		if o.Terminal != tc.terminal || string(o.Reason) != tc.reason {
 			t.Errorf("leg %d cause %s: journal %s/%s, want %s/%s", tc.leg, tc.cause, o.Terminal, o.Reason, tc.terminal, tc.reason)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -472,14 +473,14 @@ type responseChunk struct {
 }
 
 // Chunk folds one chat stream event and returns its text.
-func (f *ResponseFold) Chunk(ev vllm.Event) (string, *vllm.Error) {
+func (f *ResponseFold) Chunk(ev vllm.Event) (string, error) {
 	f.kept += len(ev.Data)
 	if f.kept > f.limit {
-		return "", &vllm.Error{Phase: "decode", Reason: vllm.ReasonResponseLimit, Class: "stream", Msg: "response exceeds serving.max_response_bytes"}
+		return "", &fault.Error{Phase: fault.Decode, Reason: fault.ResponseLimit, Class: fault.ClassStream, Msg: "response exceeds serving.max_response_bytes"}
 	}
 	var ch responseChunk
 	if ev.NotJSON || json.Unmarshal(ev.Data, &ch) != nil {
-		return "", &vllm.Error{Phase: "decode", Reason: vllm.ReasonInvalidResponse, Class: "stream", Msg: "a stream event is not a chat chunk"}
+		return "", &fault.Error{Phase: fault.Decode, Reason: fault.InvalidResponse, Class: fault.ClassStream, Msg: "a stream event is not a chat chunk"}
 	}
 	if ch.Model != "" {
 		f.Meta.Model = ch.Model

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -149,10 +150,10 @@ func TestResponseFoldBody(t *testing.T) {
 // A fold refuses what is not a chat chunk, and more than its byte limit.
 func TestResponseFoldRefusesBadStreams(t *testing.T) {
 	f := NewResponseFold(ResponseMeta{}, 10)
-	if _, e := f.Chunk(vllm.Event{Data: []byte("nope"), NotJSON: true}); e == nil || e.Reason != vllm.ReasonInvalidResponse {
+	if _, e := f.Chunk(vllm.Event{Data: []byte("nope"), NotJSON: true}); e == nil || fault.As(e).Reason != fault.InvalidResponse {
 		t.Errorf("not JSON: %v", e)
 	}
-	if _, e := f.Chunk(vllm.Event{Data: []byte(`{"choices":[{"delta":{"content":"0123456789"}}]}`)}); e == nil || e.Reason != vllm.ReasonResponseLimit {
+	if _, e := f.Chunk(vllm.Event{Data: []byte(`{"choices":[{"delta":{"content":"0123456789"}}]}`)}); e == nil || fault.As(e).Reason != fault.ResponseLimit {
 		t.Errorf("over the limit: %v", e)
 	}
 }

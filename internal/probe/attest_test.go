@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/probe"
 	"github.com/narwhal-go/narwhal/internal/simengine"
@@ -106,7 +107,7 @@ func TestLiveIdentity(t *testing.T) {
 			if contracted != (e != nil) || (!contracted && (id.Version != "0.21.0" || id.ProcessStart != 0)) {
 				t.Fatalf("LiveIdentity = %+v, %v", id, e)
 			}
-			if _, e := p.Identity(context.Background(), "e0"); e == nil || !strings.Contains(e.Msg, "process_start_time_seconds") {
+			if _, e := p.Identity(context.Background(), "e0"); e == nil || !strings.Contains(fault.As(e).Msg, "process_start_time_seconds") {
 				t.Fatalf("Identity without a process start: %v", e)
 			}
 		})

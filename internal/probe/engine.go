@@ -7,13 +7,14 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
 // Health is GET /health within Control: nil when the engine answers 200.
 // vLLM's /health takes no credential; Credential tells whether the
 // engine accepts the router's.
-func (p *Prober) Health(ctx context.Context, iid string) *vllm.Error {
+func (p *Prober) Health(ctx context.Context, iid string) error {
 	ctx, cancel := bound(ctx, p.t.Control)
 	defer cancel()
 	return p.Client(iid).Health(ctx)
@@ -23,13 +24,13 @@ func (p *Prober) Health(ctx context.Context, iid string) *vllm.Error {
 // which vLLM checks --api-key.
 type Credential struct {
 	Cards []vllm.ModelCard // the served models, when Err is nil
-	Err   *vllm.Error      // nil: the engine accepted the credential
+	Err   error            // nil: the engine accepted the credential
 }
 
 // Refused is the engine's 401/403, or nil: only that is the probe's
 // verdict on the credential; other failures belong to the health checks.
-func (c Credential) Refused() *vllm.Error {
-	if c.Err.AuthFailed() {
+func (c Credential) Refused() error {
+	if fault.As(c.Err).AuthFailed() {
 		return c.Err
 	}
 	return nil
@@ -47,7 +48,7 @@ func (p *Prober) Credential(ctx context.Context, iid string) Credential {
 // bound: the router's health probe, since a healthy engine that refuses
 // the credential fails every request. e is the /health failure; the
 // Credential is zero when /health failed.
-func (p *Prober) HealthAndCredential(ctx context.Context, iid string) (Credential, *vllm.Error) {
+func (p *Prober) HealthAndCredential(ctx context.Context, iid string) (Credential, error) {
 	ctx, cancel := bound(ctx, p.t.Control)
 	defer cancel()
 	if e := p.Client(iid).Health(ctx); e != nil {
@@ -74,14 +75,14 @@ func (p *Prober) ServedModel(ctx context.Context, iid string) error {
 // ModelError is a failed served-model check.
 type ModelError struct {
 	IID    string
-	Model  string      // the fleet's model
-	Served []string    // what the engine serves, when it answered
-	Err    *vllm.Error // the /v1/models failure, when it did not
+	Model  string   // the fleet's model
+	Served []string // what the engine serves, when it answered
+	Err    error    // the /v1/models failure, when it did not
 }
 
 func (e *ModelError) Error() string {
 	if e.Err != nil {
-		return fmt.Sprintf("%s /v1/models unreadable: %s", e.IID, e.Err.Msg)
+		return fmt.Sprintf("%s /v1/models unreadable: %s", e.IID, fault.Detail(e.Err))
 	}
 	return fmt.Sprintf("%s does not serve model %q (serves %s); cross-model KV reuse corrupts output", e.IID, e.Model, strings.Join(e.Served, ", "))
 }
@@ -96,7 +97,7 @@ func (e *ModelError) Unwrap() error {
 
 // Inference asks iid for two tokens directly (a non-streamed completion)
 // within FirstToken: the probe of an engine suspected of bad work.
-func (p *Prober) Inference(ctx context.Context, iid string) *vllm.Error {
+func (p *Prober) Inference(ctx context.Context, iid string) error {
 	ctx, cancel := bound(ctx, p.t.FirstToken)
 	defer cancel()
 	_, e := p.Client(iid).Complete(ctx, p.body("narwhal inference probe", 2, nil))

@@ -6,13 +6,14 @@ import (
 	"strings"
 
 	"github.com/narwhal-go/narwhal/internal/attest"
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
 // Identity reads iid's process identity within Control: /version and
 // process_start_time_seconds on /metrics, both required.
-func (p *Prober) Identity(ctx context.Context, iid string) (vllm.Identity, *vllm.Error) {
+func (p *Prober) Identity(ctx context.Context, iid string) (vllm.Identity, error) {
 	ctx, cancel := bound(ctx, p.t.Control)
 	defer cancel()
 	return p.Client(iid).Identity(ctx)
@@ -22,7 +23,7 @@ func (p *Prober) Identity(ctx context.Context, iid string) (vllm.Identity, *vllm
 // without engine_contract a missing process_start_time_seconds (vLLM
 // with several API server processes) leaves ProcessStart 0, so restarts
 // are told by the version alone; a contracted fleet requires it.
-func (p *Prober) LiveIdentity(ctx context.Context, iid string) (vllm.Identity, *vllm.Error) {
+func (p *Prober) LiveIdentity(ctx context.Context, iid string) (vllm.Identity, error) {
 	ctx, cancel := bound(ctx, p.t.Control)
 	defer cancel()
 	c := p.Client(iid)
@@ -54,7 +55,7 @@ type AttestError struct {
 	Err   error  // the identity or sidecar failure
 	Fails []string
 
-	ident *vllm.Error // Err at StageIdentity
+	ident error // Err at StageIdentity
 }
 
 func (e *AttestError) Error() string {
@@ -73,8 +74,8 @@ func (e *AttestError) Error() string {
 func (e *AttestError) Unwrap() error { return e.Err }
 
 // IdentityUnreadable says that iid's identity could not be read.
-func IdentityUnreadable(iid string, e *vllm.Error) error {
-	return fmt.Errorf("%s engine identity unreadable (/version and process_start_time_seconds on /metrics): %s", iid, e.Msg)
+func IdentityUnreadable(iid string, e error) error {
+	return fmt.Errorf("%s engine identity unreadable (/version and process_start_time_seconds on /metrics): %s", iid, fault.Detail(e))
 }
 
 // Attest fetches iid's attestation within Control and verifies it against

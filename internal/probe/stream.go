@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/narwhal-go/narwhal/internal/lifecycle"
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -24,12 +24,15 @@ type Decoded struct {
 
 // FirstTokenExpired reports whether e is the stream going silent before
 // its first token (the FirstToken bound).
-func (d Decoded) FirstTokenExpired(e *vllm.Error) bool { return e != nil && e.Timeout && d.Tokens == 0 }
+func (d Decoded) FirstTokenExpired(e error) bool {
+	f := fault.As(e)
+	return f != nil && f.Timeout && d.Tokens == 0
+}
 
 // ReadStream reads an open decode stream to [DONE]. Silence is bounded
 // by FirstToken until the first token and by DecodeRead after it; opened
 // is when the leg was sent. On an error, Decoded holds what arrived.
-func (p *Prober) ReadStream(s *vllm.Stream, opened time.Time) (Decoded, *vllm.Error) {
+func (p *Prober) ReadStream(s *vllm.Stream, opened time.Time) (Decoded, error) {
 	var d Decoded
 	var text strings.Builder
 	s.SetIdleTimeout(p.t.FirstToken)
@@ -51,7 +54,7 @@ func (p *Prober) ReadStream(s *vllm.Stream, opened time.Time) (Decoded, *vllm.Er
 		text.WriteString(vllm.EventText(ev))
 	}
 	d.Text = text.String()
-	return d, &vllm.Error{Phase: "decode", Reason: vllm.ReasonInvalidResponse, Class: "stream",
+	return d, &fault.Error{Phase: fault.Decode, Reason: fault.InvalidResponse, Class: fault.ClassStream,
 		Msg: fmt.Sprintf("stream sent %d events without the [DONE] terminator", maxStreamEvents)}
 }
 
@@ -59,7 +62,7 @@ func (p *Prober) ReadStream(s *vllm.Stream, opened time.Time) (Decoded, *vllm.Er
 // to [DONE], all within FirstToken: nil when all n came. An engine ejected
 // for cutting streams must pass it, since a short or non-streamed probe
 // passes on an engine that cuts long streams.
-func (p *Prober) Stream(ctx context.Context, iid string, n int) *vllm.Error {
+func (p *Prober) Stream(ctx context.Context, iid string, n int) error {
 	ctx, cancel := bound(ctx, p.t.FirstToken)
 	defer cancel()
 	body := p.body("narwhal stream probe", n, map[string]any{"stream": true, "min_tokens": n, "return_token_ids": true})
@@ -74,7 +77,7 @@ func (p *Prober) Stream(ctx context.Context, iid string, n int) *vllm.Error {
 		return e
 	}
 	if d.Tokens < n {
-		return &vllm.Error{Phase: "decode", Reason: vllm.ReasonInvalidResponse, Class: string(lifecycle.OutputCut),
+		return &fault.Error{Phase: fault.Decode, Reason: fault.InvalidResponse, Class: fault.ClassOutputCut,
 			Msg: fmt.Sprintf("stream probe ended after %d of %d tokens", d.Tokens, n)}
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/probe"
 	"github.com/narwhal-go/narwhal/internal/simengine"
 )
@@ -76,7 +77,7 @@ func TestReadStream(t *testing.T) {
 			if d.Tokens != tc.tokens || d.Text != tc.text {
 				t.Errorf("read %d tokens %q, want %d %q", d.Tokens, d.Text, tc.tokens, tc.text)
 			}
-			if (tc.err == "") != (e == nil) || (e != nil && !strings.Contains(e.Msg, tc.err)) {
+			if (tc.err == "") != (e == nil) || (e != nil && !strings.Contains(fault.As(e).Msg, tc.err)) {
 				t.Fatalf("error %v, want %q", e, tc.err)
 			}
 			if d.FirstTokenExpired(e) != tc.firstToken {
@@ -95,7 +96,7 @@ func TestReadStream(t *testing.T) {
 func TestStream(t *testing.T) {
 	tests := []struct {
 		mode    string
-		class   string // "" passes; "timeout" is any timeout-shaped failure
+		class   fault.Class // "" passes; "timeout" is any timeout-shaped failure
 		message string
 	}{
 		{"ok", "", ""},
@@ -114,10 +115,10 @@ func TestStream(t *testing.T) {
 				}
 				return
 			}
-			if tc.class == "timeout" && e != nil && e.Timeout {
+			if tc.class == "timeout" && e != nil && fault.As(e).Timeout {
 				return
 			}
-			if e == nil || e.Class != tc.class || !strings.Contains(e.Msg, tc.message) {
+			if e == nil || fault.As(e).Class != tc.class || !strings.Contains(fault.As(e).Msg, tc.message) {
 				t.Fatalf("Stream = %+v, want class %s with %q", e, tc.class, tc.message)
 			}
 		})
@@ -135,7 +136,7 @@ func TestInference(t *testing.T) {
 		t.Fatalf("a 16-token stream from a healthy engine: %v", e)
 	}
 	_ = f.engines[0].SetFaults(simengine.Faults{HTTP500Rate: 1})
-	if e := p.Inference(context.Background(), "e0"); e == nil || e.Status != 500 {
+	if e := p.Inference(context.Background(), "e0"); e == nil || fault.As(e).Status != 500 {
 		t.Fatalf("an engine answering 500: %v", e)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -50,7 +51,7 @@ type Transferred struct {
 type TransferError struct {
 	Kind     string // one of the Kind constants
 	Src, Dst string // producer and consumer
-	Err      *vllm.Error
+	Err      error
 	msg      string
 }
 
@@ -71,12 +72,12 @@ func (p *Prober) prompt(t Transfer, salt string) []byte {
 
 // Produce runs a producer leg of t's prompt on iid within Prefill and
 // returns the validated handoff.
-func (p *Prober) Produce(ctx context.Context, iid string, t Transfer) (*vllm.Handoff, *vllm.Error) {
+func (p *Prober) Produce(ctx context.Context, iid string, t Transfer) (*vllm.Handoff, error) {
 	t = t.withDefaults()
 	return p.produce(ctx, iid, t, p.ids.NewID())
 }
 
-func (p *Prober) produce(ctx context.Context, iid string, t Transfer, salt string) (*vllm.Handoff, *vllm.Error) {
+func (p *Prober) produce(ctx context.Context, iid string, t Transfer, salt string) (*vllm.Handoff, error) {
 	ctx, cancel := bound(ctx, p.t.Prefill)
 	defer cancel()
 	return p.Client(iid).Prefill(ctx, "/v1/completions", vllm.PrefillBody(p.promptBody(t, salt), p.cfg.Model), t.Label+"-"+salt+"-prefill")
@@ -106,7 +107,7 @@ func (p *Prober) KVTransfer(ctx context.Context, src, dst string, t Transfer) (T
 	salt := p.ids.NewID()
 	h, e := p.produce(ctx, src, t, salt)
 	if e != nil {
-		return Transferred{}, transferError(KindTransferFailed, src, dst, e, "prefill leg on %s: %s", src, e.Msg)
+		return Transferred{}, transferError(KindTransferFailed, src, dst, e, "prefill leg on %s: %s", src, fault.Detail(e))
 	}
 	d, fail := p.consume(ctx, dst, t, salt, h)
 	res := Transferred{Decoded: d, Handoff: h}
@@ -122,7 +123,7 @@ func (p *Prober) KVTransfer(ctx context.Context, src, dst string, t Transfer) (T
 	}
 	agg, e := p.Client(dst).Complete(ctx, p.prompt(t, p.ids.NewID()))
 	if e != nil {
-		return res, transferError(KindTransferFailed, src, dst, e, "aggregated reference run on %s: %s", dst, e.Msg)
+		return res, transferError(KindTransferFailed, src, dst, e, "aggregated reference run on %s: %s", dst, fault.Detail(e))
 	}
 	if agg.Text != d.Text {
 		return res, transferError(KindOutputMismatch, src, dst, nil, "decoded text %q differs from an aggregated run's %q: the KV arrived corrupted; do not route this pair", d.Text, agg.Text)
@@ -139,7 +140,7 @@ func (p *Prober) requestBound(ctx context.Context) (context.Context, context.Can
 	return context.WithTimeoutCause(ctx, p.t.Request, errRequestDeadline)
 }
 
-func transferError(kind, src, dst string, e *vllm.Error, format string, args ...any) *TransferError {
+func transferError(kind, src, dst string, e error, format string, args ...any) *TransferError {
 	return &TransferError{Kind: kind, Src: src, Dst: dst, Err: e, msg: fmt.Sprintf(format, args...)}
 }
 
@@ -149,7 +150,7 @@ func (p *Prober) consume(ctx context.Context, dst string, t Transfer, salt strin
 	body := vllm.DecodeBody(p.promptBody(t, salt), p.cfg.Model, h.Params)
 	s, e := p.Client(dst).OpenStream(ctx, "/v1/completions", body, t.Label+"-"+salt+"-decode")
 	if e != nil {
-		return Decoded{}, transferError(KindTransferFailed, "", dst, e, "decode leg on %s: %s", dst, e.Msg)
+		return Decoded{}, transferError(KindTransferFailed, "", dst, e, "decode leg on %s: %s", dst, fault.Detail(e))
 	}
 	defer s.Close()
 	d, e := p.ReadStream(s, opened)
@@ -158,7 +159,7 @@ func (p *Prober) consume(ctx context.Context, dst string, t Transfer, salt strin
 		return d, transferError(KindFirstTokenDeadline, "", dst, e,
 			"first-token deadline %gs expired; transfer remains unconfirmed: run first-token calibration", p.t.FirstToken.Seconds())
 	case e != nil:
-		return d, transferError(KindTransferFailed, "", dst, e, "decode leg on %s: %s", dst, e.Msg)
+		return d, transferError(KindTransferFailed, "", dst, e, "decode leg on %s: %s", dst, fault.Detail(e))
 	case d.Tokens == 0:
 		return d, transferError(KindNoTokens, "", dst, nil, "accepted the handoff and produced no tokens")
 	}

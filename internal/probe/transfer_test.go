@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/probe"
 	"github.com/narwhal-go/narwhal/internal/simengine"
 )
@@ -75,7 +76,7 @@ func TestProduce(t *testing.T) {
 		t.Fatalf("Produce = %+v, %v", h, e)
 	}
 	_ = f.engines[0].SetFaults(simengine.Faults{HTTP500Rate: 1})
-	if _, e := p.Produce(context.Background(), "e0", probe.Transfer{}); e == nil || e.Status != 500 {
+	if _, e := p.Produce(context.Background(), "e0", probe.Transfer{}); e == nil || fault.As(e).Status != 500 {
 		t.Fatalf("a failing producer: %v", e)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/ports"
 )
@@ -108,7 +109,7 @@ func refused(rid string, at float64) *journal.RequestRow {
 
 func failed(rid string, at float64) *journal.RequestRow {
 	return &journal.RequestRow{RID: rid, Arrived: at, InputLen: 8, InputSized: true, Terminal: journal.TerminalFailed,
-		Reason: journal.Ptr(journal.ReasonNoEngine), Error: journal.Ptr("no engine"), Status: journal.Ptr(503)}
+		Reason: journal.Ptr(string(fault.NoEngine)), Error: journal.Ptr("no engine"), Status: journal.Ptr(503)}
 }
 
 func TestJournalScoring(t *testing.T) {

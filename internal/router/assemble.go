@@ -16,23 +16,23 @@ type assembler struct {
 }
 
 func newAssembler(c *call) *assembler {
-	return &assembler{c: c, a: openai.NewAssembler(c.chat, c.r.cfg.Serving.MaxResponseBytes, c.ownID)}
+	return &assembler{c: c, a: openai.NewAssembler(c.ex.chat, c.r.cfg.Serving.MaxResponseBytes, c.ownID)}
 }
 
-func (s *assembler) event(ev vllm.Event) *vllm.Error { return s.a.Event(ev) }
+func (s *assembler) event(ev vllm.Event) error { return s.a.Event(ev) }
 
-func (s *assembler) finish() *vllm.Error {
+func (s *assembler) finish() error {
 	c := s.c
-	body, e := s.a.Body(c.inputLen, c.tokens)
+	body, e := s.a.Body(c.sz.inputLen, c.facts.tokens)
 	if e != nil {
 		return e
 	}
-	h := c.w.Header()
+	h := c.ex.w.Header()
 	h.Set("Content-Type", "application/json")
-	c.w.WriteHeader(http.StatusOK)
-	c.committed = true
-	if _, err := c.w.Write(body); err != nil {
-		c.clientGone = true
+	c.ex.w.WriteHeader(http.StatusOK)
+	c.ex.committed = true
+	if _, err := c.ex.w.Write(body); err != nil {
+		c.ex.clientGone = true
 	}
 	return nil
 }

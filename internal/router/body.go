@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/httpguard"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/openai"
@@ -23,19 +24,19 @@ import (
 func (c *call) readBody() ([]byte, bool) {
 	r := c.r
 	limit := int64(r.cfg.Serving.MaxRequestBytes)
-	d := min(r.httpOpts.BodyReadTimeout, c.deadline.Sub(r.clock.Now()))
+	d := min(r.httpOpts.BodyReadTimeout, c.adm.deadline.Sub(r.clock.Now()))
 	// The connection's own deadline: a timer could not interrupt a Read
 	// blocked on a silent client. Handlers behind a ResponseWriter that
 	// cannot set it (a wrapper without Unwrap) read without one, and take
 	// their slot before reading, since nothing could cut them at the grace.
-	rc := http.NewResponseController(c.w)
+	rc := http.NewResponseController(c.ex.w)
 	bounded := rc.SetReadDeadline(time.Now().Add(d)) == nil
-	g, refused := r.watchSlow(httpguard.ClientIP(c.req), rc, min(r.httpOpts.BodyGrace, d), bounded)
+	g, refused := r.watchSlow(httpguard.ClientIP(c.ex.req), rc, min(r.httpOpts.BodyGrace, d), bounded)
 	if refused != httpguard.Granted {
 		c.fail(r.slowRefusal(refused, g.ip))
 		return nil, false
 	}
-	raw, err := io.ReadAll(io.LimitReader(c.req.Body, limit+1))
+	raw, err := io.ReadAll(io.LimitReader(c.ex.req.Body, limit+1))
 	refused = g.finish()
 	switch {
 	case err != nil && refused != httpguard.Granted:
@@ -54,7 +55,7 @@ func (c *call) readBody() ([]byte, bool) {
 			err: openai.Invalid(413, "request_too_large", "request body exceeds max_request_bytes")})
 		return nil, false
 	}
-	c.bodyRead = true
+	c.ex.bodyRead = true
 	if bounded {
 		// Clear it: the server's background read, which notices a client
 		// going away mid-stream, runs on the same connection.
@@ -70,7 +71,7 @@ func (r *Router) slowRefusal(why httpguard.Refusal, ip string) outcome {
 	if why == httpguard.AllFull {
 		n, whose = r.httpOpts.SlowBodies, "from all clients (server-wide limit)"
 	}
-	return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonInflightLimit,
+	return outcome{terminal: journal.TerminalRejected, reason: fault.InflightLimit,
 		detail: fmt.Sprintf("body slower than %v; %d slow request bodies %s are already being read", r.httpOpts.BodyGrace, n, whose),
 		err: openai.Overloaded("client_body_limit", fmt.Sprintf("the request body did not arrive within %v and %d slow bodies %s are already "+
 			"being read; send each body in one go, or use fewer connections at once", r.httpOpts.BodyGrace, n, whose), 1)}

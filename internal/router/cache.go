@@ -20,17 +20,17 @@ import (
 // runs at sizing and again before every placement, so residency lost while
 // the request waited prices it cold (§2.3).
 func (c *call) cacheEvidence() (cached map[string]int, ok bool) {
-	if c.r.cache == nil || len(c.tokenIDs) == 0 || openai.PricesCold(c.body) {
+	if c.r.cache == nil || len(c.sz.tokenIDs) == 0 || openai.PricesCold(c.adm.body) {
 		return nil, false
 	}
-	if c.hashes == nil {
-		c.hashes = residency.Hashes{}
+	if c.sz.hashes == nil {
+		c.sz.hashes = residency.Hashes{}
 	}
-	c.cacheEv = c.r.cache.Cached(c.tokenIDs, c.hashes)
-	if len(c.cacheEv.Cached) == 0 {
+	c.sz.cacheEv = c.r.cache.Cached(c.sz.tokenIDs, c.sz.hashes)
+	if len(c.sz.cacheEv.Cached) == 0 {
 		return nil, true
 	}
-	return c.cacheEv.Cached, true
+	return c.sz.cacheEv.Cached, true
 }
 
 // placedCache records how the placement was priced: cache_placement for a
@@ -42,12 +42,12 @@ func (c *call) placedCache(pl sched.Placement) {
 	w := pl.Warm
 	if w == nil {
 		c.r.metrics.CachePlaced(pl.IID, false, 0)
-		c.cachePl = nil
+		c.facts.cachePl = nil
 		return
 	}
 	c.r.metrics.CachePlaced(pl.IID, true, w.CachedTokens)
-	c.cachePl = &journal.CachePlacement{PlacedIID: pl.IID, PlacedCachedTokens: w.CachedTokens,
-		EvidenceSequence: c.cacheEv.Sequence[pl.IID], PredictedPrefillS: w.PredictedS, ColdPrefillS: w.ColdS,
+	c.facts.cachePl = &journal.CachePlacement{PlacedIID: pl.IID, PlacedCachedTokens: w.CachedTokens,
+		EvidenceSequence: c.sz.cacheEv.Sequence[pl.IID], PredictedPrefillS: w.PredictedS, ColdPrefillS: w.ColdS,
 		ColdChoiceIID: w.ColdChoice}
 }
 
@@ -57,14 +57,6 @@ func (c *call) reportedCache(iid string, n *int) {
 		return
 	}
 	c.r.metrics.CacheReported(iid, *n)
-}
-
-// cacheRow puts the cache evidence on the journal row.
-func (c *call) cacheRow(row *journal.RequestRow) {
-	if len(c.cacheEv.Cached) > 0 {
-		row.CachedTokens = c.cacheEv.Cached
-	}
-	row.CachePlacement = c.cachePl
 }
 
 // residencyState is the state document's residency map.

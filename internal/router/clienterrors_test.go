@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 )
@@ -151,7 +152,7 @@ func TestEngineRejectionPassesThrough(t *testing.T) {
 			t.Errorf("%d legs, want exactly one attempt", n)
 		}
 		row := h.row(resp.Header.Get("X-Request-Id"))
-		if row.Attempts != 1 || row.Terminal != journal.TerminalFailed || *row.Reason != journal.ReasonEngineRejected || *row.Status != 400 {
+		if row.Attempts != 1 || row.Terminal != journal.TerminalFailed || *row.Reason != string(fault.EngineRejected) || *row.Status != 400 {
 			t.Errorf("journal attempts %d %s %v status %v", row.Attempts, row.Terminal, row.Reason, row.Status)
 		}
 	})

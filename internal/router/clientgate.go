@@ -68,7 +68,7 @@ func (g clientGate) wrap(next http.Handler) http.Handler {
 // HTTP's 415):
 // https://github.com/vllm-project/vllm/blob/432a38c440655622ff7875c4877f0756c44e1fbf/vllm/entrypoints/openai/utils.py
 func (c *call) mediaGate() bool {
-	e := httpguard.MediaRefusal(c.req)
+	e := httpguard.MediaRefusal(c.ex.req)
 	if e == nil {
 		return true
 	}

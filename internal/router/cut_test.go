@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/simengine"
@@ -33,7 +34,7 @@ func (h *harness) streamOutcome(t *testing.T, i int) (done bool, decode string) 
 		decode = *row.DecodeIID
 	}
 	done = events[len(events)-1] == "[DONE]"
-	if !done && (row.Terminal != journal.TerminalFailed || row.Reason == nil || *row.Reason != journal.ReasonOutputCut) {
+	if !done && (row.Terminal != journal.TerminalFailed || row.Reason == nil || *row.Reason != string(fault.OutputCut)) {
 		t.Errorf("cut stream %d journalled %s/%v, want failed/output_cut", i, row.Terminal, deref(row.Reason))
 	}
 	return done, decode

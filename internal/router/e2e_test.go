@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/simengine"
@@ -257,7 +258,7 @@ func TestSeatsFull(t *testing.T) {
 	if resp == nil || resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "1" {
 		t.Fatalf("second request: %v; want 429 with Retry-After 1", resp)
 	}
-	if row := h.row(resp.Header.Get("X-Request-Id")); row.Terminal != journal.TerminalRejected || *row.Reason != journal.ReasonInflightLimit {
+	if row := h.row(resp.Header.Get("X-Request-Id")); row.Terminal != journal.TerminalRejected || *row.Reason != string(fault.InflightLimit) {
 		t.Errorf("journal %s %v", row.Terminal, *row.Reason)
 	}
 	<-done
@@ -296,7 +297,7 @@ func TestPrefillFailureWithoutRetriesIs502(t *testing.T) {
 		t.Errorf("X-Should-Retry %q, want false: the router already placed it again", got)
 	}
 	row := h.row(resp.Header.Get("X-Request-Id"))
-	if row.Terminal != journal.TerminalFailed || *row.Reason != journal.ReasonEngineError || row.Error == nil {
+	if row.Terminal != journal.TerminalFailed || *row.Reason != string(fault.EngineError) || row.Error == nil {
 		t.Errorf("journal %s %v %v", row.Terminal, row.Reason, row.Error)
 	}
 }

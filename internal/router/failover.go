@@ -3,8 +3,8 @@ package router
 import (
 	"context"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/journal"
-	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
 // Failover: a leg whose engine could not be reached at all (a connect
@@ -26,43 +26,43 @@ import (
 
 // replaceable reports whether e, a leg's failure before any output, may
 // be placed again on another engine.
-func replaceable(e *vllm.Error) bool {
-	return e != nil && (e.Status >= 500 || e.Reason == vllm.ReasonConnection)
+func replaceable(e *fault.Error) bool {
+	return e != nil && (e.Status >= 500 || e.Reason == fault.EngineConnection)
 }
 
 // replace records a failed leg on iid that the router places again itself
 // and excludes iid for the rest of the call; false when it may not: the
 // leg already moved once, output started, the client left, or the TTFT
 // budget is spent.
-func (c *call) replace(ctx context.Context, n int, phase string, e *vllm.Error, exclude map[string]bool, iid string) bool {
+func (c *call) replace(ctx context.Context, n int, phase fault.Phase, e *fault.Error, exclude map[string]bool, iid string) bool {
 	r := c.r
 	budget := r.cfg.SLO.TTFT * (1 + r.cfg.Serving.AdmissionMargin)
-	if ctx.Err() != nil || c.clientGone || c.committed || c.replaced[phase] || !replaceable(e) || r.now()-c.arrived >= budget {
+	if ctx.Err() != nil || c.ex.clientGone || c.ex.committed || c.att.replaced[phase] || !replaceable(e) || r.now()-c.adm.arrived >= budget {
 		return false
 	}
-	if c.replaced == nil {
-		c.replaced = map[string]bool{}
+	if c.att.replaced == nil {
+		c.att.replaced = map[fault.Phase]bool{}
 	}
-	c.replaced[phase] = true
+	c.att.replaced[phase] = true
 	r.attemptFailed(phase, e.Reason)
 	exclude[iid] = true
 	c.recordFailure(n, phase, e, 0, journal.RetryReplaced)
-	c.failedOver = true // a re-placement is not a new admission: no TTFT check
+	c.att.failedOver = true // a re-placement is not a new admission: no TTFT check
 	return true
 }
 
 // neverReached reports whether e is a failure to connect to the engine.
-func neverReached(e *vllm.Error) bool { return e != nil && e.Reason == vllm.ReasonUnreachable }
+func neverReached(e *fault.Error) bool { return e != nil && e.Reason == fault.EngineUnreachable }
 
 // failover records a failed leg on iid that may move to another engine and
 // excludes iid for the rest of the call; false when it may not.
-func (c *call) failover(ctx context.Context, n int, phase string, e *vllm.Error, exclude map[string]bool, iid string) bool {
-	if ctx.Err() != nil || c.clientGone || c.committed || !neverReached(e) {
+func (c *call) failover(ctx context.Context, n int, phase fault.Phase, e *fault.Error, exclude map[string]bool, iid string) bool {
+	if ctx.Err() != nil || c.ex.clientGone || c.ex.committed || !neverReached(e) {
 		return false
 	}
 	c.r.attemptFailed(phase, e.Reason)
 	exclude[iid] = true
 	c.recordFailure(n, phase, e, 0, journal.RetryFailover)
-	c.failedOver = true // a re-placement is not a new admission: no TTFT check
+	c.att.failedOver = true // a re-placement is not a new admission: no TTFT check
 	return true
 }

@@ -338,7 +338,7 @@ func TestAlways500EngineCostsAtMostTwoPrefills(t *testing.T) {
 				row := h.row(resp.Header.Get("X-Request-Id"))
 				prefills := 1 // the one that served
 				for _, f := range row.AttemptFailures {
-					if f.RetryReason != journal.RetryReplaced || f.Phase != tc.phase {
+					if f.RetryReason != journal.RetryReplaced || string(f.Phase) != tc.phase {
 						t.Errorf("call %d: failure %+v, want one %s leg replaced", k, f, tc.phase)
 					}
 					if f.Phase == "decode" {

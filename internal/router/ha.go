@@ -73,7 +73,7 @@ func (s haSide) AddLate(l takeover.Late) {
 // recordAdmission writes the call's admission record (crash accounting,
 // internal/takeover).
 func (c *call) recordAdmission() {
-	c.r.ha.Admitted(journal.Admission{RID: c.rid, ClientRID: c.clientRID, Arrived: c.arrived, Endpoint: c.req.URL.Path})
+	c.r.ha.Admitted(journal.Admission{RID: c.rid, ClientRID: c.ex.clientRID, Arrived: c.adm.arrived, Endpoint: c.ex.req.URL.Path})
 }
 
 // healthStatus is /health's status word.

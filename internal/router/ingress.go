@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/httpguard"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/openai"
@@ -50,7 +51,9 @@ func (r *Router) routes() {
 	r.front = r.gate.wrap(r.boundBodies(m))
 }
 
-// serveCompletion is one original request, from arrival to its journal row.
+// serveCompletion is one original request, from arrival to its journal
+// row: the stages in order (call.go names the state each owns). Every
+// path out ends in exactly one terminal row (settle; settleUnsettled).
 func (r *Router) serveCompletion(w http.ResponseWriter, req *http.Request, chat bool) {
 	r.inflight.Add(1)
 	defer r.inflight.Done()
@@ -58,6 +61,7 @@ func (r *Router) serveCompletion(w http.ResponseWriter, req *http.Request, chat 
 	defer c.settleUnsettled()
 	defer c.recoverPanic()
 	r.offer(c)
+	// Admission (call.ex, call.adm): gates, the body, validation, a seat.
 	if !c.mediaGate() {
 		return
 	}
@@ -85,16 +89,19 @@ func (r *Router) serveCompletion(w http.ResponseWriter, req *http.Request, chat 
 		return
 	}
 	c.recordAdmission()
-	ctx, cancel := context.WithDeadline(req.Context(), c.deadline)
+	ctx, cancel := context.WithDeadline(req.Context(), c.adm.deadline)
 	defer cancel()
 	release, ok := c.admit(ctx)
 	if !ok {
 		return
 	}
 	defer release()
+	// Sizing (call.sz): the prompt counted and tracked in the core.
 	if !c.size(ctx) {
 		return
 	}
+	// Attempts (call.att, call.facts): prefill, handoff, decode, retries,
+	// until one completes or the call ends; its row is built as it settles.
 	c.run(ctx)
 }
 
@@ -104,7 +111,7 @@ func (r *Router) serveCompletion(w http.ResponseWriter, req *http.Request, chat 
 // journal rows it missed.
 func (r *Router) offer(c *call) {
 	r.locked(func() {
-		c.arrived = r.now()
+		c.adm.arrived = r.now()
 		r.stats.Offered++
 	})
 }
@@ -112,9 +119,9 @@ func (r *Router) offer(c *call) {
 // settleUnsettled makes sure every request ends in exactly one journal
 // row: a path that returned without an outcome is a bug, recorded as one.
 func (c *call) settleUnsettled() {
-	if !c.settled {
+	if !c.facts.settled {
 		c.r.log.Error("request ended without an outcome; recording it as an internal failure", "rid", c.rid)
-		c.settle(outcome{terminal: journal.TerminalFailed, reason: journal.ReasonInternal, detail: "ended without an outcome"})
+		c.settle(outcome{terminal: journal.TerminalFailed, reason: fault.Internal, detail: "ended without an outcome"})
 	}
 }
 
@@ -131,14 +138,14 @@ func (c *call) recoverPanic() {
 		panic(v)
 	}
 	c.r.log.Error("internal error serving a request", "rid", c.rid, "panic", v)
-	c.fail(outcome{terminal: journal.TerminalFailed, reason: journal.ReasonInternal, status: 500,
-		detail: fmt.Sprint(v), err: openai.ServerError(500, journal.ReasonInternal, "internal error")})
+	c.fail(outcome{terminal: journal.TerminalFailed, reason: fault.Internal, status: 500,
+		detail: fmt.Sprint(v), err: openai.ServerError(500, string(fault.Internal), "internal error")})
 }
 
 func (r *Router) newCall(w http.ResponseWriter, req *http.Request, chat bool) *call {
-	c := &call{r: r, w: w, req: req, rid: r.ids.NewID(), chat: chat, endpoint: req.URL.Path,
-		arrived: r.now(), phase: "admission"}
-	c.deadline = r.clock.Now().Add(units.Seconds(r.cfg.Serving.RequestTimeoutS))
+	c := &call{r: r, rid: r.ids.NewID(), phase: fault.Admission,
+		ex: exchange{w: w, req: req, chat: chat, endpoint: req.URL.Path}, adm: admission{arrived: r.now()}}
+	c.adm.deadline = r.clock.Now().Add(units.Seconds(r.cfg.Serving.RequestTimeoutS))
 	// The client's own id comes back as X-Request-Id (OpenAI's SDKs log
 	// it); the router's is always in X-Narwhal-Request-Id, and in
 	// X-Request-Id too when the client sent none.
@@ -146,7 +153,7 @@ func (r *Router) newCall(w http.ResponseWriter, req *http.Request, chat bool) *c
 	h.Set("X-Narwhal-Request-Id", c.rid)
 	h.Set("X-Request-Id", c.rid)
 	if id := req.Header.Get("X-Request-Id"); id != "" {
-		c.clientRID = &id
+		c.ex.clientRID = &id
 		if httpguard.Echoable(id) {
 			h.Set("X-Request-Id", id)
 		}
@@ -160,11 +167,11 @@ func (r *Router) newCall(w http.ResponseWriter, req *http.Request, chat bool) *c
 // sends the client to the router that can serve it.
 func (r *Router) controlGate() (outcome, bool) {
 	if r.closing.Load() {
-		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonNotReady, readiness: "shutting down",
+		return outcome{terminal: journal.TerminalRejected, reason: fault.NotReady, readiness: "shutting down",
 			err: openai.Unavailable("standby", "router is shutting down")}, true
 	}
 	if reason := r.ha.NotControlling(); reason != "" {
-		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonNotReady, readiness: reason,
+		return outcome{terminal: journal.TerminalRejected, reason: fault.NotReady, readiness: reason,
 			err: openai.Unavailable("standby", reason)}, true
 	}
 	return outcome{}, false
@@ -185,13 +192,13 @@ func (r *Router) retryAfter() int {
 // on.
 func (r *Router) ingressGate(retained int64) (outcome, bool) {
 	if retained > int64(r.limit+r.cfg.Serving.QueueCapacity) {
-		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonInflightLimit,
-			err: openai.Overloaded(journal.ReasonInflightLimit, "router in-flight limit reached", r.retryAfter())}, true
+		return outcome{terminal: journal.TerminalRejected, reason: fault.InflightLimit,
+			err: openai.Overloaded(string(fault.InflightLimit), "router in-flight limit reached", r.retryAfter())}, true
 	}
 	if sat, lag, sizing := r.sat.Saturated(); sat {
-		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonSaturated,
+		return outcome{terminal: journal.TerminalRejected, reason: fault.Saturated,
 			detail: fmt.Sprintf("router saturated: loop lag %v, median sizing delay %v (limit slo.ttft_s/4)", lag, sizing),
-			err:    openai.Overloaded(journal.ReasonSaturated, "router saturated; retry shortly", 1)}, true
+			err:    openai.Overloaded(string(fault.Saturated), "router saturated; retry shortly", 1)}, true
 	}
 	if reason, ready := r.readiness(); !ready {
 		err := openai.Unavailable("standby", reason)
@@ -199,7 +206,7 @@ func (r *Router) ingressGate(retained int64) (outcome, bool) {
 			err = openai.Unavailable("backend_unavailable", reason)
 			err.RetryAfter = r.backAfter()
 		}
-		return outcome{terminal: journal.TerminalRejected, reason: journal.ReasonNotReady, readiness: reason, err: err}, true
+		return outcome{terminal: journal.TerminalRejected, reason: fault.NotReady, readiness: reason, err: err}, true
 	}
 	return outcome{}, false
 }
@@ -212,13 +219,13 @@ func (c *call) parse(raw []byte) bool {
 		c.fail(outcome{terminal: journal.TerminalInvalid, err: openai.BadRequest("invalid_json", "", err.Error())})
 		return false
 	}
-	q, e := openai.Validate(body, c.chat, c.r.cfg.Model)
+	q, e := openai.Validate(body, c.ex.chat, c.r.cfg.Model)
 	if e != nil {
 		c.fail(outcome{terminal: journal.TerminalInvalid, err: e, detail: e.Message})
 		return false
 	}
-	c.body = body
-	c.q = q
+	c.adm.body = body
+	c.adm.q = q
 	return true
 }
 
@@ -233,20 +240,20 @@ func (c *call) admit(ctx context.Context) (func(), bool) {
 	default:
 	}
 	if r.cfg.Serving.QueueCapacity == 0 {
-		c.fail(outcome{terminal: journal.TerminalRejected, reason: journal.ReasonInflightLimit,
-			err: openai.Overloaded(journal.ReasonInflightLimit, "router in-flight limit reached", r.retryAfter())})
+		c.fail(outcome{terminal: journal.TerminalRejected, reason: fault.InflightLimit,
+			err: openai.Overloaded(string(fault.InflightLimit), "router in-flight limit reached", r.retryAfter())})
 		return nil, false
 	}
-	c.phase = "queue"
+	c.phase = fault.Queue
 	start := r.now()
 	t := r.clock.NewTimer(units.Seconds(r.cfg.Serving.QueueTimeoutS))
 	defer t.Stop()
-	defer func() { c.queueWaits.Admission = r.now() - start }()
+	defer func() { c.facts.queueWaits.Admission = r.now() - start }()
 	select {
 	case r.seats <- struct{}{}:
 		return release, true
 	case <-t.C():
-		c.fail(outcome{terminal: journal.TerminalExpired, reason: journal.ReasonQueueTimeout,
+		c.fail(outcome{terminal: journal.TerminalExpired, reason: fault.QueueTimeout,
 			err: openai.ServerError(504, "queue_expired", "no admission seat within serving.queue_timeout_s")})
 	case <-ctx.Done():
 		c.ended(ctx)
@@ -257,17 +264,17 @@ func (c *call) admit(ctx context.Context) (func(), bool) {
 // ended settles a call whose context ended: the client went away, or the
 // request's deadline passed.
 func (c *call) ended(ctx context.Context) {
-	if (c.clientGone || c.req.Context().Err() != nil) && c.r.clock.Now().Before(c.deadline) {
+	if (c.ex.clientGone || c.ex.req.Context().Err() != nil) && c.r.clock.Now().Before(c.adm.deadline) {
 		c.settle(outcome{terminal: journal.TerminalCancelled})
 		return
 	}
-	if c.committed {
-		c.streamError("expired")
-		c.settle(outcome{terminal: journal.TerminalExpired, reason: journal.ReasonDeadline, status: 200,
+	if c.ex.committed {
+		c.ex.streamError("expired")
+		c.settle(outcome{terminal: journal.TerminalExpired, reason: fault.Deadline, status: 200,
 			detail: "original request deadline expired after output started"})
 		return
 	}
-	c.fail(outcome{terminal: journal.TerminalExpired, reason: journal.ReasonDeadline,
+	c.fail(outcome{terminal: journal.TerminalExpired, reason: fault.Deadline,
 		err: openai.ServerError(504, "request_expired", "original request deadline expired")})
 }
 
@@ -277,25 +284,25 @@ func (c *call) ended(ctx context.Context) {
 func (c *call) size(ctx context.Context) bool {
 	r := c.r
 	began := r.clock.Now()
-	n, exact, text := openai.PromptSize(c.body, c.chat)
+	n, exact, text := openai.PromptSize(c.adm.body, c.ex.chat)
 	if exact {
-		c.tokenIDs = openai.PromptIDs(c.body)
+		c.sz.tokenIDs = openai.PromptIDs(c.adm.body)
 	}
 	if !exact && r.cfg.Engine.Tokenize {
-		var e *vllm.Error
-		n, e = c.tokenize(ctx)
-		if e != nil {
+		var err error
+		if n, err = c.tokenize(ctx); err != nil {
+			e := fault.Of(err, fault.Admission)
 			if ctx.Err() != nil {
 				c.ended(ctx)
 				return false
 			}
-			c.fail(outcome{terminal: journal.TerminalFailed, reason: e.Reason, err: openai.LegError("admission", e), detail: e.Msg})
+			c.fail(outcome{terminal: journal.TerminalFailed, reason: e.Reason, err: openai.LegError(string(fault.Admission), e), detail: e.Msg})
 			return false
 		}
 	} else if !exact {
 		n = max(1, int(float64(len(text))/r.cfg.Engine.CharsPerToken))
 	}
-	c.inputLen, c.sized = n, true
+	c.sz.inputLen, c.sz.sized = n, true
 	r.sat.Sized(r.clock.Now().Sub(began))
 	if e := c.contextError(n, exact || r.cfg.Engine.Tokenize); e != nil {
 		c.fail(outcome{terminal: journal.TerminalInvalid, err: e, detail: e.Message})
@@ -303,21 +310,21 @@ func (c *call) size(ctx context.Context) bool {
 	}
 	ev, _ := c.cacheEvidence() // outside r.mu: it reads the residency views
 	r.locked(func() {
-		c.sreq = r.core.Track(c.arrived, sched.Request{RID: c.rid, InputLen: n, WantedLen: c.q.Wanted, CachedTokens: ev})
+		c.sz.sreq = r.core.Track(c.adm.arrived, sched.Request{RID: c.rid, InputLen: n, WantedLen: c.adm.q.Wanted, CachedTokens: ev})
 	})
 	return true
 }
 
 // tokenize counts the prompt on a live engine (onLiveEngine: the least
 // loaded, moving on a transient failure, up to serving.max_attempts).
-func (c *call) tokenize(ctx context.Context) (int, *vllm.Error) {
-	body := vllm.TokenizeBody(c.body, c.r.cfg.Model, c.chat)
-	none := &vllm.Error{Phase: "admission", Reason: journal.ReasonNoEngine, Msg: "no live engine to count the prompt"}
+func (c *call) tokenize(ctx context.Context) (int, error) {
+	body := vllm.TokenizeBody(c.adm.body, c.r.cfg.Model, c.ex.chat)
+	none := &fault.Error{Phase: fault.Admission, Reason: fault.NoEngine, Msg: "no live engine to count the prompt"}
 	var n int
-	_, e := c.r.onLiveEngine(ctx, none, func(ctx context.Context, cl *vllm.Client) *vllm.Error {
+	_, e := c.r.onLiveEngine(ctx, none, func(ctx context.Context, cl *vllm.Client) error {
 		count, ids, e := cl.TokenizeIDs(ctx, body)
 		if e == nil {
-			n, c.tokenIDs = count, ids
+			n, c.sz.tokenIDs = count, ids
 		}
 		return e
 	})
@@ -328,8 +335,8 @@ func (c *call) tokenize(ctx context.Context) (int, *vllm.Error) {
 // connection was refused, or dropped before any response (a dead process
 // behind a reused keep-alive connection). Counting has no side effects, so
 // either moves the count to the next engine within the attempt.
-func unanswered(e *vllm.Error) bool {
-	return neverReached(e) || (e != nil && e.Reason == vllm.ReasonConnection)
+func unanswered(e *fault.Error) bool {
+	return neverReached(e) || (e != nil && e.Reason == fault.EngineConnection)
 }
 
 // leastLoaded is the live engine outside skip with the fewest resident

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/ports"
 	"github.com/narwhal-go/narwhal/internal/state"
@@ -72,7 +73,7 @@ func TestResumeCountsWhatTheHandoffMissed(t *testing.T) {
 	}
 	st := b.stats
 	if st.Offered != 7 || st.Served != 4 || st.SLOMet != 4 || st.Refused != 1 || st.Failed != 2 ||
-		st.Reasons["failed"][journal.ReasonRouterLost] != 2 {
+		st.Reasons["failed"][string(fault.RouterLost)] != 2 {
 		t.Errorf("stats after resume %+v; want offered 7 = served 4 + refused 1 + failed 2 (router_lost), slo_met 4", st)
 	}
 	jw.Close()
@@ -82,7 +83,7 @@ func TestResumeCountsWhatTheHandoffMissed(t *testing.T) {
 	}
 	lost := map[string]bool{}
 	for _, rec := range j.Requests {
-		if rec.Run == jw.Run() && *rec.Request.Reason == journal.ReasonRouterLost {
+		if rec.Run == jw.Run() && *rec.Request.Reason == string(fault.RouterLost) {
 			lost[rec.Request.RID] = true
 		}
 	}

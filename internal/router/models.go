@@ -13,7 +13,7 @@ import (
 // contextError refuses a prompt of n tokens (exact: counted, not
 // estimated) that the smallest engine context cannot hold with its output.
 func (c *call) contextError(n int, exact bool) *openai.Error {
-	return openai.ContextError(c.r.models.Least(), n, exact, c.chat, c.q)
+	return openai.ContextError(c.r.models.Least(), n, exact, c.ex.chat, c.adm.q)
 }
 
 func (r *Router) modelCard() openai.ModelCard {

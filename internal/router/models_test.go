@@ -26,7 +26,7 @@ func TestContextError(t *testing.T) {
 		{"an estimate is not refused", false, 3000, false, 0, ""},
 		{"an estimate with an impossible max_tokens", false, 3000, false, 2048, "max_tokens"},
 	} {
-		c := &call{r: r, chat: tc.chat, q: openai.Request{Wanted: tc.wanted, WantedParam: "max_tokens"}}
+		c := &call{r: r, ex: exchange{chat: tc.chat}, adm: admission{q: openai.Request{Wanted: tc.wanted, WantedParam: "max_tokens"}}}
 		e := c.contextError(tc.n, tc.exact)
 		switch {
 		case tc.param == "" && e != nil:

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"sort"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/metrics"
@@ -28,13 +29,13 @@ func (r *Router) observe(o outcome, row *journal.RequestRow, sloMet bool, credit
 			m.ServedAfterRetry.Inc()
 		}
 	case journal.TerminalFailed:
-		m.Failed(o.reason)
+		m.Failed(string(o.reason))
 	case journal.TerminalExpired:
-		m.Expired(o.reason)
+		m.Expired(string(o.reason))
 	case journal.TerminalRefused:
-		m.Refused(o.reason)
+		m.Refused(string(o.reason))
 	case journal.TerminalRejected:
-		m.Rejected(o.reason)
+		m.Rejected(string(o.reason))
 	case journal.TerminalCancelled:
 		m.Cancelled.Inc()
 	case journal.TerminalInvalid:
@@ -50,8 +51,8 @@ func (r *Router) observe(o outcome, row *journal.RequestRow, sloMet bool, credit
 	for _, f := range row.AttemptFailures {
 		m.AttemptFailed(f.Phase, f.Reason)
 	}
-	m.Upstream("prefill", row.UpstreamSeconds.Prefill)
-	m.Upstream("decode", row.UpstreamSeconds.Decode)
+	m.Upstream(fault.Prefill, row.UpstreamSeconds.Prefill)
+	m.Upstream(fault.Decode, row.UpstreamSeconds.Decode)
 	m.ObserveRequest(row) // tokens, e2e, queue time by stage, KV handoff
 	m.RetryCredits.Set(credits)
 }

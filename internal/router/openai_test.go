@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/saturation"
@@ -136,7 +137,7 @@ func TestFencedRouterAnswers503NotSaturated(t *testing.T) {
 	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("%d %s Retry-After %q, want 503 with Retry-After", resp.StatusCode, out, resp.Header.Get("Retry-After"))
 	}
-	if row := h.row(resp.Header.Get("X-Request-Id")); row.Terminal != journal.TerminalRejected || *row.Reason != journal.ReasonNotReady {
+	if row := h.row(resp.Header.Get("X-Request-Id")); row.Terminal != journal.TerminalRejected || *row.Reason != string(fault.NotReady) {
 		t.Errorf("journal %s %v, want rejected not_ready", row.Terminal, *row.Reason)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/journal"
 )
 
@@ -48,7 +49,7 @@ func TestPanicWhileServingIsA500AndOneJournalRow(t *testing.T) {
 		t.Fatalf("after a panic: %d %s; want a 500 with an OpenAI-shaped internal error", resp.StatusCode, w.Body.Bytes())
 	}
 	row := h.row(resp.Header.Get("X-Narwhal-Request-Id"))
-	if row.Terminal != journal.TerminalFailed || row.Reason == nil || *row.Reason != journal.ReasonInternal {
+	if row.Terminal != journal.TerminalFailed || row.Reason == nil || *row.Reason != string(fault.Internal) {
 		t.Errorf("journal row %s/%v, want failed/internal", row.Terminal, row.Reason)
 	}
 	if r, out := h.post(ctx(t), "/v1/completions", map[string]any{"model": model, "prompt": "again", "max_tokens": 4}); r.StatusCode != 200 {

@@ -29,7 +29,7 @@ type queueAnswer struct {
 
 // waitLocked registers c, whose attempt n the core has just queued.
 func (r *Router) waitLocked(c *call, n int, exclude map[string]bool) {
-	c.queue = &queueWait{n: n, exclude: exclude, answer: make(chan queueAnswer, 1)}
+	c.att.queue = &queueWait{n: n, exclude: exclude, answer: make(chan queueAnswer, 1)}
 	r.waiting[c.rid] = c
 }
 
@@ -46,7 +46,7 @@ func (r *Router) serveQueueLocked() {
 		if c == nil {
 			continue
 		}
-		pl, ref, _ := c.placeLocked(c.queue.n, c.queue.exclude)
+		pl, ref, _ := c.placeLocked(c.att.queue.n, c.att.queue.exclude)
 		if ref != nil && ref.Wait {
 			continue
 		}
@@ -57,7 +57,7 @@ func (r *Router) serveQueueLocked() {
 // answerLocked hands c its answer and takes it out of the waiters.
 func (r *Router) answerLocked(c *call, a queueAnswer) {
 	delete(r.waiting, c.rid)
-	c.queue.answer <- a
+	c.att.queue.answer <- a
 }
 
 // awaitQueue waits for c's answer, its deadline (then it places once more
@@ -69,7 +69,7 @@ func (c *call) awaitQueue(ctx context.Context, n int, exclude map[string]bool, d
 	defer t.Stop()
 	var a queueAnswer
 	select {
-	case a = <-c.queue.answer:
+	case a = <-c.att.queue.answer:
 	case <-t.C():
 		a = c.leaveQueue(func() queueAnswer {
 			pl, ref, _ := c.placeLocked(n, exclude)
@@ -80,11 +80,11 @@ func (c *call) awaitQueue(ctx context.Context, n int, exclude map[string]bool, d
 		})
 	case <-ctx.Done():
 		c.leaveQueue(func() queueAnswer { return queueAnswer{} }) // a placement made meanwhile is undone by settle
-		c.queueWaits.Prefill += r.now() - start
+		c.facts.queueWaits.Prefill += r.now() - start
 		c.ended(ctx)
 		return "", false
 	}
-	c.queueWaits.Prefill += r.now() - start // before the answer's journal row
+	c.facts.queueWaits.Prefill += r.now() - start // before the answer's journal row
 	if a.ref != nil {
 		c.refused(prefillLeg(n), a.ref, a.pl)
 		return "", false
@@ -102,7 +102,7 @@ func (c *call) leaveQueue(step func() queueAnswer) queueAnswer {
 			a = step()
 			return
 		}
-		a = <-c.queue.answer // handed over under the lock: it is there
+		a = <-c.att.queue.answer // handed over under the lock: it is there
 	})
 	return a
 }

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/openai"
 	"github.com/narwhal-go/narwhal/internal/sched"
 )
@@ -11,7 +12,7 @@ import (
 func (c *call) refused(leg openai.RefusalLeg, ref *sched.Refusal, pl sched.Placement) {
 	a := c.refusalAnswer(leg, ref, pl)
 	if a.NotDispatched {
-		c.noteNotDispatched()
+		c.att.noteNotDispatched()
 	}
 	c.fail(outcome{terminal: a.Terminal, reason: a.Reason, detail: a.Detail, err: a.Err})
 }
@@ -19,13 +20,13 @@ func (c *call) refused(leg openai.RefusalLeg, ref *sched.Refusal, pl sched.Place
 // refusalAnswer is openai.Refusal for this call's prompt.
 func (c *call) refusalAnswer(leg openai.RefusalLeg, ref *sched.Refusal, pl sched.Placement) openai.RefusalAnswer {
 	s := c.r.cfg
-	return openai.Refusal(leg, ref, openai.Prompt{Chat: c.chat, Tokens: c.inputLen, OwnPrefill: pl.OwnPrefill,
+	return openai.Refusal(leg, ref, openai.Prompt{Chat: c.ex.chat, Tokens: c.sz.inputLen, OwnPrefill: pl.OwnPrefill,
 		TTFT: s.SLO.TTFT, Margin: s.Serving.AdmissionMargin})
 }
 
 // noteNotDispatched marks the last failure's retry as not dispatched.
-func (c *call) noteNotDispatched() {
-	if k := len(c.failures); k > 0 {
-		c.failures[k-1].RetryReason = "not_dispatched"
+func (a *attempts) noteNotDispatched() {
+	if k := len(a.failures); k > 0 {
+		a.failures[k-1].RetryReason = journal.RetryNotDispatched
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/http"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/openai"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
@@ -11,22 +12,22 @@ import (
 // sink receives a decode leg's events: a relay for streaming clients, an
 // assembler for the rest.
 type sink interface {
-	event(ev vllm.Event) *vllm.Error
-	finish() *vllm.Error
+	event(ev vllm.Event) error
+	finish() error
 }
 
 func newSink(c *call, ready func() bool) sink {
-	if c.resp != nil {
-		return c.resp.sink(c, ready)
+	if c.ex.resp != nil {
+		return c.ex.resp.sink(c, ready)
 	}
-	if c.q.Stream {
+	if c.adm.q.Stream {
 		return &relay{c: c, ready: ready}
 	}
 	return newAssembler(c)
 }
 
 // errClientGone ends a leg whose client stopped reading.
-var errClientGone = &vllm.Error{Phase: "decode", Reason: "cancelled", Msg: "client went away"}
+var errClientGone = &fault.Error{Phase: fault.Decode, Reason: fault.ClientGone, Msg: "client went away"}
 
 // relay streams events to the client. Before the first token the status
 // and events are held, so a failure before output still gets a real HTTP
@@ -54,19 +55,19 @@ const maxUnflushed = 32 << 10
 // frameOverhead is the "data: " and "\n\n" around a payload.
 const frameOverhead = len("data: \n\n")
 
-func (s *relay) event(ev vllm.Event) *vllm.Error {
+func (s *relay) event(ev vllm.Event) error {
 	c := s.c
 	s.frame = s.appendFrame(s.frame[:0], ev)
-	if !c.committed && ev.Tokens == 0 && !ev.Output {
+	if !c.ex.committed && ev.Tokens == 0 && !ev.Output {
 		s.held = append(s.held, bytes.Clone(s.frame))
 		s.heldLen += len(s.frame) - frameOverhead
 		if len(s.held) > maxHeldEvents || s.heldLen > c.r.cfg.Serving.MaxResponseBytes {
-			return &vllm.Error{Phase: "decode", Reason: vllm.ReasonResponseLimit, Class: "stream",
+			return &fault.Error{Phase: fault.Decode, Reason: fault.ResponseLimit, Class: fault.ClassStream,
 				Msg: "too much stream metadata before the first token"}
 		}
 		return nil
 	}
-	if !c.committed {
+	if !c.ex.committed {
 		s.commit()
 	}
 	if e := s.writeNoFlush(s.frame); e != nil {
@@ -84,11 +85,11 @@ func (s *relay) appendFrame(dst []byte, ev vllm.Event) []byte {
 	c := s.c
 	dst = append(dst, "data: "...)
 	mark := len(dst)
-	if s.leg == nil || s.legFor != c.attempts {
-		s.leg, s.legFor = []byte(legID(c.rid, c.attempts, "decode")), c.attempts
+	if s.leg == nil || s.legFor != c.att.n {
+		s.leg, s.legFor = []byte(legID(c.rid, c.att.n, fault.Decode)), c.att.n
 	}
 	dst = appendReplaced(dst, ev.Data, s.leg, c.rid)
-	if !ev.NotJSON && !c.q.ClientTokenIDs {
+	if !ev.NotJSON && !c.adm.q.ClientTokenIDs {
 		dst = dst[:mark+len(openai.StripTokenIDsInPlace(dst[mark:]))]
 	}
 	return append(dst, "\n\n"...)
@@ -109,11 +110,11 @@ func appendReplaced(dst, data, old []byte, new string) []byte {
 
 func (s *relay) commit() {
 	c := s.c
-	h := c.w.Header()
+	h := c.ex.w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
-	c.w.WriteHeader(http.StatusOK)
-	c.committed = true
+	c.ex.w.WriteHeader(http.StatusOK)
+	c.ex.committed = true
 	for _, f := range s.held {
 		if s.writeNoFlush(f) != nil {
 			return
@@ -122,29 +123,29 @@ func (s *relay) commit() {
 	s.held = nil
 }
 
-func (s *relay) writeNoFlush(frame []byte) *vllm.Error {
-	if _, err := s.c.w.Write(frame); err != nil {
-		s.c.clientGone = true
+func (s *relay) writeNoFlush(frame []byte) error {
+	if _, err := s.c.ex.w.Write(frame); err != nil {
+		s.c.ex.clientGone = true
 		return errClientGone
 	}
 	s.pending += len(frame)
 	return nil
 }
 
-func (s *relay) flush() *vllm.Error {
+func (s *relay) flush() error {
 	if s.rc == nil {
-		s.rc = http.NewResponseController(s.c.w)
+		s.rc = http.NewResponseController(s.c.ex.w)
 	}
 	s.pending = 0
 	if err := s.rc.Flush(); err != nil {
-		s.c.clientGone = true
+		s.c.ex.clientGone = true
 		return errClientGone
 	}
 	return nil
 }
 
-func (s *relay) finish() *vllm.Error {
-	if !s.c.committed {
+func (s *relay) finish() error {
+	if !s.c.ex.committed {
 		s.commit()
 	}
 	if e := s.writeNoFlush([]byte("data: [DONE]\n\n")); e != nil {
@@ -154,20 +155,20 @@ func (s *relay) finish() *vllm.Error {
 }
 
 // streamError ends a committed stream with one terminal error event.
-func (c *call) streamError(code string) {
-	if !c.committed || c.clientGone {
+func (x *exchange) streamError(code string) {
+	if !x.committed || x.clientGone {
 		return
 	}
 	ev := openai.Upstream(code, false).Event()
-	_, _ = c.w.Write([]byte("data: " + string(ev) + "\n\n"))
-	_ = http.NewResponseController(c.w).Flush()
+	_, _ = x.w.Write([]byte("data: " + string(ev) + "\n\n"))
+	_ = http.NewResponseController(x.w).Flush()
 }
 
 // ownID puts the router's request id where the engine wrote its leg id
 // (vLLM builds response ids from X-Request-Id: "cmpl-<leg id>"), so the
 // client sees one id for the request whichever attempt served it.
 func (c *call) ownID(data []byte) []byte {
-	leg := []byte(legID(c.rid, c.attempts, "decode"))
+	leg := []byte(legID(c.rid, c.att.n, fault.Decode))
 	if !bytes.Contains(data, leg) {
 		return data
 	}

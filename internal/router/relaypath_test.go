@@ -31,8 +31,8 @@ func (w *flushCounter) Flush() {
 }
 
 func relayFor(w http.ResponseWriter, ready func() bool, clientIDs bool) *relay {
-	c := &call{rid: "req7", attempts: 2, w: w, committed: true}
-	c.q.Stream, c.q.ClientTokenIDs = true, clientIDs
+	c := &call{rid: "req7", att: attempts{n: 2}, ex: exchange{w: w, committed: true}}
+	c.adm.q.Stream, c.adm.q.ClientTokenIDs = true, clientIDs
 	return newSink(c, ready).(*relay)
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/openai"
 	"github.com/narwhal-go/narwhal/internal/vllm"
@@ -28,7 +29,7 @@ type responses struct {
 // pass unchanged. On a refusal it answers and settles the call as any
 // invalid request.
 func (c *call) fromResponses(raw []byte) ([]byte, bool) {
-	if c.endpoint != responsesPath {
+	if c.ex.endpoint != responsesPath {
 		return raw, true
 	}
 	body, err := vllm.ParseBody(raw)
@@ -43,12 +44,12 @@ func (c *call) fromResponses(raw []byte) ([]byte, bool) {
 	}
 	out, err := json.Marshal(chat)
 	if err != nil { // a map of raw messages from a parsed body always marshals
-		c.fail(outcome{terminal: journal.TerminalFailed, reason: journal.ReasonInternal, detail: err.Error(),
-			err: openai.ServerError(500, journal.ReasonInternal, "internal error")})
+		c.fail(outcome{terminal: journal.TerminalFailed, reason: fault.Internal, detail: err.Error(),
+			err: openai.ServerError(500, string(fault.Internal), "internal error")})
 		return nil, false
 	}
-	c.endpoint = chatPath
-	c.resp = &responses{meta: openai.ResponseMeta{ID: "resp_" + c.rid, ItemID: "msg_" + c.rid,
+	c.ex.endpoint = chatPath
+	c.ex.resp = &responses{meta: openai.ResponseMeta{ID: "resp_" + c.rid, ItemID: "msg_" + c.rid,
 		CreatedAt: c.r.clock.Now().Unix(), Model: c.r.cfg.Model, Req: q}}
 	return out, true
 }
@@ -70,19 +71,19 @@ type responsesAssembler struct {
 	f *openai.ResponseFold
 }
 
-func (s *responsesAssembler) event(ev vllm.Event) *vllm.Error {
+func (s *responsesAssembler) event(ev vllm.Event) error {
 	_, e := s.f.Chunk(ev)
 	return e
 }
 
-func (s *responsesAssembler) finish() *vllm.Error {
+func (s *responsesAssembler) finish() error {
 	c := s.c
-	body := s.f.Body(c.inputLen, c.tokens)
-	c.w.Header().Set("Content-Type", "application/json")
-	c.w.WriteHeader(http.StatusOK)
-	c.committed = true
-	if _, err := c.w.Write(body); err != nil {
-		c.clientGone = true
+	body := s.f.Body(c.sz.inputLen, c.facts.tokens)
+	c.ex.w.Header().Set("Content-Type", "application/json")
+	c.ex.w.WriteHeader(http.StatusOK)
+	c.ex.committed = true
+	if _, err := c.ex.w.Write(body); err != nil {
+		c.ex.clientGone = true
 	}
 	return nil
 }
@@ -97,17 +98,17 @@ type responsesRelay struct {
 	frame []byte
 }
 
-func (s *responsesRelay) event(ev vllm.Event) *vllm.Error {
+func (s *responsesRelay) event(ev vllm.Event) error {
 	c := s.out.c
 	delta, e := s.f.Chunk(ev)
 	if e != nil {
 		return e
 	}
-	if !c.committed && ev.Tokens == 0 && !ev.Output {
+	if !c.ex.committed && ev.Tokens == 0 && !ev.Output {
 		return nil // role announcements and the like: nothing a Response streams
 	}
 	s.frame = s.frame[:0]
-	if !c.committed {
+	if !c.ex.committed {
 		s.commit()
 	}
 	if delta != "" {
@@ -126,21 +127,21 @@ func (s *responsesRelay) event(ev vllm.Event) *vllm.Error {
 // the frame.
 func (s *responsesRelay) commit() {
 	c := s.out.c
-	h := c.w.Header()
+	h := c.ex.w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
-	c.w.WriteHeader(http.StatusOK)
-	c.committed = true
+	c.ex.w.WriteHeader(http.StatusOK)
+	c.ex.committed = true
 	s.frame = s.f.AppendStart(s.frame)
 }
 
-func (s *responsesRelay) finish() *vllm.Error {
+func (s *responsesRelay) finish() error {
 	c := s.out.c
 	s.frame = s.frame[:0]
-	if !c.committed {
+	if !c.ex.committed {
 		s.commit()
 	}
-	s.frame = s.f.AppendEnd(s.frame, c.inputLen, c.tokens)
+	s.frame = s.f.AppendEnd(s.frame, c.sz.inputLen, c.facts.tokens)
 	if e := s.out.writeNoFlush(s.frame); e != nil {
 		return e
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/avail"
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/openai"
 	"github.com/narwhal-go/narwhal/internal/sched"
@@ -20,7 +21,7 @@ import (
 func (c *call) run(ctx context.Context) {
 	exclude := map[string]bool{}
 	for attempt := 1; ; attempt++ {
-		c.attempts = attempt
+		c.att.n = attempt
 		if !c.attempt(ctx, attempt, exclude) {
 			return
 		}
@@ -35,11 +36,11 @@ func (c *call) attempt(ctx context.Context, n int, exclude map[string]bool) bool
 		return retry
 	}
 	r := c.r
-	r.av.LegSucceeded(p, "prefill")
+	r.av.LegSucceeded(p, string(fault.Prefill))
 	// TTFT is the attempt that serves the request: arrival to its
 	// producer's completion.
-	c.prefilledAt = r.now()
-	c.ttft = c.prefilledAt - c.arrived
+	c.facts.prefilledAt = r.now()
+	c.facts.ttft = c.facts.prefilledAt - c.adm.arrived
 	return c.decodePhase(ctx, n, exclude, p, h, start)
 }
 
@@ -52,16 +53,17 @@ func (c *call) prefillPhase(ctx context.Context, n int, exclude map[string]bool)
 		if p, ok = c.placePrefill(ctx, n, exclude); !ok {
 			return "", nil, 0, false, false
 		}
-		c.phase, c.prefillIID = "prefill", p
-		var e *vllm.Error
-		if h, start, e = c.tracedPrefillLeg(ctx, n, p); e == nil {
+		c.phase, c.att.prefillIID = fault.Prefill, p
+		h, start, err := c.tracedPrefillLeg(ctx, n, p)
+		if err == nil {
 			return p, h, start, false, true
 		}
+		e := fault.Of(err, fault.Prefill)
 		if ctx.Err() == nil {
 			r.reportLeg(avail.Failure{IID: p, Err: e})
 		}
-		if !c.failover(ctx, n, "prefill", e, exclude, p) && !c.replace(ctx, n, "prefill", e, exclude, p) {
-			return "", nil, 0, c.legFailed(ctx, n, "prefill", e, exclude, p), false
+		if !c.failover(ctx, n, fault.Prefill, e, exclude, p) && !c.replace(ctx, n, fault.Prefill, e, exclude, p) {
+			return "", nil, 0, c.legFailed(ctx, n, fault.Prefill, e, exclude, p), false
 		}
 	}
 }
@@ -74,47 +76,48 @@ func (c *call) decodePhase(ctx context.Context, n int, exclude map[string]bool, 
 	r := c.r
 	for {
 		if bound := r.cfg.Serving.HandoffTimeoutS; bound > 0 && r.now()-start > bound {
-			e := &vllm.Error{Phase: "decode", Reason: journal.ReasonEngineTimeout, Timeout: true, Class: "kv_handoff",
+			e := &fault.Error{Phase: fault.Decode, Reason: fault.EngineTimeout, Timeout: true, Class: fault.ClassKVHandoff,
 				Msg: "KV handoff expired before decode dispatch"}
 			return c.handoffExpired(ctx, n, e, exclude, p)
 		}
 		d, expired, ok := c.placeDecode(ctx, exclude, start)
 		if expired != nil {
-			return c.handoffExpired(ctx, n, expired, exclude, p)
+			return c.handoffExpired(ctx, n, fault.Of(expired, fault.Decode), exclude, p)
 		}
 		if !ok {
 			return false
 		}
-		c.phase, c.decodeIID = "decode", d
+		c.phase, c.att.decodeIID = fault.Decode, d
 		crossed := d != p
-		c.crossed = &crossed
+		c.att.crossed = &crossed
 		kvp := h.Params
 		if !crossed {
 			kvp = nil // same engine: reuse its own cache, no transfer
 		}
-		e := c.tracedDecodeLeg(ctx, n, d, kvp)
-		if e == nil {
-			r.av.LegSucceeded(d, "decode")
+		err := c.tracedDecodeLeg(ctx, n, d, kvp)
+		if err == nil {
+			r.av.LegSucceeded(d, string(fault.Decode))
 			c.complete()
 			return false
 		}
+		e := fault.Of(err, fault.Decode)
 		switch {
-		case ctx.Err() != nil || c.clientGone: // the client's doing, not the engine's
+		case ctx.Err() != nil || c.ex.clientGone: // the client's doing, not the engine's
 		default:
-			r.reportLeg(avail.Failure{IID: d, Err: e, Peer: p, Tokens: c.tokens})
+			r.reportLeg(avail.Failure{IID: d, Err: e, Peer: p, Tokens: c.facts.tokens})
 		}
-		if c.committed {
+		if c.ex.committed {
 			c.outputFailed(ctx, e)
 			return false
 		}
-		if c.failover(ctx, n, "decode", e, exclude, d) {
+		if c.failover(ctx, n, fault.Decode, e, exclude, d) {
 			continue
 		}
-		if c.replace(ctx, n, "decode", e, exclude, d) {
-			c.prefillIID, c.decodeIID, c.crossed = "", "", nil
+		if c.replace(ctx, n, fault.Decode, e, exclude, d) {
+			c.att.clearEngines()
 			return true // a new attempt: fresh prefill, another consumer
 		}
-		return c.legFailed(ctx, n, "decode", e, exclude, d, p)
+		return c.legFailed(ctx, n, fault.Decode, e, exclude, d, p)
 	}
 }
 
@@ -132,10 +135,10 @@ func (c *call) placePrefill(ctx context.Context, n int, exclude map[string]bool)
 		if wait.Deadline > 0 {
 			return c.awaitQueue(ctx, n, exclude, wait.Deadline)
 		}
-		left := units.Seconds(c.r.cfg.Serving.QueueTimeoutS - c.queueWaits.Admission - c.queueWaits.Prefill)
+		left := units.Seconds(c.r.cfg.Serving.QueueTimeoutS - c.facts.queueWaits.Admission - c.facts.queueWaits.Prefill)
 		start := c.r.now()
 		freed := c.waitSeat(ctx, wait.freed, left)
-		c.queueWaits.Prefill += c.r.now() - start
+		c.facts.queueWaits.Prefill += c.r.now() - start
 		switch {
 		case ctx.Err() != nil:
 			c.ended(ctx)
@@ -187,7 +190,7 @@ func (c *call) tryPrefill(n int, exclude map[string]bool) (string, *prefillWait,
 		}
 		pl, ref, freed = c.placeLocked(n, exclude)
 		if ref != nil && ref.Wait && ref.Deadline > 0 {
-			c.phase = "queue"
+			c.phase = fault.Queue
 			c.r.waitLocked(c, n, exclude)
 		}
 	})
@@ -207,26 +210,26 @@ func (c *call) tryPrefill(n int, exclude map[string]bool) (string, *prefillWait,
 func (c *call) placeLocked(n int, exclude map[string]bool) (sched.Placement, *sched.Refusal, chan struct{}) {
 	r := c.r
 	now := r.now()
-	pl, ref := r.core.Place(now, c.rid, exclude, sched.Attempt{N: n, FailedOver: c.failedOver})
+	pl, ref := r.core.Place(now, c.rid, exclude, sched.Attempt{N: n, FailedOver: c.att.failedOver})
 	if ref == nil {
 		c.placedCache(pl)
 	}
 	if pl.IID != "" {
-		c.price = &journal.Price{PriceS: now - c.arrived + pl.Cost.Secondary, ElapsedS: now - c.arrived,
+		c.facts.price = &journal.Price{PriceS: now - c.adm.arrived + pl.Cost.Secondary, ElapsedS: now - c.adm.arrived,
 			BacklogS: pl.Cost.Secondary - pl.OwnPrefill, OwnPrefillS: pl.OwnPrefill}
-		if math.IsInf(c.price.PriceS, 0) {
-			c.price = nil
+		if math.IsInf(c.facts.price.PriceS, 0) {
+			c.facts.price = nil
 		}
 	}
 	if ref == nil {
 		r.stats.PrefillAttempts++
 		r.metrics.PrefillAttempts.Inc()
-		if c.reserved {
+		if c.att.reserved {
 			r.stats.Retries++
 			r.stats.CreditsSpent++
 			r.metrics.RetryAttempts.Inc()
 			r.metrics.RetryCreditsSpent.Inc()
-			c.reserved = false
+			c.att.reserved = false
 		}
 	}
 	return pl, ref, r.freed
@@ -244,7 +247,7 @@ func prefillLeg(n int) openai.RefusalLeg {
 // waiting for a decode seat while the KV handoff is young enough
 // (handoffStart is when the prefill leg started). expired is the handoff
 // error when it is not.
-func (c *call) placeDecode(ctx context.Context, exclude map[string]bool, handoffStart float64) (iid string, expired *vllm.Error, ok bool) {
+func (c *call) placeDecode(ctx context.Context, exclude map[string]bool, handoffStart float64) (iid string, expired error, ok bool) {
 	r := c.r
 	for {
 		var pl sched.Placement
@@ -258,19 +261,19 @@ func (c *call) placeDecode(ctx context.Context, exclude map[string]bool, handoff
 			c.refused(openai.DecodeLeg, ref, pl)
 			return "", nil, false
 		}
-		left := c.deadline.Sub(r.clock.Now())
+		left := c.adm.deadline.Sub(r.clock.Now())
 		if b := r.cfg.Serving.HandoffTimeoutS; b > 0 {
 			left = min(left, units.Seconds(b-(r.now()-handoffStart)))
 		}
 		start := r.now()
 		freed2 := c.waitSeat(ctx, freed, left)
-		c.queueWaits.Decode += r.now() - start
+		c.facts.queueWaits.Decode += r.now() - start
 		if ctx.Err() != nil {
 			c.ended(ctx)
 			return "", nil, false
 		}
 		if !freed2 {
-			return "", &vllm.Error{Phase: "decode", Reason: journal.ReasonEngineTimeout, Timeout: true, Class: "kv_handoff",
+			return "", &fault.Error{Phase: fault.Decode, Reason: fault.EngineTimeout, Timeout: true, Class: fault.ClassKVHandoff,
 				Msg: "KV handoff bound reached while waiting for a decode seat"}, false
 		}
 	}
@@ -290,13 +293,13 @@ func (c *call) placeDecodeLocked(exclude map[string]bool) (sched.Placement, *sch
 
 // prefillLeg runs the producer leg and returns the handoff and the time
 // the leg started (the handoff's age counts from there).
-func (c *call) prefillLeg(ctx context.Context, n int, iid string) (*vllm.Handoff, float64, *vllm.Error) {
+func (c *call) prefillLeg(ctx context.Context, n int, iid string) (*vllm.Handoff, float64, error) {
 	r := c.r
 	start := r.now()
 	lctx, cancel := context.WithTimeout(ctx, units.Seconds(r.cfg.Serving.PrefillTimeoutS))
 	defer cancel()
-	h, e := r.engines[iid].client.Prefill(lctx, c.endpoint, vllm.PrefillBody(c.body, r.cfg.Model), legID(c.rid, n, "prefill"))
-	c.upstreamP += r.now() - start
+	h, e := r.engines[iid].client.Prefill(lctx, c.ex.endpoint, vllm.PrefillBody(c.adm.body, r.cfg.Model), legID(c.rid, n, fault.Prefill))
+	c.facts.upstreamP += r.now() - start
 	if h != nil {
 		c.reportedCache(iid, h.CachedTokens)
 	}
@@ -307,16 +310,16 @@ func (c *call) prefillLeg(ctx context.Context, n int, iid string) (*vllm.Handoff
 	return h, start, e
 }
 
-func legID(rid string, attempt int, phase string) string {
+func legID(rid string, attempt int, phase fault.Phase) string {
 	return fmt.Sprintf("%s-a%d-%s", rid, attempt, phase)
 }
 
 // decodeLeg runs the consumer leg and relays or assembles its output.
-func (c *call) decodeLeg(ctx context.Context, n int, iid string, kvp []byte) *vllm.Error {
+func (c *call) decodeLeg(ctx context.Context, n int, iid string, kvp []byte) error {
 	r := c.r
-	c.decodeAttempts++
+	c.att.decodes++
 	start := r.now()
-	defer func() { c.upstreamD += r.now() - start }()
+	defer func() { c.facts.upstreamD += r.now() - start }()
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// The first-token bound runs as a timer callback rather than a
@@ -327,7 +330,7 @@ func (c *call) decodeLeg(ctx context.Context, n int, iid string, kvp []byte) *vl
 		cancel()
 	})
 	defer ft.Stop()
-	s, e := r.engines[iid].client.OpenStream(lctx, c.endpoint, vllm.DecodeBody(c.body, r.cfg.Model, kvp), legID(c.rid, n, "decode"))
+	s, e := r.engines[iid].client.OpenStream(lctx, c.ex.endpoint, vllm.DecodeBody(c.adm.body, r.cfg.Model, kvp), legID(c.rid, n, fault.Decode))
 	if e != nil {
 		return c.firstTokenError(e, &noFirst)
 	}
@@ -339,13 +342,13 @@ func (c *call) decodeLeg(ctx context.Context, n int, iid string, kvp []byte) *vl
 			return c.firstTokenError(e, &noFirst)
 		}
 		if ev.Done {
-			if c.tokens == 0 {
-				return &vllm.Error{Phase: "decode", Reason: journal.ReasonInvalidResponse, Class: "stream",
+			if c.facts.tokens == 0 {
+				return &fault.Error{Phase: fault.Decode, Reason: fault.InvalidResponse, Class: fault.ClassStream,
 					Msg: "stream ended with [DONE] before any token arrived"}
 			}
 			return out.finish()
 		}
-		if ev.Tokens > 0 && c.tokens == 0 {
+		if ev.Tokens > 0 && c.facts.tokens == 0 {
 			ft.Stop()
 			s.SetIdleTimeout(units.Seconds(r.cfg.Engine.DecodeReadTimeoutS))
 		}
@@ -357,9 +360,9 @@ func (c *call) decodeLeg(ctx context.Context, n int, iid string, kvp []byte) *vl
 }
 
 // firstTokenError names a leg cut by the first-token deadline as such.
-func (c *call) firstTokenError(e *vllm.Error, noFirst *atomic.Bool) *vllm.Error {
-	if noFirst.Load() && c.tokens == 0 {
-		return &vllm.Error{Phase: "decode", Reason: journal.ReasonEngineTimeout, Timeout: true, Class: "stream",
+func (c *call) firstTokenError(e error, noFirst *atomic.Bool) error {
+	if noFirst.Load() && c.facts.tokens == 0 {
+		return &fault.Error{Phase: fault.Decode, Reason: fault.EngineTimeout, Timeout: true, Class: fault.ClassStream,
 			Msg: fmt.Sprintf("no first token within %gs (engine.first_token_timeout_s)", c.r.cfg.Engine.FirstTokenTimeoutS)}
 	}
 	return e
@@ -372,17 +375,12 @@ func (c *call) tokensArrived(iid string, n int) {
 	}
 	r := c.r
 	now := r.now()
-	if c.tokens == 0 {
-		c.firstTok = now
-	}
-	c.tokens += n
-	c.observed += n
-	c.lastTok = now
+	c.facts.tokensAt(now, n)
 	// The handle Track returned: no lookup by rid under the lock that
 	// every stream takes once per token event.
 	r.locked(func() {
-		if c.sreq != nil {
-			r.core.OutputTokensOf(now, iid, c.sreq, n)
+		if c.sz.sreq != nil {
+			r.core.OutputTokensOf(now, iid, c.sz.sreq, n)
 		}
 	})
 }
@@ -394,8 +392,8 @@ func (c *call) complete() {
 
 // legFailed records a failed leg before any output reached the client and
 // decides whether to retry. It returns true to retry.
-func (c *call) legFailed(ctx context.Context, n int, phase string, e *vllm.Error, exclude map[string]bool, engines ...string) bool {
-	if ctx.Err() != nil || c.clientGone {
+func (c *call) legFailed(ctx context.Context, n int, phase fault.Phase, e *fault.Error, exclude map[string]bool, engines ...string) bool {
+	if ctx.Err() != nil || c.ex.clientGone {
 		c.ended(ctx)
 		return false
 	}
@@ -406,7 +404,7 @@ func (c *call) legFailed(ctx context.Context, n int, phase string, e *vllm.Error
 	backoff, reason := c.retryDecision(n, e)
 	c.recordFailure(n, phase, e, backoff, reason)
 	if reason != "allowed" {
-		c.fail(outcome{terminal: journal.TerminalFailed, reason: e.Reason, err: openai.LegError(phase, e), detail: e.Msg})
+		c.fail(outcome{terminal: journal.TerminalFailed, reason: e.Reason, err: openai.LegError(string(phase), e), detail: e.Msg})
 		return false
 	}
 	return c.backoff(ctx, backoff)
@@ -414,11 +412,11 @@ func (c *call) legFailed(ctx context.Context, n int, phase string, e *vllm.Error
 
 // handoffExpired ends an attempt whose KV handoff outlived its bound:
 // retry with a fresh prefill, or answer 504 handoff_expired.
-func (c *call) handoffExpired(ctx context.Context, n int, e *vllm.Error, exclude map[string]bool, producer string) bool {
+func (c *call) handoffExpired(ctx context.Context, n int, e *fault.Error, exclude map[string]bool, producer string) bool {
 	backoff, reason := c.retryDecision(n, e)
-	c.recordFailure(n, "decode", e, backoff, reason)
+	c.recordFailure(n, fault.Decode, e, backoff, reason)
 	if reason != "allowed" {
-		c.fail(outcome{terminal: journal.TerminalExpired, reason: journal.ReasonHandoff, detail: e.Msg,
+		c.fail(outcome{terminal: journal.TerminalExpired, reason: fault.Handoff, detail: e.Msg,
 			err: openai.ServerError(504, "handoff_expired", "the KV handoff expired before decode could start")})
 		return false
 	}
@@ -428,7 +426,7 @@ func (c *call) handoffExpired(ctx context.Context, n int, e *vllm.Error, exclude
 
 // retryDecision says whether a failed attempt may be retried, and after
 // what backoff: full jitter under min(cap, base × 2^(n−1)).
-func (c *call) retryDecision(n int, e *vllm.Error) (delay float64, reason string) {
+func (c *call) retryDecision(n int, e *fault.Error) (delay float64, reason string) {
 	switch {
 	case !e.Transient():
 		return 0, "non_transient"
@@ -446,7 +444,7 @@ func (c *call) reserveRetryLocked(n int) (float64, string) {
 	r := c.r
 	s := r.cfg.Serving
 	delay := r.rng.Float64() * math.Min(s.RetryCapS, s.RetryBaseS*math.Pow(2, float64(n-1)))
-	if !r.clock.Now().Add(units.Seconds(delay)).Before(c.deadline) {
+	if !r.clock.Now().Add(units.Seconds(delay)).Before(c.adm.deadline) {
 		return 0, "original_deadline"
 	}
 	if r.stats.Credits < 1 {
@@ -456,20 +454,20 @@ func (c *call) reserveRetryLocked(n int) (float64, string) {
 	}
 	r.stats.Credits-- // reserved now, spent when the retry's prefill dispatches
 	r.metrics.RetryCredits.Set(r.stats.Credits)
-	c.reserved = true
+	c.att.reserved = true
 	return delay, "allowed"
 }
 
-func (c *call) recordFailure(n int, phase string, e *vllm.Error, backoff float64, reason string) {
+func (c *call) recordFailure(n int, phase fault.Phase, e *fault.Error, backoff float64, reason string) {
 	f := journal.AttemptFailure{At: c.r.now(), Attempt: n, Phase: phase, Reason: e.Reason,
-		ErrorType: journal.Ptr(e.Class), ErrorMessage: e.Msg, Transient: e.Transient(),
-		OutputStarted: c.committed, RetryScheduled: reason == "allowed" || reason == journal.RetryFailover || reason == journal.RetryReplaced,
+		ErrorType: journal.Ptr(string(e.Class)), ErrorMessage: e.Msg, Transient: e.Transient(),
+		OutputStarted: c.ex.committed, RetryScheduled: reason == "allowed" || reason == journal.RetryFailover || reason == journal.RetryReplaced,
 		RetryReason: reason}
-	if c.prefillIID != "" {
-		f.PrefillIID = journal.Ptr(c.prefillIID)
+	if c.att.prefillIID != "" {
+		f.PrefillIID = journal.Ptr(c.att.prefillIID)
 	}
-	if phase == "decode" && c.decodeIID != "" {
-		f.DecodeIID = journal.Ptr(c.decodeIID)
+	if phase == fault.Decode && c.att.decodeIID != "" {
+		f.DecodeIID = journal.Ptr(c.att.decodeIID)
 	}
 	if e.Status != 0 {
 		f.Status = journal.Ptr(e.Status)
@@ -477,19 +475,19 @@ func (c *call) recordFailure(n int, phase string, e *vllm.Error, backoff float64
 	if reason == "allowed" {
 		f.BackoffS = journal.Ptr(backoff)
 	}
-	c.failures = append(c.failures, f)
-	c.tokens, c.firstTok, c.lastTok = 0, 0, 0 // partial output of a failed attempt is discarded
+	c.att.failures = append(c.att.failures, f)
+	c.facts.discardOutput() // partial output of a failed attempt is discarded
 }
 
 // attemptFailed counts a failed attempt of phase for reason.
-func (r *Router) attemptFailed(phase, reason string) {
-	r.locked(func() { r.stats.AttemptFailed(phase, reason) })
+func (r *Router) attemptFailed(phase fault.Phase, reason fault.Reason) {
+	r.locked(func() { r.stats.AttemptFailed(string(phase), string(reason)) })
 }
 
 // backoff waits before the next attempt; false when the call ended meanwhile.
 func (c *call) backoff(ctx context.Context, d float64) bool {
-	c.phase = "backoff"
-	c.prefillIID, c.decodeIID, c.crossed = "", "", nil
+	c.phase = fault.Backoff
+	c.att.clearEngines()
 	select {
 	case <-c.r.clock.After(units.Seconds(d)):
 		return true
@@ -501,24 +499,24 @@ func (c *call) backoff(ctx context.Context, d float64) bool {
 
 // outputFailed ends a stream that already delivered output: one terminal
 // error event, no retry.
-func (c *call) outputFailed(ctx context.Context, e *vllm.Error) {
-	if ctx.Err() != nil || c.clientGone {
+func (c *call) outputFailed(ctx context.Context, e *fault.Error) {
+	if ctx.Err() != nil || c.ex.clientGone {
 		c.ended(ctx)
 		return
 	}
 	reason := e.Reason
-	if e.CutAfter(c.tokens) {
-		reason = journal.ReasonOutputCut // the engine's own cause stays in the attempt and the detail
+	if e.CutAfter(c.facts.tokens) {
+		reason = fault.OutputCut // the engine's own cause stays in the attempt and the detail
 	}
-	c.r.attemptFailed("decode", e.Reason)
+	c.r.attemptFailed(fault.Decode, e.Reason)
 	c.recordFailureAfterOutput(e)
-	c.streamError("failed")
+	c.ex.streamError("failed")
 	c.settle(outcome{terminal: journal.TerminalFailed, reason: reason, status: 200, detail: e.Msg,
 		err: openai.ServerError(200, "failed", "")})
 }
 
-func (c *call) recordFailureAfterOutput(e *vllm.Error) {
-	tokens, first, last := c.tokens, c.firstTok, c.lastTok
-	c.recordFailure(c.attempts, "decode", e, 0, "output_started")
-	c.tokens, c.firstTok, c.lastTok = tokens, first, last // delivered output stays delivered
+func (c *call) recordFailureAfterOutput(e *fault.Error) {
+	tokens, first, last := c.facts.tokens, c.facts.firstTok, c.facts.lastTok
+	c.recordFailure(c.att.n, fault.Decode, e, 0, "output_started")
+	c.facts.tokens, c.facts.firstTok, c.facts.lastTok = tokens, first, last // delivered output stays delivered
 }

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/saturation"
@@ -71,7 +72,7 @@ func TestPrefillSeatWaitExpires(t *testing.T) {
 		t.Fatalf("%d %s, want 504 expired", resp.StatusCode, out)
 	}
 	row := h.row(resp.Header.Get("X-Request-Id"))
-	if row.Terminal != journal.TerminalExpired || *row.Reason != journal.ReasonQueueTimeout || *row.ErrorType != "server_error" ||
+	if row.Terminal != journal.TerminalExpired || *row.Reason != string(fault.QueueTimeout) || *row.ErrorType != "server_error" ||
 		row.ErrorCode == nil || *row.ErrorCode != "expired" {
 		t.Errorf("journal %s %v %v %v", row.Terminal, *row.Reason, *row.ErrorType, row.ErrorCode)
 	}
@@ -89,7 +90,7 @@ func TestSaturatedRouterRefuses(t *testing.T) {
 	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "1" {
 		t.Fatalf("%d, want 429 with Retry-After 1", resp.StatusCode)
 	}
-	if row := h.row(resp.Header.Get("X-Request-Id")); *row.Reason != journal.ReasonSaturated {
+	if row := h.row(resp.Header.Get("X-Request-Id")); *row.Reason != string(fault.Saturated) {
 		t.Errorf("reason %v, want saturated", *row.Reason)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/avail"
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/openai"
 	"github.com/narwhal-go/narwhal/internal/units"
 	"github.com/narwhal-go/narwhal/internal/vllm"
@@ -86,13 +87,13 @@ func (r *Router) serveTokenization(w http.ResponseWriter, q *http.Request, path 
 	ctx, cancel := context.WithTimeout(q.Context(), units.Seconds(r.cfg.Serving.RequestTimeoutS))
 	defer cancel()
 	var answer []byte
-	none := &vllm.Error{Phase: "admission", Reason: vllm.ReasonUnreachable, Msg: "no live engine"}
-	asked, ve := r.onLiveEngine(ctx, none, func(ctx context.Context, cl *vllm.Client) (e *vllm.Error) {
-		answer, e = cl.Tokenization(ctx, path, body)
-		return e
+	none := &fault.Error{Phase: fault.Admission, Reason: fault.EngineUnreachable, Msg: "no live engine"}
+	asked, ve := r.onLiveEngine(ctx, none, func(ctx context.Context, cl *vllm.Client) (err error) {
+		answer, err = cl.Tokenization(ctx, path, body)
+		return err
 	})
 	if ve != nil {
-		tokenizationError(ve, asked).Write(w)
+		tokenizationError(fault.Of(ve, fault.Admission), asked).Write(w)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -103,7 +104,7 @@ func (r *Router) serveTokenization(w http.ResponseWriter, q *http.Request, path 
 // tokenizationError is the client's answer to a failed pass-through: the
 // engine's own refusal with its status, a 503 when no engine was live,
 // else upstream's 502 or 504.
-func tokenizationError(e *vllm.Error, asked int) *openai.Error {
+func tokenizationError(e *fault.Error, asked int) *openai.Error {
 	if asked == 0 {
 		return openai.Unavailable("backend_unavailable", "no live engine to tokenize on")
 	}
@@ -154,7 +155,7 @@ func (r *Router) readTokenizationBody(w http.ResponseWriter, q *http.Request) ([
 // no try (unanswered) and is reported to its breaker (a dropped call is a
 // dead engine). It returns how many engines were asked, and none when
 // there was no live engine to ask.
-func (r *Router) onLiveEngine(ctx context.Context, none *vllm.Error, try func(context.Context, *vllm.Client) *vllm.Error) (int, *vllm.Error) {
+func (r *Router) onLiveEngine(ctx context.Context, none *fault.Error, try func(context.Context, *vllm.Client) error) (int, error) {
 	tried := map[string]bool{}
 	last := none
 	for tries := 0; tries < r.cfg.Serving.MaxAttempts; {
@@ -164,11 +165,12 @@ func (r *Router) onLiveEngine(ctx context.Context, none *vllm.Error, try func(co
 		}
 		tried[iid] = true
 		tctx, cancel := context.WithTimeout(ctx, units.Seconds(r.cfg.Engine.TokenizeTimeoutS))
-		e := try(tctx, r.engines[iid].client)
+		err := try(tctx, r.engines[iid].client)
 		cancel()
-		if e == nil {
+		if err == nil {
 			return len(tried), nil
 		}
+		e := fault.Of(err, none.Phase)
 		last = e
 		if ctx.Err() == nil && unanswered(e) {
 			r.reportLeg(avail.Failure{IID: iid, Err: e})

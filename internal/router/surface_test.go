@@ -17,6 +17,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	sdkresp "github.com/openai/openai-go/v3/responses"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/simengine"
@@ -112,7 +113,7 @@ func TestTokenizeRefusals(t *testing.T) {
 		{"other model", "/tokenize", `{"model":"gpt-4o","prompt":"x"}`, 404, "model", "model_not_found"},
 		{"model not a string", "/tokenize", `{"model":7,"prompt":"x"}`, 400, "model", "invalid_type"},
 		{"not an object", "/detokenize", `[1,2]`, 400, "<null>", "invalid_json"},
-		{"engine refuses", "/detokenize", `{"tokens":[-1]}`, 400, "<null>", vllm.ReasonRejected},
+		{"engine refuses", "/detokenize", `{"tokens":[-1]}`, 400, "<null>", string(fault.EngineRejected)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status, out := h.postPlain(tc.path, tc.body)

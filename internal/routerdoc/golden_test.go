@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
@@ -65,8 +66,8 @@ func stateInput() StateInput {
 	flip := sched.Flip{At: 3, IID: "p0", To: fleet.Prefill, By: "reactive", PrefillInflight: 1, DrainedS: &drained}
 	var counts Counts
 	counts.Count(journal.TerminalCompleted, "")
-	counts.Count(journal.TerminalFailed, journal.ReasonEngineTimeout)
-	counts.AttemptFailed("prefill", journal.ReasonEngineTimeout)
+	counts.Count(journal.TerminalFailed, string(fault.EngineTimeout))
+	counts.AttemptFailed("prefill", string(fault.EngineTimeout))
 	scored := 2.5
 	reason := "stage prefill failing"
 	return StateInput{Fleet: &cfg, JournalRun: "1790000000-0000000a", Inflight: 2, Limit: 64, Retained: 3, BodyReads: 1, MaxModelLen: 4096,

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/journal"
 )
 
@@ -32,12 +33,12 @@ func TestCountsCount(t *testing.T) {
 		journal.TerminalCancelled, journal.TerminalInvalid, journal.TerminalRefused, journal.TerminalRejected} {
 		c.Count(terminal, "")
 	}
-	c.Count(journal.TerminalRejected, journal.ReasonSaturated)
+	c.Count(journal.TerminalRejected, string(fault.Saturated))
 	c.Count(journal.TerminalCancelled, "client")
 	if c.Served != 1 || c.Failed != 1 || c.Expired != 1 || c.Cancelled != 2 || c.Invalid != 1 || c.Refused != 1 || c.Rejected != 2 {
 		t.Errorf("counts %+v", c)
 	}
-	want := map[string]map[string]int{"failed": {}, "refused": {}, "rejected": {journal.ReasonSaturated: 1}, "expired": {}}
+	want := map[string]map[string]int{"failed": {}, "refused": {}, "rejected": {string(fault.Saturated): 1}, "expired": {}}
 	if got := OutcomeReasons(c.Reasons); !reflect.DeepEqual(got, want) {
 		t.Errorf("outcome reasons %v, want %v", got, want)
 	}

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/metrics"
 	"github.com/narwhal-go/narwhal/internal/routerdoc"
@@ -183,7 +184,7 @@ func (h *HA) oldRun(run string) *journal.RunTail {
 // compare with this one's.
 func lostRow(a journal.Admission, run string, now float64) *journal.RequestRow {
 	return &journal.RequestRow{RID: a.RID, ClientRID: a.ClientRID, ClientRIDBytes: a.ClientRIDBytes, Arrived: now, Terminal: journal.TerminalFailed,
-		Reason: journal.Ptr(journal.ReasonRouterLost),
+		Reason: journal.Ptr(string(fault.RouterLost)),
 		Error: journal.Ptr(fmt.Sprintf("the router of journal run %s stopped before this request ended (admitted at %.3fs of that run)",
 			run, a.Arrived))}
 }
@@ -231,7 +232,7 @@ func (l *ledger) lost(a journal.Admission, runAt *float64) {
 	if runAt != nil && a.Arrived > *runAt {
 		l.offer()
 	}
-	l.settle(journal.TerminalFailed, journal.ReasonRouterLost, true)
+	l.settle(journal.TerminalFailed, string(fault.RouterLost), true)
 }
 
 // closeGap makes the old run's offered equal its outcomes: requests that
@@ -243,7 +244,7 @@ func (l *ledger) closeGap() int64 {
 	switch {
 	case gap > 0:
 		for range gap {
-			l.settle(journal.TerminalFailed, journal.ReasonRouterLost, true)
+			l.settle(journal.TerminalFailed, string(fault.RouterLost), true)
 		}
 	case gap < 0:
 		for range -gap {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/metrics"
 	"github.com/narwhal-go/narwhal/internal/ports"
@@ -21,7 +22,7 @@ func row(arrived, dur float64, terminal, reason string) *journal.RequestRow {
 	return r
 }
 
-var lostOutcome = Outcome{journal.TerminalFailed, journal.ReasonRouterLost}
+var lostOutcome = Outcome{journal.TerminalFailed, string(fault.RouterLost)}
 
 // The ledger counts exactly what a handoff taken at run_at 10 missed, and
 // closes the old run's gap between offered and outcomes.
@@ -86,7 +87,7 @@ func TestLateAsMetrics(t *testing.T) {
 		lostOutcome: 2, {journal.TerminalExpired, "deadline"}: 1, {journal.TerminalRefused, "queue"}: 1,
 		{journal.TerminalRejected, "saturated"}: 4}}
 	want := metrics.Outcomes{Offered: 2, UnsizedOffered: 1, SLOMet: 1, Served: 3, Cancelled: 1, Invalid: 1,
-		Failed: map[string]float64{journal.ReasonRouterLost: 2}, Expired: map[string]float64{"deadline": 1},
+		Failed: map[string]float64{string(fault.RouterLost): 2}, Expired: map[string]float64{"deadline": 1},
 		Refused: map[string]float64{"queue": 1}, Rejected: map[string]float64{"saturated": 4}}
 	if got := l.metrics(); !reflect.DeepEqual(got, want) {
 		t.Errorf("metrics %+v, want %+v", got, want)

@@ -25,6 +25,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -157,27 +158,27 @@ func (q *Request) End() {
 // sends the leg's traceparent, and done ends the leg's span (with an error
 // status when failed). The first prefill leg closes the admission span; a
 // decode leg after a prefill records the KV handoff between them.
-func (q *Request) Leg(ctx context.Context, phase, iid string, attempt int) (context.Context, func(failed bool)) {
+func (q *Request) Leg(ctx context.Context, phase fault.Phase, iid string, attempt int) (context.Context, func(failed bool)) {
 	if q.root == nil {
 		return vllm.WithTraceparent(ctx, traceparent(q.sc)), func(bool) {}
 	}
 	now := time.Now()
 	switch {
-	case phase == "prefill" && q.legs == 0:
+	case phase == fault.Prefill && q.legs == 0:
 		q.span("narwhal.admission", q.arrived, now)
-	case phase == "decode" && !q.kvReady.IsZero():
+	case phase == fault.Decode && !q.kvReady.IsZero():
 		q.span("narwhal.kv_handoff", q.kvReady, now)
 	}
-	if phase == "prefill" {
+	if phase == fault.Prefill {
 		q.legs++
 	}
-	_, leg := q.t.tr.Start(q.ctx, "narwhal."+phase, trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(now),
+	_, leg := q.t.tr.Start(q.ctx, "narwhal."+string(phase), trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(now),
 		trace.WithAttributes(attribute.String("narwhal.iid", iid), attribute.Int("narwhal.attempt", attempt)))
 	return vllm.WithTraceparent(ctx, traceparent(leg.SpanContext())), func(failed bool) {
 		end := time.Now()
 		if failed {
-			leg.SetStatus(codes.Error, phase+" leg failed")
-		} else if phase == "prefill" {
+			leg.SetStatus(codes.Error, string(phase)+" leg failed")
+		} else if phase == fault.Prefill {
 			q.kvReady = end
 		}
 		leg.End(trace.WithTimestamp(end))
@@ -221,7 +222,7 @@ func Finish(ctx context.Context, terminal string) string {
 
 // Leg is Request.Leg for the request reqCtx carries; without one it
 // sends no traceparent and done does nothing.
-func Leg(reqCtx, ctx context.Context, phase, iid string, attempt int) (context.Context, func(failed bool)) {
+func Leg(reqCtx, ctx context.Context, phase fault.Phase, iid string, attempt int) (context.Context, func(failed bool)) {
 	if q := FromContext(reqCtx); q != nil {
 		return q.Leg(ctx, phase, iid, attempt)
 	}

@@ -2,7 +2,7 @@
 // prefill and decode request bodies of vLLM's disaggregated protocol,
 // validating the kv_transfer_params a producer returns, reading the decode
 // leg's SSE stream, counting tokens, and the control routes (/health,
-// /version, /tokenize, /metrics). Every failure is an *Error classified the
+// /version, /tokenize, /metrics). Every failure is a *fault.Error classified the
 // way the router's retry, breaker and journal need.
 package vllm
 

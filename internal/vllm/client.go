@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/narwhal-go/narwhal/internal/fault"
 )
 
 // Options configure the HTTP client for one engine.
@@ -137,13 +139,13 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body []byt
 }
 
 // readLimited reads a whole response body, failing past limit.
-func readLimited(phase string, r io.Reader, limit int64) ([]byte, *Error) {
+func readLimited(phase fault.Phase, r io.Reader, limit int64) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
 		return nil, transportError(phase, err, "read response")
 	}
 	if int64(len(b)) > limit {
-		return nil, &Error{Phase: phase, Reason: ReasonResponseLimit, Class: "stream",
+		return nil, &fault.Error{Phase: phase, Reason: fault.ResponseLimit, Class: fault.ClassStream,
 			Msg: fmt.Sprintf("response exceeds %d bytes (serving.max_response_bytes)", limit)}
 	}
 	return b, nil
@@ -151,7 +153,7 @@ func readLimited(phase string, r io.Reader, limit int64) ([]byte, *Error) {
 
 // do sends a request and returns the response with a 200, or a classified
 // error with the body's detail.
-func (c *Client) do(phase string, req *http.Request) (*http.Response, *Error) {
+func (c *Client) do(phase fault.Phase, req *http.Request) (*http.Response, error) {
 	resp, err := c.rt.RoundTrip(req)
 	if err != nil {
 		return nil, transportError(phase, err, req.Method+" "+req.URL.Path)
@@ -160,7 +162,7 @@ func (c *Client) do(phase string, req *http.Request) (*http.Response, *Error) {
 		detail, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		resp.Body.Close()
 		e := statusError(phase, resp.StatusCode, string(detail))
-		e.redact(c.base, c.key)
+		redact(e, c.base, c.key)
 		return nil, e
 	}
 	return resp, nil
@@ -169,16 +171,16 @@ func (c *Client) do(phase string, req *http.Request) (*http.Response, *Error) {
 // send builds and sends one request of phase; a request that cannot be
 // built is a connection error of that phase, and a status other than 200
 // an error with the engine's detail (do).
-func (c *Client) send(ctx context.Context, phase, method, path string, body []byte, reqID string) (*http.Response, *Error) {
+func (c *Client) send(ctx context.Context, phase fault.Phase, method, path string, body []byte, reqID string) (*http.Response, error) {
 	req, err := c.newRequest(ctx, method, path, body, reqID)
 	if err != nil {
-		return nil, &Error{Phase: phase, Reason: ReasonConnection, Class: "connection", Msg: err.Error()}
+		return nil, &fault.Error{Phase: phase, Reason: fault.EngineConnection, Class: fault.ClassConnection, Msg: err.Error()}
 	}
 	return c.do(phase, req)
 }
 
 // call sends one request and reads its whole 200 body, at most limit bytes.
-func (c *Client) call(ctx context.Context, phase, method, path string, body []byte, reqID string, limit int64) ([]byte, *Error) {
+func (c *Client) call(ctx context.Context, phase fault.Phase, method, path string, body []byte, reqID string, limit int64) ([]byte, error) {
 	resp, e := c.send(ctx, phase, method, path, body, reqID)
 	if e != nil {
 		return nil, e
@@ -190,8 +192,8 @@ func (c *Client) call(ctx context.Context, phase, method, path string, body []by
 // Prefill runs the producer leg at endpoint (/v1/completions or
 // /v1/chat/completions) and returns the validated handoff. ctx carries the
 // leg's deadline.
-func (c *Client) Prefill(ctx context.Context, endpoint string, body []byte, reqID string) (*Handoff, *Error) {
-	b, e := c.call(ctx, "prefill", http.MethodPost, endpoint, body, reqID, c.max)
+func (c *Client) Prefill(ctx context.Context, endpoint string, body []byte, reqID string) (*Handoff, error) {
+	b, e := c.call(ctx, fault.Prefill, http.MethodPost, endpoint, body, reqID, c.max)
 	if e != nil {
 		return nil, e
 	}
@@ -239,9 +241,9 @@ var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, str
 // OpenStream sends the decode leg and returns its stream once the engine
 // answered 200. Cancel ctx (or Close) to abort the leg: the engine sees
 // the connection close and stops generating.
-func (c *Client) OpenStream(ctx context.Context, endpoint string, body []byte, reqID string) (*Stream, *Error) {
+func (c *Client) OpenStream(ctx context.Context, endpoint string, body []byte, reqID string) (*Stream, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	resp, e := c.send(ctx, "decode", http.MethodPost, endpoint, body, reqID)
+	resp, e := c.send(ctx, fault.Decode, http.MethodPost, endpoint, body, reqID)
 	if e != nil {
 		cancel()
 		return nil, e
@@ -294,15 +296,15 @@ func (s *Stream) touch() { s.last.Store(s.sinceBorn()) }
 
 // Next returns the next data event. Non-data lines (comments, event names)
 // are skipped. The stream ending before [DONE] is an error.
-func (s *Stream) Next() (Event, *Error) { return s.next(true) }
+func (s *Stream) Next() (Event, error) { return s.next(true) }
 
 // NextBuffered is Next without copying the event: its Data and Usage point
 // into the stream's read buffer and hold only until the next call. For a
 // caller that copies what it keeps (the router's relay and assembler),
 // which saves the one allocation per token.
-func (s *Stream) NextBuffered() (Event, *Error) { return s.next(false) }
+func (s *Stream) NextBuffered() (Event, error) { return s.next(false) }
 
-func (s *Stream) next(own bool) (Event, *Error) {
+func (s *Stream) next(own bool) (Event, error) {
 	if s.lines.r == nil {
 		return Event{}, invalidStream("read from a closed stream")
 	}
@@ -321,7 +323,7 @@ func (s *Stream) next(own bool) (Event, *Error) {
 			data = append([]byte(nil), data...)
 		}
 		ev, e := parseEvent(data)
-		e.redact(s.base, s.key)
+		redact(e, s.base, s.key)
 		s.ended = ev.Done
 		return ev, e
 	}
@@ -331,22 +333,22 @@ func (s *Stream) next(own bool) (Event, *Error) {
 // without waiting on the engine: a relay may hold its flush until then.
 func (s *Stream) Ready() bool { return s.lines.r != nil && s.lines.dataBuffered() }
 
-func (s *Stream) readError(err error) *Error {
+func (s *Stream) readError(err error) error {
 	s.mu.Lock()
 	timedOut := s.timedOut
 	s.mu.Unlock()
 	if timedOut {
-		return &Error{Phase: "decode", Reason: ReasonTimeout, Timeout: true, Class: "stream",
+		return &fault.Error{Phase: fault.Decode, Reason: fault.EngineTimeout, Timeout: true, Class: fault.ClassStream,
 			Msg: "engine went silent between tokens"}
 	}
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
 		return invalidStream("stream ended before the [DONE] terminator")
 	}
-	return transportError("decode", err, "read decode stream")
+	return transportError(fault.Decode, err, "read decode stream")
 }
 
-func invalidStream(msg string) *Error {
-	return &Error{Phase: "decode", Reason: ReasonConnection, Class: "stream", Msg: msg}
+func invalidStream(msg string) *fault.Error {
+	return &fault.Error{Phase: fault.Decode, Reason: fault.EngineConnection, Class: fault.ClassStream, Msg: msg}
 }
 
 // Close aborts the leg if it is still running and releases the connection
@@ -396,22 +398,22 @@ func (s *Stream) drain() {
 
 // Tokenize counts the prompt of a completions body (prompt) or a chat body
 // (messages) on the engine's /tokenize route.
-func (c *Client) Tokenize(ctx context.Context, body []byte) (int, *Error) {
-	tc, e := c.tokenize(ctx, "admission", body)
+func (c *Client) Tokenize(ctx context.Context, body []byte) (int, error) {
+	tc, e := c.tokenize(ctx, fault.Admission, body)
 	return tc.Count, e
 }
 
 // TokenizeIDs is Tokenize with the prompt's token ids: nil unless the
 // answer's tokens are non-negative ints as many as its count (the ids
 // prefix hashing needs; runtime reference §1.6).
-func (c *Client) TokenizeIDs(ctx context.Context, body []byte) (int, []int, *Error) {
-	tc, e := c.tokenize(ctx, "admission", body)
+func (c *Client) TokenizeIDs(ctx context.Context, body []byte) (int, []int, error) {
+	tc, e := c.tokenize(ctx, fault.Admission, body)
 	return tc.Count, tc.IDs, e
 }
 
 // Health probes GET /health: nil when the engine answers 200.
-func (c *Client) Health(ctx context.Context) *Error {
-	resp, e := c.send(ctx, "health", http.MethodGet, "/health", nil, "")
+func (c *Client) Health(ctx context.Context) error {
+	resp, e := c.send(ctx, fault.Health, http.MethodGet, "/health", nil, "")
 	if e != nil {
 		return e
 	}
@@ -421,14 +423,14 @@ func (c *Client) Health(ctx context.Context) *Error {
 }
 
 // Version reads GET /version.
-func (c *Client) Version(ctx context.Context) (string, *Error) {
+func (c *Client) Version(ctx context.Context) (string, error) {
 	var v struct{ Version string }
-	b, e := c.call(ctx, "health", http.MethodGet, "/version", nil, "", 1<<16)
+	b, e := c.call(ctx, fault.Health, http.MethodGet, "/version", nil, "", 1<<16)
 	if e != nil {
 		return "", e
 	}
 	if err := json.Unmarshal(b, &v); err != nil || strings.TrimSpace(v.Version) == "" {
-		return "", invalid("health", "inference_status", "/version answered without a version")
+		return "", invalid(fault.Health, fault.ClassInferenceStatus, "/version answered without a version")
 	}
 	return v.Version, nil
 }

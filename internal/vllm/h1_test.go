@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/narwhal-go/narwhal/internal/fault"
 )
 
 // countConns counts the TCP connections a test server accepted.
@@ -127,7 +129,7 @@ func TestH1NeverResendsAWrittenRequest(t *testing.T) {
 		t.Fatalf("first request: %q, %v", b, e)
 	}
 	_, e := c.call(context.Background(), "prefill", http.MethodPost, "/x", []byte(`{"n":2}`), "b", 1<<10)
-	if e == nil || e.Reason != ReasonConnection {
+	if e == nil || fault.As(e).Reason != fault.EngineConnection {
 		t.Fatalf("second request on the reused connection: %v, want a connection error (it was written whole)", e)
 	}
 	if n := served.Load(); n != 1 {
@@ -160,7 +162,7 @@ func TestH1ReadsAnEarlyAnswer(t *testing.T) {
 	defer c.Close()
 	body := bytes.Repeat([]byte("x"), 32<<20) // far past the socket buffers: the write fails
 	_, e := c.call(context.Background(), "prefill", http.MethodPost, "/x", body, "r", 1<<10)
-	if e == nil || e.Status != http.StatusRequestEntityTooLarge {
+	if fe := fault.As(e); fe == nil || fe.Status != http.StatusRequestEntityTooLarge {
 		t.Fatalf("error %+v, want the engine's 413", e)
 	}
 }
@@ -188,7 +190,7 @@ func TestH1DoesNotResendOnAFreshConnection(t *testing.T) {
 	c := NewClient("http://"+ln.Addr().String(), Options{})
 	defer c.Close()
 	_, e := c.call(context.Background(), "prefill", http.MethodPost, "/x", []byte(`{}`), "r", 1<<10)
-	if e == nil || e.Reason != ReasonConnection {
+	if e == nil || fault.As(e).Reason != fault.EngineConnection {
 		t.Fatalf("error %v, want a connection error", e)
 	}
 	if n := accepted.Load(); n != 1 {
@@ -276,7 +278,7 @@ func TestH1BoundsRequestsInFlight(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	_, e := c.call(ctx, "prefill", http.MethodPost, "/x", []byte(`{}`), "third", 1<<10)
-	if e == nil || !e.Timeout || !strings.Contains(e.Msg, "free engine connection") {
+	if e == nil || !fault.As(e).Timeout || !strings.Contains(fault.As(e).Msg, "free engine connection") {
 		t.Errorf("third request with two in flight: %v, want a timeout waiting for a connection", e)
 	}
 	release <- struct{}{}

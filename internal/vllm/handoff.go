@@ -3,6 +3,8 @@ package vllm
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/narwhal-go/narwhal/internal/fault"
 )
 
 // Handoff is what a producer returned: the descriptor the decode leg must
@@ -19,10 +21,10 @@ type Handoff struct {
 
 // parseHandoff finds and validates the descriptor in a producer's
 // response: choices[0].kv_transfer_params, else the top-level field.
-func parseHandoff(body []byte) (*Handoff, *Error) {
+func parseHandoff(body []byte) (*Handoff, error) {
 	f, ok := fastProducer(body)
 	if !ok {
-		var e *Error
+		var e error
 		if f, e = decodeProducer(body); e != nil {
 			return nil, e
 		}
@@ -40,7 +42,7 @@ func parseHandoff(body []byte) (*Handoff, *Error) {
 
 // decodeProducer is fastProducer by encoding/json: the reference, and the
 // answer for every shape the scanner leaves.
-func decodeProducer(body []byte) (producerFields, *Error) {
+func decodeProducer(body []byte) (producerFields, error) {
 	var resp struct {
 		KV      json.RawMessage `json:"kv_transfer_params"`
 		Choices []struct {
@@ -53,7 +55,7 @@ func decodeProducer(body []byte) (producerFields, *Error) {
 		} `json:"usage"`
 	}
 	if err := json.Unmarshal(body, &resp); err != nil {
-		return producerFields{}, invalid("prefill", "kv_handoff", "producer response is not JSON: %v", err)
+		return producerFields{}, invalid(fault.Prefill, fault.ClassKVHandoff, "producer response is not JSON: %v", err)
 	}
 	f := producerFields{top: resp.KV}
 	if len(resp.Choices) > 0 {
@@ -72,7 +74,7 @@ func isObject(b json.RawMessage) bool {
 
 // validateHandoff checks the fields the decode engine indexes directly and
 // keeps everything else opaque.
-func validateHandoff(params json.RawMessage) (*Handoff, *Error) {
+func validateHandoff(params json.RawMessage) (*Handoff, error) {
 	if h, ok := fastHandoff(params); ok {
 		return &h, nil
 	}
@@ -81,23 +83,23 @@ func validateHandoff(params json.RawMessage) (*Handoff, *Error) {
 
 // decodeHandoff is validateHandoff by encoding/json: the reference the
 // scanner is held to, and the answer for every shape it leaves.
-func decodeHandoff(params json.RawMessage) (*Handoff, *Error) {
+func decodeHandoff(params json.RawMessage) (*Handoff, error) {
 	var fields map[string]json.RawMessage
 	if !isObject(params) || json.Unmarshal(params, &fields) != nil || len(fields) == 0 {
-		return nil, invalid("prefill", "kv_handoff", "missing handoff parameters")
+		return nil, invalid(fault.Prefill, fault.ClassKVHandoff, "missing handoff parameters")
 	}
 	var id string
 	if json.Unmarshal(fields["remote_engine_id"], &id) != nil || id == "" {
-		return nil, invalid("prefill", "kv_handoff", "handoff requires remote_engine_id")
+		return nil, invalid(fault.Prefill, fault.ClassKVHandoff, "handoff requires remote_engine_id")
 	}
 	if !blockIDsValid(fields["remote_block_ids"]) {
-		return nil, invalid("prefill", "kv_handoff", "handoff requires flat or grouped nonnegative remote_block_ids")
+		return nil, invalid(fault.Prefill, fault.ClassKVHandoff, "handoff requires flat or grouped nonnegative remote_block_ids")
 	}
 	var n int
 	_ = json.Unmarshal(fields["remote_num_tokens"], &n)
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, params); err != nil {
-		return nil, invalid("prefill", "kv_handoff", "handoff parameters: %v", err)
+		return nil, invalid(fault.Prefill, fault.ClassKVHandoff, "handoff parameters: %v", err)
 	}
 	return &Handoff{Params: compact.Bytes(), EngineID: id, Tokens: n}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/simengine"
 )
 
@@ -11,15 +12,15 @@ func TestEngineAuthRefusalIsTheRoutersFault(t *testing.T) {
 	cases := []struct {
 		status     int
 		auth       bool
-		reason     string
+		reason     fault.Reason
 		transient  bool
 		msgMention string
 	}{
-		{401, true, ReasonEngineError, true, "engine_api_key_env"},
-		{403, true, ReasonEngineError, true, "engine_api_key_env"},
-		{400, false, ReasonRejected, false, "HTTP 400"},
-		{404, false, ReasonRejected, false, "HTTP 404"},
-		{500, false, ReasonEngineError, true, "HTTP 500"},
+		{401, true, fault.EngineError, true, "engine_api_key_env"},
+		{403, true, fault.EngineError, true, "engine_api_key_env"},
+		{400, false, fault.EngineRejected, false, "HTTP 400"},
+		{404, false, fault.EngineRejected, false, "HTTP 404"},
+		{500, false, fault.EngineError, true, "HTTP 500"},
 	}
 	for _, c := range cases {
 		e := statusError("prefill", c.status, `{"error":"Unauthorized"}`)
@@ -28,7 +29,7 @@ func TestEngineAuthRefusalIsTheRoutersFault(t *testing.T) {
 				c.status, e.AuthFailed(), e.Reason, e.Transient(), e.Msg, c.auth, c.reason, c.transient, c.msgMention)
 		}
 	}
-	var none *Error
+	var none *fault.Error
 	if none.AuthFailed() {
 		t.Error("a nil error reports an auth failure")
 	}
@@ -37,9 +38,11 @@ func TestEngineAuthRefusalIsTheRoutersFault(t *testing.T) {
 func TestHandshakeRefusalParsing(t *testing.T) {
 	a, b := strings.Repeat("a", 64), strings.Repeat("B", 64)
 	cases := []struct {
-		name, phase, msg string
-		ok               bool
-		local, remote    string
+		name          string
+		phase         fault.Phase
+		msg           string
+		ok            bool
+		local, remote string
 	}{
 		{"hash mismatch", "decode", "engine reported an error inside the stream: NIXL compatibility hash mismatch. Local: " + a + ", Remote: " + b, true, a, strings.ToLower(b)},
 		{"truncated", "decode", "NIXL compatibility hash mismatch. Local: " + a + ", Rem…", true, a, ""},
@@ -48,7 +51,7 @@ func TestHandshakeRefusalParsing(t *testing.T) {
 		{"prefill phase", "prefill", "NIXL compatibility hash mismatch. Local: " + a, false, "", ""},
 	}
 	for _, c := range cases {
-		h, ok := (&Error{Phase: c.phase, Msg: c.msg}).HandshakeRefusal()
+		h, ok := HandshakeRefusal(&fault.Error{Phase: c.phase, Msg: c.msg})
 		if ok != c.ok || h.LocalHash != c.local || h.RemoteHash != c.remote {
 			t.Errorf("%s: %+v %v, want ok %v local %q remote %q", c.name, h, ok, c.ok, c.local, c.remote)
 		}
@@ -70,14 +73,15 @@ func TestHandshakeRefusalFromSimengine(t *testing.T) {
 	ctx, a, b := pdClients(t, fl)
 	s := prefillDecode(t, ctx, a, b)
 	defer s.Close()
-	var e *Error
-	for e == nil {
+	var next error
+	for next == nil {
 		var ev Event
-		if ev, e = s.Next(); ev.Done {
+		if ev, next = s.Next(); ev.Done {
 			t.Fatal("the decode leg succeeded with KV from an incompatible producer")
 		}
 	}
-	hs, ok := e.HandshakeRefusal()
+	e := fault.As(next)
+	hs, ok := HandshakeRefusal(e)
 	want := Handshake{LocalHash: simengine.CompatibilityHash(fl.Engines[1].Compat()), RemoteHash: simengine.CompatibilityHash(fl.Engines[0].Compat())}
 	if !ok || hs != want {
 		t.Fatalf("refusal %+v %v from %q, want %+v", hs, ok, e.Msg, want)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -44,7 +45,7 @@ func (id Identity) SameProcess(o Identity) bool {
 func SameStart(a, b float64) bool { return math.Abs(a-b) <= StartTolerance }
 
 // Identity reads /version and then /metrics.
-func (c *Client) Identity(ctx context.Context) (Identity, *Error) {
+func (c *Client) Identity(ctx context.Context) (Identity, error) {
 	v, e := c.Version(ctx)
 	if e != nil {
 		return Identity{}, e
@@ -57,14 +58,14 @@ func (c *Client) Identity(ctx context.Context) (Identity, *Error) {
 }
 
 // ProcessStart scrapes GET /metrics for process_start_time_seconds.
-func (c *Client) ProcessStart(ctx context.Context) (float64, *Error) {
+func (c *Client) ProcessStart(ctx context.Context) (float64, error) {
 	b, e := c.get(ctx, "/metrics", 32<<20)
 	if e != nil {
 		return 0, e
 	}
 	t, err := ParseProcessStart(bytes.NewReader(b))
 	if err != nil {
-		return 0, invalid("health", "inference_status", "/metrics: %v", err)
+		return 0, invalid(fault.Health, fault.ClassInferenceStatus, "/metrics: %v", err)
 	}
 	return t, nil
 }
@@ -98,7 +99,7 @@ func ParseProcessStart(r io.Reader) (float64, error) {
 }
 
 // Models lists the ids of GET /v1/models.
-func (c *Client) Models(ctx context.Context) ([]string, *Error) {
+func (c *Client) Models(ctx context.Context) ([]string, error) {
 	cards, e := c.ModelCards(ctx)
 	if e != nil {
 		return nil, e
@@ -122,17 +123,17 @@ type Completion struct {
 
 // Complete runs a non-streamed POST /v1/completions (preflight's pace and
 // aggregated reference runs).
-func (c *Client) Complete(ctx context.Context, body []byte) (Completion, *Error) {
+func (c *Client) Complete(ctx context.Context, body []byte) (Completion, error) {
 	req, err := c.newRequest(ctx, http.MethodPost, "/v1/completions", body, "")
 	if err != nil {
-		return Completion{}, &Error{Phase: "prefill", Reason: ReasonConnection, Class: "connection", Msg: err.Error()}
+		return Completion{}, &fault.Error{Phase: fault.Prefill, Reason: fault.EngineConnection, Class: fault.ClassConnection, Msg: err.Error()}
 	}
-	resp, e := c.do("prefill", req)
+	resp, e := c.do(fault.Prefill, req)
 	if e != nil {
 		return Completion{}, e
 	}
 	defer resp.Body.Close()
-	b, e := readLimited("prefill", resp.Body, c.max)
+	b, e := readLimited(fault.Prefill, resp.Body, c.max)
 	if e != nil {
 		return Completion{}, e
 	}
@@ -149,7 +150,7 @@ func (c *Client) Complete(ctx context.Context, body []byte) (Completion, *Error)
 		} `json:"usage"`
 	}
 	if err := json.Unmarshal(b, &out); err != nil || len(out.Choices) == 0 {
-		return Completion{}, invalid("prefill", "inference_status", "completion response without choices")
+		return Completion{}, invalid(fault.Prefill, fault.ClassInferenceStatus, "completion response without choices")
 	}
 	c2 := Completion{Text: out.Choices[0].Text, PromptTokens: out.Usage.PromptTokens, CompletionTokens: out.Usage.CompletionTokens}
 	if d := out.Usage.PromptTokensDetails; d != nil {
@@ -181,6 +182,6 @@ func EventText(ev Event) string {
 }
 
 // get reads a whole 200 response of a GET control route.
-func (c *Client) get(ctx context.Context, path string, limit int64) ([]byte, *Error) {
-	return c.call(ctx, "health", http.MethodGet, path, nil, "", limit)
+func (c *Client) get(ctx context.Context, path string, limit int64) ([]byte, error) {
+	return c.call(ctx, fault.Health, http.MethodGet, path, nil, "", limit)
 }

@@ -3,6 +3,8 @@ package vllm
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/narwhal-go/narwhal/internal/fault"
 )
 
 // ModelCard is one entry of an engine's GET /v1/models: the served model
@@ -14,7 +16,7 @@ type ModelCard struct {
 }
 
 // ModelCards reads GET /v1/models.
-func (c *Client) ModelCards(ctx context.Context) ([]ModelCard, *Error) {
+func (c *Client) ModelCards(ctx context.Context) ([]ModelCard, error) {
 	b, e := c.get(ctx, "/v1/models", 4<<20)
 	if e != nil {
 		return nil, e
@@ -23,7 +25,7 @@ func (c *Client) ModelCards(ctx context.Context) ([]ModelCard, *Error) {
 		Data []ModelCard `json:"data"`
 	}
 	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, invalid("health", "inference_status", "/v1/models is not JSON: %v", err)
+		return nil, invalid(fault.Health, fault.ClassInferenceStatus, "/v1/models is not JSON: %v", err)
 	}
 	for i := range out.Data {
 		out.Data[i].MaxModelLen = max(0, out.Data[i].MaxModelLen)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -22,14 +23,14 @@ type TokenCount struct {
 // TokenizeText counts prompt on the engine's /tokenize route, with the
 // engine's max_model_len, so the profiler can build exactly tokenised
 // prompts and keep them inside the context.
-func (c *Client) TokenizeText(ctx context.Context, model, prompt string) (TokenCount, *Error) {
+func (c *Client) TokenizeText(ctx context.Context, model, prompt string) (TokenCount, error) {
 	body, _ := json.Marshal(map[string]any{"model": model, "prompt": prompt, "add_special_tokens": true})
-	return c.tokenize(ctx, "health", body)
+	return c.tokenize(ctx, fault.Health, body)
 }
 
 // tokenize posts body to /tokenize; phase labels errors (admission for the
 // router's counting, health for probes and the profiler).
-func (c *Client) tokenize(ctx context.Context, phase string, body []byte) (TokenCount, *Error) {
+func (c *Client) tokenize(ctx context.Context, phase fault.Phase, body []byte) (TokenCount, error) {
 	b, e := c.call(ctx, phase, http.MethodPost, "/tokenize", body, "", 64<<20)
 	if e != nil {
 		return TokenCount{}, e
@@ -40,7 +41,7 @@ func (c *Client) tokenize(ctx context.Context, phase string, body []byte) (Token
 		Tokens      json.RawMessage `json:"tokens"`
 	}
 	if err := json.Unmarshal(b, &out); err != nil || out.Count == nil || *out.Count < 0 {
-		return TokenCount{}, invalid(phase, "inference_status", "/tokenize answered without a count")
+		return TokenCount{}, invalid(phase, fault.ClassInferenceStatus, "/tokenize answered without a count")
 	}
 	var ids []int
 	if json.Unmarshal(out.Tokens, &ids) != nil || len(ids) != *out.Count || slices.ContainsFunc(ids, func(t int) bool { return t < 0 }) {
@@ -61,7 +62,7 @@ func (c CacheConfig) KVTokens() int { return c.BlockSize * c.NumGPUBlocks }
 
 // CacheConfig scrapes /metrics for vllm:cache_config_info; ok is false
 // when the engine does not export it (or exports it without sizes).
-func (c *Client) CacheConfig(ctx context.Context) (cfg CacheConfig, ok bool, e *Error) {
+func (c *Client) CacheConfig(ctx context.Context) (cfg CacheConfig, ok bool, e error) {
 	b, e := c.get(ctx, "/metrics", 32<<20)
 	if e != nil {
 		return CacheConfig{}, false, e
@@ -69,7 +70,7 @@ func (c *Client) CacheConfig(ctx context.Context) (cfg CacheConfig, ok bool, e *
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(bytes.NewReader(b))
 	if err != nil {
-		return CacheConfig{}, false, invalid("health", "inference_status", "/metrics: not a Prometheus text exposition: %v", err)
+		return CacheConfig{}, false, invalid(fault.Health, fault.ClassInferenceStatus, "/metrics: not a Prometheus text exposition: %v", err)
 	}
 	f, found := fams["vllm:cache_config_info"]
 	if !found || len(f.GetMetric()) == 0 {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/narwhal-go/narwhal/internal/fault"
 )
 
 func TestDataBuffered(t *testing.T) {
@@ -116,7 +118,7 @@ func TestIdleTimeoutCountsFromTheLastLine(t *testing.T) {
 			t.Fatalf("event %d: %v (the stream was talking every 25ms under a 100ms bound)", i, e)
 		}
 	}
-	if _, e := s.Next(); e == nil || !e.Timeout {
+	if _, e := s.Next(); e == nil || !fault.As(e).Timeout {
 		t.Fatalf("error = %+v, want the between-token timeout once the engine went silent", e)
 	}
 }
@@ -161,7 +163,7 @@ func TestClosedStreamGaveBackItsBuffer(t *testing.T) {
 	if s.Ready() {
 		t.Error("a closed stream reports a buffered event")
 	}
-	if _, e := s.NextBuffered(); e == nil || !strings.Contains(e.Msg, "closed") {
+	if _, e := s.NextBuffered(); e == nil || !strings.Contains(fault.As(e).Msg, "closed") {
 		t.Errorf("read after Close = %v, want the closed-stream error", e)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
+
+	"github.com/narwhal-go/narwhal/internal/fault"
 )
 
 // clientDetail extracts the message and param of an engine's error body,
@@ -98,7 +100,11 @@ func Sanitize(s string) string {
 // redact removes this engine's own address and key from what a client
 // may see of e, which the patterns alone might miss (a bare host name, a
 // key without a prefix).
-func (e *Error) redact(base, key string) {
+func redact(err error, base, key string) {
+	if err == nil {
+		return
+	}
+	e := fault.As(err)
 	if e == nil || (e.ClientMessage == "" && e.ClientParam == "") {
 		return
 	}

@@ -60,7 +60,7 @@ func TestClientFault(t *testing.T) {
 // The engine's own address and key never reach what a client may see.
 func TestRedactRemovesTheEnginesAddressAndKey(t *testing.T) {
 	e := statusError("prefill", 400, `{"error":{"message":"engine engine-host refused key verysecretkey","param":"p"}}`)
-	e.redact("http://engine-host", "verysecretkey")
+	redact(e, "http://engine-host", "verysecretkey")
 	if strings.Contains(e.ClientMessage, "engine-host") || strings.Contains(e.ClientMessage, "verysecretkey") {
 		t.Errorf("ClientMessage %q", e.ClientMessage)
 	}

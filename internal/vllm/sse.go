@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+
+	"github.com/narwhal-go/narwhal/internal/fault"
 )
 
 // Event is one SSE data payload of a decode stream.
@@ -118,7 +120,7 @@ func (l *lineReader) dataBuffered() bool {
 
 // parseEvent reads one data payload. An error object inside a 200 stream is
 // the engine failing after it committed to success.
-func parseEvent(data []byte) (Event, *Error) {
+func parseEvent(data []byte) (Event, error) {
 	if bytes.Equal(data, []byte("[DONE]")) {
 		return Event{Data: data, Done: true}, nil
 	}
@@ -130,7 +132,7 @@ func parseEvent(data []byte) (Event, *Error) {
 
 // decodeEvent is parseEvent for the chunks the scanner leaves alone: errors,
 // malformed input and unusual shapes.
-func decodeEvent(data []byte) (Event, *Error) {
+func decodeEvent(data []byte) (Event, error) {
 	ev := Event{Data: data}
 	var c streamChunk
 	if err := json.Unmarshal(data, &c); err != nil {
@@ -143,7 +145,7 @@ func decodeEvent(data []byte) (Event, *Error) {
 		if json.Unmarshal(c.Error.Code, &code) == nil && code >= 400 && code <= 599 {
 			status = code
 		}
-		e := statusError("decode", status, c.Error.Message)
+		e := statusError(fault.Decode, status, c.Error.Message)
 		e.Class = "stream"
 		e.Msg = "engine reported an error inside the stream: " + truncate(c.Error.Message, 200)
 		return ev, e
@@ -157,11 +159,11 @@ func decodeEvent(data []byte) (Event, *Error) {
 		}
 		out, err := choiceHasOutput(ch.Text, ch.Delta)
 		if err != nil {
-			return ev, invalid("decode", "stream", "malformed chat delta: %v", err)
+			return ev, invalid(fault.Decode, fault.ClassStream, "malformed chat delta: %v", err)
 		}
 		n, ok := countIDs(ch.TokenIDs)
 		if out && !ok {
-			return ev, invalid("decode", "stream", "an event with output carries no valid token_ids list")
+			return ev, invalid(fault.Decode, fault.ClassStream, "an event with output carries no valid token_ids list")
 		}
 		ev.Output = ev.Output || out
 		ev.Tokens += n

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/simengine"
 )
 
@@ -91,7 +92,7 @@ func TestHandoffValidation(t *testing.T) {
 				}
 				return
 			}
-			if e == nil || !strings.Contains(e.Msg, tc.err) || e.Reason != ReasonInvalidResponse || e.Class != "kv_handoff" {
+			if e == nil || !strings.Contains(fault.As(e).Msg, tc.err) || fault.As(e).Reason != fault.InvalidResponse || fault.As(e).Class != "kv_handoff" {
 				t.Errorf("error = %+v, want %q (invalid_response, kv_handoff)", e, tc.err)
 			}
 		})
@@ -125,7 +126,7 @@ func TestParseEvent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ev, e := parseEvent([]byte(tc.data))
 			if tc.errMsg != "" {
-				if e == nil || !strings.Contains(e.Msg, tc.errMsg) || (tc.status != 0 && e.Status != tc.status) {
+				if e == nil || !strings.Contains(fault.As(e).Msg, tc.errMsg) || (tc.status != 0 && fault.As(e).Status != tc.status) {
 					t.Fatalf("error = %+v, want %q status %d", e, tc.errMsg, tc.status)
 				}
 				return
@@ -156,13 +157,13 @@ func TestLineEndings(t *testing.T) {
 func TestStatusClassification(t *testing.T) {
 	for _, tc := range []struct {
 		status    int
-		reason    string
+		reason    fault.Reason
 		timeout   bool
 		transient bool
 	}{
-		{408, ReasonOverloaded, true, true}, {429, ReasonOverloaded, false, true}, {504, ReasonTimeout, true, true},
-		{400, ReasonRejected, false, false}, {404, ReasonRejected, false, false}, {500, ReasonEngineError, false, true},
-		{503, ReasonEngineError, false, true},
+		{408, fault.EngineOverloaded, true, true}, {429, fault.EngineOverloaded, false, true}, {504, fault.EngineTimeout, true, true},
+		{400, fault.EngineRejected, false, false}, {404, fault.EngineRejected, false, false}, {500, fault.EngineError, false, true},
+		{503, fault.EngineError, false, true},
 	} {
 		e := statusError("prefill", tc.status, "x")
 		if e.Reason != tc.reason || e.Timeout != tc.timeout || e.Transient() != tc.transient {
@@ -244,7 +245,7 @@ func TestIdleTimeoutAbortsTheLeg(t *testing.T) {
 	}))
 	s := openTestStream(t, srv)
 	s.SetIdleTimeout(50 * time.Millisecond)
-	if _, e := s.Next(); e == nil || !e.Timeout || !strings.Contains(e.Msg, "silent") {
+	if _, e := s.Next(); e == nil || !fault.As(e).Timeout || !strings.Contains(fault.As(e).Msg, "silent") {
 		t.Fatalf("error = %+v, want the between-token timeout", e)
 	}
 }
@@ -255,7 +256,7 @@ func TestUnreachableEngine(t *testing.T) {
 	srv.Close()
 	c := NewClient(url, Options{ConnectTimeout: time.Second})
 	_, e := c.Prefill(context.Background(), "/v1/completions", []byte(`{}`), "x")
-	if e == nil || e.Reason != ReasonUnreachable || !e.Transient() {
+	if e == nil || fault.As(e).Reason != fault.EngineUnreachable || !fault.As(e).Transient() {
 		t.Fatalf("error = %+v, want engine_unreachable", e)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/profile/fit"
 )
 
@@ -90,14 +91,14 @@ func (m *meter) cohort(ctx context.Context, input, q, tokens, attempt int) ([]ar
 func (m *meter) stream(ctx context.Context, prompt string, tokens int) (arrivals, error) {
 	s, e := m.t.Client.OpenStream(ctx, "/v1/completions", streamBody(m.t.Model, prompt, tokens), "")
 	if e != nil {
-		return nil, fmt.Errorf("stream: %s", e.Msg)
+		return nil, fmt.Errorf("stream: %s", fault.Detail(e))
 	}
 	defer s.Close()
 	var got arrivals
 	for {
 		ev, e := s.Next()
 		if e != nil {
-			return nil, fmt.Errorf("stream: %s", e.Msg)
+			return nil, fmt.Errorf("stream: %s", fault.Detail(e))
 		}
 		if ev.Done {
 			break

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
@@ -23,7 +24,7 @@ type Generation struct {
 func (m *meter) generation(ctx context.Context) (Generation, error) {
 	id, e := m.probes.Identity(ctx, m.t.IID)
 	if e != nil {
-		return Generation{}, fmt.Errorf("engine identity (/version, process_start_time_seconds on /metrics): %s", e.Msg)
+		return Generation{}, fmt.Errorf("engine identity (/version, process_start_time_seconds on /metrics): %s", fault.Detail(e))
 	}
 	g := Generation{Identity: id}
 	att := ""

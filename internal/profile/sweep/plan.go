@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+
+	"github.com/narwhal-go/narwhal/internal/fault"
 )
 
 // plan is the sweep fitted to this engine: lengths that fit its context,
@@ -22,7 +24,7 @@ type plan struct {
 func (m *meter) prepare(ctx context.Context) error {
 	tc, e := m.t.Client.TokenizeText(ctx, m.t.Model, "narwhal")
 	if e != nil {
-		return fmt.Errorf("/tokenize: %s (the profiler builds exactly tokenised prompts through it)", e.Msg)
+		return fmt.Errorf("/tokenize: %s (the profiler builds exactly tokenised prompts through it)", fault.Detail(e))
 	}
 	if tc.MaxModelLen <= 0 {
 		return fmt.Errorf("/tokenize did not report max_model_len; the sweep cannot keep prompts inside the context")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/profile/fit"
 )
 
@@ -58,7 +59,7 @@ func (m *meter) timedText(ctx context.Context, text string, n int) (float64, int
 	out, e := m.t.Client.Complete(c, completionBody(m.t.Model, text))
 	sec := secondsSince(start)
 	if e != nil {
-		return 0, 0, fmt.Errorf("completion: %s", e.Msg)
+		return 0, 0, fmt.Errorf("completion: %s", fault.Detail(e))
 	}
 	if out.PromptTokens != 0 && out.PromptTokens != n {
 		return 0, 0, fmt.Errorf("the engine counted %d prompt tokens, /tokenize %d (tokenizer mismatch)", out.PromptTokens, n)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -32,7 +33,7 @@ func (p *prompter) build(ctx context.Context, lead string, n int) (string, error
 		text := lead + strings.Repeat(filler, k)
 		tc, e := p.c.TokenizeText(ctx, p.model, text)
 		if e != nil {
-			return "", fmt.Errorf("/tokenize: %s", e.Msg)
+			return "", fmt.Errorf("/tokenize: %s", fault.Detail(e))
 		}
 		if tc.Count == n {
 			return text, nil

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/probe"
 	"github.com/narwhal-go/narwhal/internal/profile"
@@ -135,7 +136,7 @@ func runTag() string {
 
 func (m *meter) run(ctx context.Context) (*profile.Row, error) {
 	if e := m.probes.Health(ctx, m.t.IID); e != nil {
-		return nil, fmt.Errorf("/health: %s (start the engine or fix its url)", e.Msg)
+		return nil, fmt.Errorf("/health: %s (start the engine or fix its url)", fault.Detail(e))
 	}
 	before, err := m.generation(ctx)
 	if err != nil {
