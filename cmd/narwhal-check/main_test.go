@@ -45,7 +45,7 @@ func fixture(t *testing.T, kvHeads int) (dir, fleetPath string, closeAll func())
 	}
 	k, _ := json.Marshal(simengine.Contract(simengine.DefaultIdentity("m")))
 	doc := fmt.Sprintf(`{"schema":"narwhal.fleet","schema_version":1,"model":"m","engines":[%s],"slo":{"ttft_s":1,"tpot_s":0.05},
-"profiles":{"path":%q},"hardware":{"accelerator":"SIM-1","accelerators_per_engine":1,"tensor_parallel":1},"engine_contract":%s}`,
+"profiles":{"path":%q},"hardware":{"accelerator":"NVIDIA H100 80GB HBM3","accelerators_per_engine":1,"tensor_parallel":1},"engine_contract":%s}`,
 		strings.Join(engines, ","), filepath.Join(dir, "profiles.json"), k)
 	fleetPath = filepath.Join(dir, "fleet.json")
 	if err := os.WriteFile(fleetPath, []byte(doc), 0o600); err != nil {

@@ -48,7 +48,7 @@ func fleetFor(t *testing.T, tf *testFleet) *fleet.Config {
 		k.VLLMVersion, k.ImageDigest, k.NIXLVersion, k.NIXLConnectorVersion, k.ModelArchitecture, k.ModelDtype,
 		k.KVHeads, k.HeadSize, k.HiddenLayers, k.AttentionBackend, k.KVCacheDtype, *k.CrossLayersBlocks, *k.HybridKVCacheManager)
 	doc := `{"schema":"narwhal.fleet","schema_version":1,"model":"m","engines":[` + strings.Join(engines, ",") +
-		`],"slo":{"ttft_s":1,"tpot_s":0.05},"hardware":{"accelerator":"SIM-1","accelerators_per_engine":1,"tensor_parallel":1},"engine_contract":` + kj + `}`
+		`],"slo":{"ttft_s":1,"tpot_s":0.05},"hardware":{"accelerator":"NVIDIA H100 80GB HBM3","accelerators_per_engine":1,"tensor_parallel":1},"engine_contract":` + kj + `}`
 	cfg, err := fleet.Parse("fleet.json", []byte(doc), func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)
