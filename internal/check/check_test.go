@@ -199,7 +199,7 @@ func TestHardwareGate(t *testing.T) {
 			line:  `e0: hardware.accelerator is "NVIDIA H100", the engine host reports "NVIDIA H100 80GB HBM3"`,
 			fleet: func(c *fleet.Config) { c.Hardware.Accelerator = "NVIDIA H100" }},
 		{name: "fewer ranks than tensor_parallel", want: check.Failed, status: check.Fail,
-			line: "e0: hardware.tensor_parallel is 2, the engine host reports 1 device(s) (engine",
+			line:  "e0: hardware.tensor_parallel is 2, the engine host reports 1 device(s) (engine",
 			fleet: func(c *fleet.Config) { c.Hardware.AcceleratorsPerEngine, c.Hardware.TensorParallel = 2, 2 }},
 		// The engine's device report is a /v1 path: with --api-key vLLM
 		// refuses the sidecar, which never holds the key.

@@ -32,7 +32,9 @@ func TestServerDevices(t *testing.T) {
 		want []dev
 	}{
 		{name: "default", want: []dev{h100}},
-		{name: "configured", mod: func(c *Config) { c.GPU = GPU{Name: "NVIDIA L4", TotalMemoryBytes: l4Bytes, ComputeCapability: "8.9", Count: 2} },
+		{name: "configured", mod: func(c *Config) {
+			c.GPU = GPU{Name: "NVIDIA L4", TotalMemoryBytes: l4Bytes, ComputeCapability: "8.9", Count: 2}
+		},
 			want: []dev{l4(0), l4(1)}},
 		{name: "the simulated boot's device", mod: func(c *Config) {
 			c.MaxModelLen, c.KVCapacityTokens = 4096, 0
