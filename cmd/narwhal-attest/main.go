@@ -1,7 +1,8 @@
 // Command narwhal-attest is the attestation sidecar run beside each
 // contracted engine: it serves the engine's attested contract
-// (narwhal.attestation v1) bound to the engine process it saw at start-up,
-// and answers 503 on every route once that process changes.
+// (narwhal.attestation payload v2: contract, live identity and the engine
+// host's observed accelerator) bound to the engine process it saw at
+// start-up, and answers 503 on every route once that process changes.
 package main
 
 import (
@@ -21,6 +22,7 @@ func main() { cli.Main(newRoot()) }
 
 type flags struct {
 	document, engineBase, host string
+	accelSource, nvidiaSMI     string
 	port                       int
 	timeoutS                   float64
 	kv                         kvFlags
@@ -40,6 +42,8 @@ func newRootWith(f *flags) *cobra.Command {
 	fs.StringVar(&f.host, "host", "127.0.0.1", "address to bind")
 	fs.IntVar(&f.port, "port", 8010, "port to bind (0 picks a free one)")
 	fs.Float64Var(&f.timeoutS, "timeout-s", 5.0, "engine identity read timeout, seconds")
+	fs.StringVar(&f.accelSource, "accelerator-source", "auto", "where the accelerator is observed, once at start: auto (nvidia-smi when on PATH, else the engine's GET /v1/server/devices), nvidia-smi, engine, or none (reported unknown)")
+	fs.StringVar(&f.nvidiaSMI, "nvidia-smi", "nvidia-smi", "the nvidia-smi executable; run the sidecar with the engine's own device allocation, since every GPU it sees is counted")
 	f.kv.register(fs)
 	return root
 }
@@ -54,6 +58,9 @@ func (f *flags) check() error {
 		return cli.Usage("--port must be 0..65535, got %d", f.port)
 	case !(f.timeoutS > 0):
 		return cli.Usage("--timeout-s must be positive, got %v", f.timeoutS)
+	}
+	if _, err := attest.SourceFor(f.accelSource, attest.NvidiaSMI{}, attest.EngineDevices{}); err != nil {
+		return cli.Usage("--accelerator-source: %v", err)
 	}
 	return f.kv.check()
 }
@@ -71,8 +78,11 @@ func run(c *cobra.Command, f *flags) error {
 	client := vllm.NewClient(base, vllm.Options{ConnectTimeout: 5 * time.Second})
 	ctx, stop := cli.UntilSignal(c.Context())
 	defer stop()
+	timeout := time.Duration(f.timeoutS * float64(time.Second))
+	accel, _ := attest.SourceFor(f.accelSource, attest.NvidiaSMI{Path: f.nvidiaSMI, Timeout: 2 * timeout},
+		attest.EngineDevices{Engine: client, EngineBase: base, Timeout: timeout})
 	sc, err := attest.New(ctx, attest.Options{Document: doc, Engine: client, EngineBase: base,
-		Timeout: time.Duration(f.timeoutS * float64(time.Second)), Logger: log})
+		Timeout: timeout, Logger: log, Accelerator: accel})
 	if err != nil {
 		client.Close()
 		return cli.Failed(err)
@@ -93,8 +103,9 @@ func run(c *cobra.Command, f *flags) error {
 	if hasher != nil {
 		srv.FollowKV(sub)
 	}
-	fmt.Fprintf(c.OutOrStdout(), "narwhal-attest: %s attests %s (vLLM %s, process %.6f, %s)\n",
-		srv.AttestationURL(), base, sc.Bound().Version, sc.Bound().ProcessStart, sc.Digest())
+	acc := sc.Accelerator()
+	fmt.Fprintf(c.OutOrStdout(), "narwhal-attest: %s attests %s (vLLM %s, process %.6f, accelerator %s, %s)\n",
+		srv.AttestationURL(), base, sc.Bound().Version, sc.Bound().ProcessStart, acc.String(), sc.Digest())
 	if f.ready != nil {
 		f.ready(srv)
 	}

@@ -51,6 +51,8 @@ func TestExitCodes(t *testing.T) {
 		{"document absent", []string{"--document", "/nonexistent/doc.json", "--engine-base", e.URL()}, 2, "no such file"},
 		{"engine unreachable", []string{"--document", writeDoc(t, e, ""), "--engine-base", "http://127.0.0.1:1", "--port", "0"}, 1, "read engine identity"},
 		{"bad port", []string{"--document", writeDoc(t, e, ""), "--engine-base", e.URL(), "--port", "70000"}, 2, "--port must be"},
+		{"bad accelerator source", []string{"--document", writeDoc(t, e, ""), "--engine-base", e.URL(), "--accelerator-source", "nvml"}, 2,
+			"--accelerator-source: accelerator source must be auto, nvidia-smi, engine or none"},
 		{"kv events without model", []string{"--document", writeDoc(t, e, ""), "--engine-base", e.URL(), "--kv-events", "tcp://127.0.0.1:5557", "--hash-seed", "0"}, 2, "--model is required"},
 		{"kv events without seed", []string{"--document", writeDoc(t, e, ""), "--engine-base", e.URL(), "--kv-events", "tcp://127.0.0.1:5557", "--model", "m", "--hash-seed", ""}, 2, "--hash-seed is required"},
 		{"kv events over ipc", []string{"--document", writeDoc(t, e, ""), "--engine-base", e.URL(), "--kv-events", "ipc:///tmp/kv", "--model", "m", "--hash-seed", "0"}, 2, "only the tcp transport"},
@@ -69,6 +71,9 @@ func TestExitCodes(t *testing.T) {
 	}
 }
 
+// TestServesUntilCancelled serves until the context ends and names the
+// accelerator it observed: nvidia-smi first when it runs (a stand-in
+// here), the engine's own device report otherwise.
 func TestServesUntilCancelled(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	e, err := simengine.Start(simengine.Config{Model: "m", Profile: simengine.DefaultProfile("e0")})
@@ -76,23 +81,42 @@ func TestServesUntilCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	var got int
-	f := &flags{ready: func(s *attest.Server) {
-		resp, err := http.Get(s.URL() + "/health")
-		if err == nil {
-			got = resp.StatusCode
-			resp.Body.Close()
-		}
-		http.DefaultClient.CloseIdleConnections()
-		cancel()
-	}}
-	root := newRootWith(f)
-	root.SetContext(ctx)
-	var out, errb bytes.Buffer
-	code := cli.Run(root, []string{"--document", writeDoc(t, e, ""), "--engine-base", e.URL(), "--port", "0"}, &out, &errb)
-	if code != 0 || got != 200 || !strings.Contains(out.String(), "/v1/attestation attests") {
-		t.Fatalf("exit %d health %d out %q err %q", code, got, out.String(), errb.String())
+	smi := filepath.Join(t.TempDir(), "nvidia-smi")
+	if err := os.WriteFile(smi, []byte("#!/bin/sh\necho 'NVIDIA H200, 143771, 9.0'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		flags []string
+		want  string
+	}{
+		{"nvidia-smi first", []string{"--nvidia-smi", smi}, "accelerator 1 × NVIDIA H200, 140.4 GiB, compute capability 9.0 (nvidia-smi --query-gpu=name,memory.total,compute_cap --format=csv,noheader,nounits)"},
+		{"engine when nvidia-smi is absent", []string{"--nvidia-smi", smi + "-absent"}, "accelerator 1 × NVIDIA H100 80GB HBM3, 79.2 GiB, compute capability 9.0 (GET " + e.URL() + "/v1/server/devices)"},
+		{"engine only", []string{"--nvidia-smi", smi, "--accelerator-source", "engine"}, "accelerator 1 × NVIDIA H100 80GB HBM3"},
+		{"none", []string{"--accelerator-source", "none"}, "accelerator unknown (accelerator observation turned off"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			var got int
+			f := &flags{ready: func(s *attest.Server) {
+				resp, err := http.Get(s.URL() + "/health")
+				if err == nil {
+					got = resp.StatusCode
+					resp.Body.Close()
+				}
+				http.DefaultClient.CloseIdleConnections()
+				cancel()
+			}}
+			root := newRootWith(f)
+			root.SetContext(ctx)
+			var out, errb bytes.Buffer
+			args := append([]string{"--document", writeDoc(t, e, ""), "--engine-base", e.URL(), "--port", "0"}, tc.flags...)
+			code := cli.Run(root, args, &out, &errb)
+			if code != 0 || got != 200 || !strings.Contains(out.String(), "/v1/attestation attests") || !strings.Contains(out.String(), tc.want) {
+				t.Fatalf("exit %d health %d out %q err %q, want %q", code, got, out.String(), errb.String(), tc.want)
+			}
+		})
 	}
 	e.Close()
 }

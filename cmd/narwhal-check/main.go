@@ -33,7 +33,7 @@ type flags struct {
 
 func newRoot() *cobra.Command {
 	f := &flags{}
-	root := cli.NewRoot("narwhal-check", "Preflight: reach, contract, profile, model, pace, tokenize, produce, consume, slo")
+	root := cli.NewRoot("narwhal-check", "Preflight: reach, contract, hardware, profile, model, pace, tokenize, produce, consume, slo")
 	root.Args = cobra.NoArgs
 	root.RunE = func(c *cobra.Command, _ []string) error { return run(c, f) }
 	fs := root.Flags()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -18,8 +19,9 @@ import (
 )
 
 // fixture starts two contracted simengines and writes their fleet and
-// profile store; kvHeads changes engine 1's build.
-func fixture(t *testing.T, kvHeads int) (dir, fleetPath string, closeAll func()) {
+// profile store; kvHeads changes engine 1's build, accelerator (when not
+// "") the fleet's hardware.accelerator.
+func fixture(t *testing.T, kvHeads int, accelerator string) (dir, fleetPath string, closeAll func()) {
 	t.Helper()
 	dir = t.TempDir()
 	st := &profile.Store{Schema: "narwhal.profiles", SchemaVersion: 1}
@@ -45,8 +47,8 @@ func fixture(t *testing.T, kvHeads int) (dir, fleetPath string, closeAll func())
 	}
 	k, _ := json.Marshal(simengine.Contract(simengine.DefaultCompat("m")))
 	doc := fmt.Sprintf(`{"schema":"narwhal.fleet","schema_version":1,"model":"m","engines":[%s],"slo":{"ttft_s":1,"tpot_s":0.05},
-"profiles":{"path":%q},"hardware":{"accelerator":"SIM-1","accelerators_per_engine":1,"tensor_parallel":1},"engine_contract":%s}`,
-		strings.Join(engines, ","), filepath.Join(dir, "profiles.json"), k)
+"profiles":{"path":%q},"hardware":{"accelerator":%q,"accelerators_per_engine":1,"tensor_parallel":1},"engine_contract":%s}`,
+		strings.Join(engines, ","), filepath.Join(dir, "profiles.json"), cmp.Or(accelerator, simengine.DefaultGPUName), k)
 	fleetPath = filepath.Join(dir, "fleet.json")
 	if err := os.WriteFile(fleetPath, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
@@ -61,21 +63,26 @@ func fixture(t *testing.T, kvHeads int) (dir, fleetPath string, closeAll func())
 func TestPreflightCommand(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	tests := []struct {
-		name    string
-		kvHeads int
-		code    int
-		status  string
-		want    string
+		name        string
+		kvHeads     int
+		accelerator string
+		code        int
+		status      string
+		want        string
 	}{
 		// Preflight establishes boot_verified (and the engine's own config
 		// verdict); only serving evidence from the journal gives
 		// serving_verified (reference/evidence.md §4.2, §4.4).
-		{"healthy", 0, 0, "success", `"state":"boot_verified","states":["boot_verified","engine_config_validated"`},
-		{"contract mismatch", 4, 1, "failed_gate", `contract.kv_heads is 4, expected 8`},
+		{"healthy", 0, "", 0, "success", `"state":"boot_verified","states":["boot_verified","engine_config_validated"`},
+		{"contract mismatch", 4, "", 1, "failed_gate", `contract.kv_heads is 4, expected 8`},
+		// The simulated engines run simengine.DefaultGPUName; the fleet
+		// says H200 (issue 32: the field path and both values).
+		{"accelerator mismatch", 0, "NVIDIA H200", 1, "failed_gate",
+			`e0: hardware.accelerator is \"NVIDIA H200\", the engine host reports \"NVIDIA H100 80GB HBM3\" (GET http://`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			dir, fl, closeAll := fixture(t, tc.kvHeads)
+			dir, fl, closeAll := fixture(t, tc.kvHeads, tc.accelerator)
 			defer closeAll()
 			var out, errb bytes.Buffer
 			code := cli.Run(newRoot(), []string{"--fleet", fl, "--format", "json", "--pace-words", "100",
@@ -93,7 +100,7 @@ func TestPreflightCommand(t *testing.T) {
 			}
 			// Off a terminal the progress is a plain line per gate on
 			// stderr, never on stdout.
-			if !strings.Contains(errb.String(), "narwhal-check: gate 1/9: reach (0%)") || strings.Count(errb.String(), "narwhal-check: gate ") != 9 {
+			if !strings.Contains(errb.String(), "narwhal-check: gate 1/10: reach (0%)") || strings.Count(errb.String(), "narwhal-check: gate ") != 10 {
 				t.Fatalf("progress on stderr:\n%s", errb.String())
 			}
 		})
@@ -102,7 +109,7 @@ func TestPreflightCommand(t *testing.T) {
 
 // --quiet writes no progress.
 func TestQuietWritesNoProgress(t *testing.T) {
-	dir, fl, closeAll := fixture(t, 0)
+	dir, fl, closeAll := fixture(t, 0, "")
 	defer closeAll()
 	var out, errb bytes.Buffer
 	if code := cli.Run(newRoot(), []string{"--fleet", fl, "--pace-words", "100", "--quiet", "--evidence-store", filepath.Join(dir, "ev")}, &out, &errb); code != 0 || errb.Len() != 0 {

@@ -1,8 +1,9 @@
-// Package attest is the engine attestation of narwhal.attestation v1: the
-// document an operator writes beside each engine (contract + sources), the
-// payload the sidecar serves (contract, sources, live engine identity and
-// an RFC 8785 digest over all of it), its verification, and the sidecar
-// HTTP server that stops vouching (503) once the engine process changes.
+// Package attest is the engine attestation of narwhal.attestation: the
+// document an operator writes beside each engine (contract + sources, v1),
+// the payload the sidecar serves (contract, sources, live engine identity,
+// since v2 the observed accelerator, and an RFC 8785 digest over all of
+// it), its verification, and the sidecar HTTP server that stops vouching
+// (503) once the engine process changes.
 package attest
 
 import (
@@ -19,10 +20,16 @@ import (
 	"github.com/narwhal-go/narwhal/internal/fleet"
 )
 
-// Schema and SchemaVersion identify the attestation document and payload.
+// Schema and SchemaVersion identify the attestation document (written by
+// the operator; still v1). PayloadSchemaVersion is the payload the sidecar
+// serves: v2 adds "accelerator". Verify still reads v1 payloads (no
+// accelerator: the observation is unknown), so a new narwhal-check works
+// against old sidecars; an old narwhal-check refuses a v2 payload as newer
+// than it reads, naming the upgrade.
 const (
-	Schema        = "narwhal.attestation"
-	SchemaVersion = 1
+	Schema               = "narwhal.attestation"
+	SchemaVersion        = 1
+	PayloadSchemaVersion = 2
 )
 
 // ContractFields are the 18 engine_contract fields in the schema's table
@@ -66,7 +73,7 @@ func Parse(source string, data []byte) (*Document, error) {
 	if err := exactKeys(top, []string{"schema", "schema_version", "contract", "sources"}, nil); err != nil {
 		return nil, fmt.Errorf("attestation document %s: %v", source, err)
 	}
-	if err := checkIdentity(top); err != nil {
+	if _, err := checkIdentity(top, SchemaVersion, SchemaVersion); err != nil {
 		return nil, fmt.Errorf("attestation document %s: %v", source, err)
 	}
 	doc, problems := parseBody(top["contract"], top["sources"])
@@ -94,28 +101,29 @@ func parseBody(rawContract, rawSources json.RawMessage) (*Document, []string) {
 	return &Document{Contract: *k, Sources: sources}, nil
 }
 
-// checkIdentity requires this schema and version; a newer version is
-// reported as newer than this build.
-func checkIdentity(top map[string]json.RawMessage) error {
+// checkIdentity requires this schema and a version in [oldest, newest]
+// and returns it; a newer version is reported as newer than this build.
+func checkIdentity(top map[string]json.RawMessage, oldest, newest int) (int, error) {
 	var s string
 	if json.Unmarshal(top["schema"], &s) != nil || s != Schema {
-		return fmt.Errorf("schema is %s, expected %q", orNull(top["schema"]), Schema)
+		return 0, fmt.Errorf("schema is %s, expected %q", orNull(top["schema"]), Schema)
 	}
 	var v json.Number
 	dec := json.NewDecoder(bytes.NewReader(top["schema_version"]))
 	dec.UseNumber()
 	if dec.Decode(&v) != nil {
-		return fmt.Errorf("schema_version is %s, expected %d", orNull(top["schema_version"]), SchemaVersion)
+		return 0, fmt.Errorf("schema_version is %s, expected %d", orNull(top["schema_version"]), newest)
 	}
 	switch n, err := v.Int64(); {
 	case err != nil:
-		return fmt.Errorf("schema_version is %s, expected %d", v, SchemaVersion)
-	case n > SchemaVersion:
-		return fmt.Errorf("schema_version %d is newer than this narwhal reads (%d); upgrade narwhal", n, SchemaVersion)
-	case n != SchemaVersion:
-		return fmt.Errorf("schema_version %d is not readable by this narwhal (it reads %d); regenerate the document", n, SchemaVersion)
+		return 0, fmt.Errorf("schema_version is %s, expected %d", v, newest)
+	case n > int64(newest):
+		return 0, fmt.Errorf("schema_version %d is newer than this narwhal reads (%d); upgrade narwhal", n, newest)
+	case n < int64(oldest):
+		return 0, fmt.Errorf("schema_version %d is not readable by this narwhal (it reads %d); regenerate the document", n, newest)
+	default:
+		return int(n), nil
 	}
-	return nil
 }
 
 func orNull(b json.RawMessage) string {

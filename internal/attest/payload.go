@@ -27,35 +27,42 @@ type body struct {
 	Contract      fleet.EngineContract `json:"contract"`
 	Sources       map[string]string    `json:"sources"`
 	Engine        vllm.Identity        `json:"engine"`
+	Accelerator   *Accelerator         `json:"accelerator"`
 }
 
 // Payload is what GET /v1/attestation answers.
 type Payload struct {
-	Schema            string               `json:"schema"`
-	SchemaVersion     int                  `json:"schema_version"`
-	Contract          fleet.EngineContract `json:"contract"`
-	Sources           map[string]string    `json:"sources"`
-	Engine            vllm.Identity        `json:"engine"`
-	AttestationDigest string               `json:"attestation_digest"`
+	Schema        string               `json:"schema"`
+	SchemaVersion int                  `json:"schema_version"`
+	Contract      fleet.EngineContract `json:"contract"`
+	Sources       map[string]string    `json:"sources"`
+	Engine        vllm.Identity        `json:"engine"`
+	// Accelerator is the engine host's observed accelerator (v2); nil in a
+	// v1 payload, which predates the observation.
+	Accelerator       *Accelerator `json:"accelerator"`
+	AttestationDigest string       `json:"attestation_digest"`
 }
 
-// Assemble builds the payload for doc bound to the live identity id read
-// from engineBase, and digests it: attestation_digest is the canon digest
-// ("1220"+sha256 hex) of the payload without attestation_digest, so
-// `narwhal evidence digest` of that object reproduces it.
-func Assemble(doc *Document, id vllm.Identity, engineBase string) (Payload, []byte, error) {
+// Assemble builds the v2 payload for doc bound to the live identity id read
+// from engineBase and the accelerator observed beside it, and digests it:
+// attestation_digest is the canon digest ("1220"+sha256 hex) of the
+// payload without attestation_digest — accelerator included, so the
+// observation is as tamper-evident as the contract — and `narwhal
+// evidence digest` of that object reproduces it.
+func Assemble(doc *Document, id vllm.Identity, acc Accelerator, engineBase string) (Payload, []byte, error) {
 	sources := make(map[string]string, len(doc.Sources)+2)
 	for k, v := range doc.Sources {
 		sources[k] = v
 	}
 	sources[SourceEngineVersion] = "GET " + engineBase + "/version"
 	sources[SourceProcessStart] = "GET " + engineBase + "/metrics process_start_time_seconds"
-	b := body{Schema: Schema, SchemaVersion: SchemaVersion, Contract: doc.Contract, Sources: sources, Engine: id}
+	b := body{Schema: Schema, SchemaVersion: PayloadSchemaVersion, Contract: doc.Contract, Sources: sources, Engine: id, Accelerator: &acc}
 	_, digest, err := canon.MarshalDigest(b)
 	if err != nil {
 		return Payload{}, nil, fmt.Errorf("digest the attestation payload: %w", err)
 	}
-	p := Payload{Schema: b.Schema, SchemaVersion: b.SchemaVersion, Contract: b.Contract, Sources: sources, Engine: id, AttestationDigest: digest}
+	p := Payload{Schema: b.Schema, SchemaVersion: b.SchemaVersion, Contract: b.Contract, Sources: sources, Engine: id,
+		Accelerator: b.Accelerator, AttestationDigest: digest}
 	raw, err := canon.Marshal(p)
 	if err != nil {
 		return Payload{}, nil, fmt.Errorf("encode the attestation payload: %w", err)
@@ -67,20 +74,31 @@ func Assemble(doc *Document, id vllm.Identity, engineBase string) (Payload, []by
 // one: vllm.StartTolerance, the one rule's bound.
 const StartTolerance = vllm.StartTolerance
 
+// payloadKeys are the members of each payload version.
+var payloadKeys = map[int][]string{
+	1: {"schema", "schema_version", "contract", "sources", "engine", "attestation_digest"},
+	2: {"schema", "schema_version", "contract", "sources", "engine", "accelerator", "attestation_digest"},
+}
+
 // Verify checks a payload as received (raw bytes) against the declared
 // contract and the live identity. It returns the decoded payload (when it
 // decodes) and every failure, as stable one-line strings; none means the
-// engine runs the declared build in the attested process.
+// engine runs the declared build in the attested process. It reads v1
+// payloads (Accelerator nil) and v2 ones; the digest is recomputed over
+// exactly what was received either way, so a v1 payload's digest verifies
+// as before. The accelerator is only checked for form here: comparing it
+// with the fleet's hardware is CompareAccelerator's job.
 func Verify(raw []byte, declared *fleet.EngineContract, live vllm.Identity) (*Payload, []string) {
 	top, err := object(raw)
 	if err != nil {
 		return nil, []string{"response is not an object"}
 	}
-	if err := exactKeys(top, []string{"schema", "schema_version", "contract", "sources", "engine", "attestation_digest"}, nil); err != nil {
-		return nil, []string{"response: " + err.Error()}
-	}
-	if err := checkIdentity(top); err != nil {
+	version, err := checkIdentity(top, 1, PayloadSchemaVersion)
+	if err != nil {
 		return nil, []string{err.Error()}
+	}
+	if err := exactKeys(top, payloadKeys[version], nil); err != nil {
+		return nil, []string{"response: " + err.Error()}
 	}
 	var fails []string
 	if !digestMatches(top) {
@@ -100,10 +118,49 @@ func Verify(raw []byte, declared *fleet.EngineContract, live vllm.Identity) (*Pa
 			fails = append(fails, fmt.Sprintf("contract.%s is %s, expected %s", d.Field, d.Observed, d.Expected))
 		}
 	}
-	p := &Payload{Schema: Schema, SchemaVersion: SchemaVersion, Contract: *k, Sources: sources}
+	p := &Payload{Schema: Schema, SchemaVersion: version, Contract: *k, Sources: sources}
 	_ = json.Unmarshal(top["attestation_digest"], &p.AttestationDigest)
+	if version >= 2 {
+		var problems []string
+		p.Accelerator, problems = parseAccelerator(top["accelerator"])
+		fails = append(fails, problems...)
+	}
 	fails = append(fails, checkEngine(top["engine"], live, p)...)
 	return p, fails
+}
+
+// parseAccelerator reads a payload's accelerator object strictly: every
+// member present, none unknown, values of their kinds and consistent with
+// the status.
+func parseAccelerator(raw json.RawMessage) (*Accelerator, []string) {
+	m, err := object(raw)
+	if err != nil {
+		return nil, []string{"accelerator " + err.Error()}
+	}
+	if err := exactKeys(m, []string{"status", "name", "memory_bytes", "count", "compute_capability", "count_scope", "source", "detail"}, nil); err != nil {
+		return nil, []string{"accelerator: " + err.Error()}
+	}
+	var a Accelerator
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return nil, []string{"accelerator: " + err.Error()}
+	}
+	var fails []string
+	switch {
+	case a.Status == AcceleratorUnknown:
+		if strings.TrimSpace(a.Detail) == "" {
+			fails = append(fails, "accelerator.detail must say why the accelerator is unknown")
+		}
+	case a.Status != AcceleratorObserved:
+		fails = append(fails, fmt.Sprintf("accelerator.status is %q, expected observed or unknown", a.Status))
+	case strings.TrimSpace(a.Name) == "" || a.Count < 1 || a.MemoryBytes < 0:
+		fails = append(fails, "accelerator: an observed accelerator needs a name, count ≥ 1 and memory_bytes ≥ 0")
+	case a.Scope != ScopeHost && a.Scope != ScopeEngine:
+		fails = append(fails, fmt.Sprintf("accelerator.count_scope is %q, expected host or engine", a.Scope))
+	}
+	if len(fails) > 0 {
+		return nil, fails
+	}
+	return &a, nil
 }
 
 // digestMatches recomputes the digest over exactly what was received,

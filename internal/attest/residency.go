@@ -9,7 +9,6 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/kvevents"
 	"github.com/narwhal-go/narwhal/internal/residency"
-	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
 // residencyRoutes serves GET /v1/residency and GET /v1/residency/events
@@ -63,10 +62,8 @@ type KVEvents struct {
 // sidecar also follows them (residency.Follow) and serves the residency
 // routes until Close.
 func ServeKV(ctx context.Context, doc *Document, engineBase, addr string, log *slog.Logger, kv KVEvents) (*Server, error) {
-	c := vllm.NewClient(engineBase, vllm.Options{ConnectTimeout: 2 * time.Second})
-	s, err := New(ctx, Options{Document: doc, Engine: c, EngineBase: engineBase, Logger: log})
+	s, c, err := inProcess(ctx, doc, engineBase, log)
 	if err != nil {
-		c.Close()
 		return nil, err
 	}
 	s.EnableResidency(kv.Hasher)

@@ -30,6 +30,10 @@ type Options struct {
 	// Residency is the engine's prefix-cache index, fed from its KV cache
 	// events (residency.Follow); nil: the engine publishes none (404).
 	Residency *residency.Index
+	// Accelerator observes the engine host's accelerators once, at start;
+	// nil: nvidia-smi when present, else the engine's own device report
+	// (SourceFor "auto").
+	Accelerator AcceleratorSource
 }
 
 // Sidecar vouches for one engine process: it binds to the identity read at
@@ -39,6 +43,7 @@ type Sidecar struct {
 	bound   vllm.Identity
 	payload []byte
 	digest  string
+	acc     Accelerator
 
 	mu      sync.Mutex
 	changed string // non-empty once the process changed: latched until restart
@@ -66,13 +71,32 @@ func New(ctx context.Context, o Options) (*Sidecar, error) {
 	if !vllm.SameBuild(id.Version, o.Document.Contract.VLLMVersion) {
 		return nil, fmt.Errorf("%w: engine %s runs vLLM %q, document expects %q", ErrVersionMismatch, o.EngineBase, id.Version, o.Document.Contract.VLLMVersion)
 	}
-	p, raw, err := Assemble(o.Document, id, o.EngineBase)
+	acc := s.accelerator(ctx)
+	p, raw, err := Assemble(o.Document, id, acc, o.EngineBase)
 	if err != nil {
 		return nil, err
 	}
-	s.bound, s.payload, s.digest = id, raw, p.AttestationDigest
+	s.bound, s.payload, s.digest, s.acc = id, raw, p.AttestationDigest, acc
 	return s, nil
 }
+
+// accelerator observes with the configured source, or the default one.
+func (s *Sidecar) accelerator(ctx context.Context) Accelerator {
+	src := s.opts.Accelerator
+	if src == nil {
+		dr, _ := s.opts.Engine.(DevicesReader)
+		src, _ = SourceFor("auto", NvidiaSMI{}, EngineDevices{Engine: dr, EngineBase: s.opts.EngineBase, Timeout: s.opts.Timeout})
+	}
+	a := src.Accelerator(ctx)
+	if !a.Known() {
+		s.opts.Logger.Warn("accelerator unknown; preflight will warn instead of comparing it with the fleet's hardware",
+			"engine", s.opts.EngineBase, "source", a.Source, "detail", a.Detail)
+	}
+	return a
+}
+
+// Accelerator is the observation the payload carries.
+func (s *Sidecar) Accelerator() Accelerator { return s.acc }
 
 // Digest is the attestation_digest served.
 func (s *Sidecar) Digest() string { return s.digest }
@@ -206,12 +230,12 @@ func (s *Server) Close() error {
 // Serve is the whole sidecar in one call, for in-process fleets (tests,
 // narwhal-engine sim --attest-port, make run): read the identity of the
 // engine at engineBase, bind addr and serve doc. Close the server to stop
-// it.
+// it. The accelerator comes from the engine's own device report only: an
+// in-process engine is simulated, and the host's real GPUs (nvidia-smi)
+// are not its devices.
 func Serve(ctx context.Context, doc *Document, engineBase, addr string, log *slog.Logger) (*Server, error) {
-	c := vllm.NewClient(engineBase, vllm.Options{ConnectTimeout: 2 * time.Second})
-	s, err := New(ctx, Options{Document: doc, Engine: c, EngineBase: engineBase, Logger: log})
+	s, c, err := inProcess(ctx, doc, engineBase, log)
 	if err != nil {
-		c.Close()
 		return nil, err
 	}
 	srv, err := s.Listen(addr)
@@ -220,4 +244,16 @@ func Serve(ctx context.Context, doc *Document, engineBase, addr string, log *slo
 		return nil, err
 	}
 	return srv, nil
+}
+
+// inProcess builds the sidecar of Serve and ServeKV.
+func inProcess(ctx context.Context, doc *Document, engineBase string, log *slog.Logger) (*Sidecar, *vllm.Client, error) {
+	c := vllm.NewClient(engineBase, vllm.Options{ConnectTimeout: 2 * time.Second})
+	s, err := New(ctx, Options{Document: doc, Engine: c, EngineBase: engineBase, Logger: log,
+		Accelerator: EngineDevices{Engine: c, EngineBase: engineBase, Timeout: 5 * time.Second}})
+	if err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	return s, c, nil
 }

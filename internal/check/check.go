@@ -2,8 +2,9 @@
 // the router admits traffic, that every engine is reachable, runs the
 // declared build in the attested process, matches its profile, serves the
 // model at its profiled pace, counts tokens, and can hand KV to every
-// eligible peer with output identical to an aggregated run. A contract
-// failure stops preflight before any KV moves. Each run also yields
+// eligible peer with output identical to an aggregated run, on the
+// accelerators the fleet declares. A contract or hardware failure stops
+// preflight before any KV moves. Each run also yields
 // evidence records (evidence.go).
 package check
 
@@ -22,6 +23,7 @@ import (
 const (
 	GateReach    = "reach"
 	GateContract = "contract"
+	GateHardware = "hardware"
 	GateProfile  = "profile"
 	GateModel    = "model"
 	GatePace     = "pace"
@@ -31,8 +33,9 @@ const (
 	GateSLO      = "slo"
 )
 
-// Order is the gate order (operations reference §2.2, schema-1 era).
-var Order = []string{GateReach, GateContract, GateProfile, GateModel, GatePace, GateTokenize, GateProduce, GateConsume, GateSLO}
+// Order is the gate order (operations reference §2.2, schema-1 era, with
+// hardware after contract: it reads the verified attestation).
+var Order = []string{GateReach, GateContract, GateHardware, GateProfile, GateModel, GatePace, GateTokenize, GateProduce, GateConsume, GateSLO}
 
 // Status of one result line.
 type Status string
@@ -175,7 +178,7 @@ func Run(ctx context.Context, o Options) *Report {
 	steps := []struct {
 		name string
 		fn   func(context.Context, *Gate)
-	}{{GateReach, r.reach}, {GateContract, r.contract}, {GateProfile, r.profile}, {GateModel, r.model},
+	}{{GateReach, r.reach}, {GateContract, r.contract}, {GateHardware, r.hardware}, {GateProfile, r.profile}, {GateModel, r.model},
 		{GatePace, r.pace}, {GateTokenize, r.tokenize}, {GateProduce, r.produce}, {GateConsume, r.consume}, {GateSLO, r.slo}}
 	rep := &Report{Engines: len(o.Fleet.Engines), Model: o.Fleet.Model, TTFT: o.Fleet.SLO.TTFT, TPOT: o.Fleet.SLO.TPOT,
 		Attested: r.attested, Live: r.identity}

@@ -48,7 +48,7 @@ func fleetFor(t *testing.T, tf *testFleet) *fleet.Config {
 		k.VLLMVersion, k.ImageDigest, k.NIXLVersion, k.NIXLConnectorVersion, k.ModelArchitecture, k.ModelDtype,
 		k.KVHeads, k.HeadSize, k.HiddenLayers, k.AttentionBackend, k.KVCacheDtype, *k.CrossLayersBlocks, *k.HybridKVCacheManager)
 	doc := `{"schema":"narwhal.fleet","schema_version":1,"model":"m","engines":[` + strings.Join(engines, ",") +
-		`],"slo":{"ttft_s":1,"tpot_s":0.05},"hardware":{"accelerator":"SIM-1","accelerators_per_engine":1,"tensor_parallel":1},"engine_contract":` + kj + `}`
+		`],"slo":{"ttft_s":1,"tpot_s":0.05},"hardware":{"accelerator":"NVIDIA H100 80GB HBM3","accelerators_per_engine":1,"tensor_parallel":1},"engine_contract":` + kj + `}`
 	cfg, err := fleet.Parse("fleet.json", []byte(doc), func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)
@@ -136,6 +136,20 @@ func TestFailures(t *testing.T) {
 			after: func(tf *testFleet) {
 				_ = tf.engines[1].SetFaults(simengine.Faults{LatencyMultiplier: 2})
 			}},
+		{name: "other GPU", gate: check.GateHardware,
+			message: `e1: hardware.accelerator is "NVIDIA H100 80GB HBM3", the engine host reports "NVIDIA L4" (GET http://`,
+			tweak: func(i int, c *simengine.Config) {
+				if i == 1 {
+					c.GPU.Name = "NVIDIA L4"
+				}
+			}},
+		{name: "more GPUs than allocated", gate: check.GateHardware,
+			message: "e0: hardware.accelerators_per_engine is 1, the engine host reports 2 device(s) (engine",
+			tweak: func(i int, c *simengine.Config) {
+				if i == 0 {
+					c.GPU.Count = 2
+				}
+			}},
 		{name: "corrupted KV transfer", gate: check.GateConsume, message: "the KV arrived corrupted", kvProbed: true,
 			after: func(tf *testFleet) { _ = tf.engines[0].SetFaults(simengine.Faults{CorruptKV: true}) }},
 	}
@@ -161,6 +175,73 @@ func TestFailures(t *testing.T) {
 			closeAll(tf)
 		})
 	}
+}
+
+// TestHardwareGate: the hardware gate compares what each sidecar
+// observed; an accelerator it could not observe is a warning, not a
+// failure.
+func TestHardwareGate(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	tests := []struct {
+		name   string
+		fleet  func(c *fleet.Config)
+		tweak  func(i int, c *simengine.Config)
+		opts   func(o *check.Options)
+		want   check.Outcome
+		status check.Status
+		line   string
+	}{
+		{name: "agrees", want: check.Passed, status: check.OK,
+			line: "e0 runs 1 × NVIDIA H100 80GB HBM3, 79.2 GiB, compute capability 9.0 (GET http://"},
+		{name: "case and spacing do not matter", want: check.Passed, status: check.OK, line: "e1 runs 1 × NVIDIA H100 80GB HBM3",
+			fleet: func(c *fleet.Config) { c.Hardware.Accelerator = "  nvidia  h100 80gb HBM3" }},
+		{name: "a prefix is not the product", want: check.Failed, status: check.Fail,
+			line:  `e0: hardware.accelerator is "NVIDIA H100", the engine host reports "NVIDIA H100 80GB HBM3"`,
+			fleet: func(c *fleet.Config) { c.Hardware.Accelerator = "NVIDIA H100" }},
+		{name: "fewer ranks than tensor_parallel", want: check.Failed, status: check.Fail,
+			line:  "e0: hardware.tensor_parallel is 2, the engine host reports 1 device(s) (engine",
+			fleet: func(c *fleet.Config) { c.Hardware.AcceleratorsPerEngine, c.Hardware.TensorParallel = 2, 2 }},
+		// The engine's device report is a /v1 path: with --api-key vLLM
+		// refuses the sidecar, which never holds the key.
+		{name: "unknown warns", want: check.Passed, status: check.Warn,
+			line:  "e0 accelerator unknown (the engine's device report needs its API key, which the sidecar never holds)",
+			tweak: func(_ int, c *simengine.Config) { c.APIKey = "k" }, opts: func(o *check.Options) { o.APIKey = "k" }},
+		{name: "no hardware block", want: check.Skipped, status: check.Skip, line: "no hardware block declared",
+			fleet: func(c *fleet.Config) { c.Hardware = nil }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tf := startFleet(t, 2, tc.tweak)
+			if tc.fleet != nil {
+				tc.fleet(tf.cfg)
+			}
+			r := tf.run(t, func(o *check.Options) {
+				o.NoKV = true
+				if tc.opts != nil {
+					tc.opts(o)
+				}
+			})
+			g := r.Gate(check.GateHardware)
+			if g.Outcome != tc.want || !hasLine(g, tc.status, tc.line) {
+				t.Fatalf("hardware gate %s, want %s with a %s line %q\n%s", g.Outcome, tc.want, tc.status, tc.line, dump(r))
+			}
+			for _, l := range g.Lines {
+				if l.Status == check.Fail && l.FailureKind != check.FailureHardware {
+					t.Fatalf("FAIL line without failure_kind %s: %+v", check.FailureHardware, l)
+				}
+			}
+			closeAll(tf)
+		})
+	}
+}
+
+func hasLine(g *check.Gate, s check.Status, substr string) bool {
+	for _, l := range g.Lines {
+		if l.Status == s && strings.Contains(l.Message, substr) {
+			return true
+		}
+	}
+	return false
 }
 
 func TestRestartedSidecarPassesAgain(t *testing.T) {

@@ -121,7 +121,8 @@ func (base recordBase) engineEvidence() EngineEvidence {
 	ee := EngineEvidence{IID: base.iid, Execution: base.fp}
 	// A fleet-wide line (mixed versions) is about pairs, not about this
 	// engine's boot: only the engine's own lines decide it.
-	boot := base.rep.engineOutcome(base.iid, GateReach, GateContract)
+	gates := base.rep.bootGates(base.iid)
+	boot := base.rep.engineOutcome(base.iid, gates...)
 	if boot == Skipped {
 		return ee
 	}
@@ -129,7 +130,7 @@ func (base recordBase) engineEvidence() EngineEvidence {
 	if boot != Passed {
 		verdict = evidence.VerdictFailed
 	}
-	ee.Records = append(ee.Records, base.record(evidence.KindBoot, evidence.ScopeBoot, "boot", verdict, base.subject(), GateReach, GateContract))
+	ee.Records = append(ee.Records, base.record(evidence.KindBoot, evidence.ScopeBoot, "boot", verdict, base.subject(), gates...))
 	if boot == Passed {
 		ee.State = StateBootVerified
 	}
@@ -157,9 +158,10 @@ type stateOutcome struct {
 // serves the artifact) is format detection; a bound, resolved artifact
 // identity on an attested, serving engine is artifact resolution.
 func (base recordBase) states(boot Outcome) []stateOutcome {
-	out := []stateOutcome{{StateBootVerified, boot, []string{GateReach, GateContract}}}
+	gates := base.rep.bootGates(base.iid)
+	out := []stateOutcome{{StateBootVerified, boot, gates}}
 	if base.x.Contract != nil {
-		out = append(out, stateOutcome{StateEngineConfigValidated, boot, []string{GateReach, GateContract}})
+		out = append(out, stateOutcome{StateEngineConfigValidated, boot, gates})
 	}
 	model := base.rep.outcomeFor(base.iid, GateModel)
 	if model == Skipped {
@@ -247,6 +249,20 @@ func (r *Report) gateOutcomes(iid string, gates ...string) map[string]any {
 // was skipped. Every named gate must pass for a pass.
 func (r *Report) outcomeFor(iid string, gates ...string) Outcome {
 	return r.outcome(iid, true, gates)
+}
+
+// bootGates are the gates a boot rests on: reach and contract, and
+// hardware when it compared iid's observed accelerator with the fleet's
+// (an engine booted on another accelerator than declared has not booted
+// the declared execution). A skipped or warned hardware gate — no
+// hardware block, an unknown observation — proved nothing either way and
+// leaves the boot as reach and contract decide it.
+func (r *Report) bootGates(iid string) []string {
+	gates := []string{GateReach, GateContract}
+	if o := r.engineOutcome(iid, GateHardware); o == Passed || o == Failed {
+		gates = append(gates, GateHardware)
+	}
+	return gates
 }
 
 // engineOutcome is outcomeFor without the fleet-wide lines.

@@ -122,3 +122,41 @@ func TestUnboundEvidenceNamesModelOnly(t *testing.T) {
 		t.Fatal("artifact_resolved without a resolved artifact identity")
 	}
 }
+
+// A hardware gate that compared an engine decides its boot with reach and
+// contract: an engine on another accelerator than declared has not booted
+// the declared execution. A warned (unknown) or absent comparison leaves
+// the boot record as it was.
+func TestHardwareGateInBoot(t *testing.T) {
+	tests := []struct {
+		name  string
+		line  *Line
+		state string
+		gates []string
+	}{
+		{name: "no hardware gate", state: StateBootVerified, gates: []string{GateContract, GateReach}},
+		{name: "unknown accelerator", line: &Line{Status: Warn, Engine: "e0"}, state: StateBootVerified, gates: []string{GateContract, GateReach}},
+		{name: "agrees", line: &Line{Status: OK, Engine: "e0"}, state: StateBootVerified, gates: []string{GateContract, GateHardware, GateReach}},
+		{name: "mismatch", line: &Line{Status: Fail, Engine: "e0", FailureKind: FailureHardware}, state: "", gates: []string{GateContract, GateHardware, GateReach}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, cfg := sampleReport(100, OK)
+			if tc.line != nil {
+				rep.Gates = append(rep.Gates, Gate{Name: GateHardware, Lines: []Line{*tc.line}})
+			}
+			ee, err := EvidenceBound(rep, cfg, Binding{}, ports.NewFake(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)), "test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			boot := ee[0].Records[0]
+			gates := slices.Sorted(maps.Keys(boot.Display["gates"].(map[string]any)))
+			if ee[0].State != tc.state || !slices.Equal(gates, tc.gates) {
+				t.Fatalf("state %q gates %v, want %q %v", ee[0].State, gates, tc.state, tc.gates)
+			}
+			if want := map[bool]string{true: evidence.VerdictHealthy, false: evidence.VerdictFailed}[tc.state != ""]; *boot.Claim.Verdict != want {
+				t.Fatalf("boot verdict %s, want %s", *boot.Claim.Verdict, want)
+			}
+		})
+	}
+}

@@ -96,6 +96,9 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 	}
 	defer closeAll(sidecars)
 	cfg, _ := Fleet(o.Model, engines.URLs(), o.Dir) // the engines' own curves stay theirs: the router gets measured ones
+	// The simulated engines' GPU (simengine.Config.GPU's default), which
+	// their sidecars observe and preflight's hardware gate compares.
+	cfg.Hardware = &fleet.Hardware{Accelerator: simengine.DefaultGPUName, AcceleratorsPerEngine: 1, TensorParallel: 1}
 	if o.Tune != nil {
 		o.Tune(cfg)
 	}

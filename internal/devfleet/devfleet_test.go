@@ -197,6 +197,10 @@ func TestRunServesAndWritesItsFiles(t *testing.T) {
 	if !rep.Passed() {
 		t.Errorf("preflight against make run's fleet failed: %v (gates %+v)", rep.Failed, rep.Gates)
 	}
+	// Its hardware block names the simulated GPU the sidecars observe.
+	if g := rep.Gate(check.GateHardware); g == nil || g.Outcome != check.Passed {
+		t.Errorf("hardware gate on make run's fleet: %+v", g)
+	}
 	body := `{"model":"narwhal/sim-llama-3-8b","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`
 	resp, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(body))
 	if err != nil {

@@ -51,6 +51,7 @@ type Config struct {
 	Boot             Boot        // a computed start-up on simulated hardware (boot.go); zero: the fixed log
 	Seed             uint64      // seeds the 500-rate fault and request id suffixes
 	Prefix           PrefixCache // automatic prefix caching and KV cache events (prefixcache.go); off by default
+	GPU              GPU         // the simulated device /v1/server/devices reports (gpu.go); default an H100, or Boot's device
 
 	Clock      ports.Clock
 	IDs        ports.IDGenerator
@@ -79,6 +80,10 @@ func (c *Config) defaults() error {
 		}
 		dt, _ := torchDType(c.Boot.DType)
 		c.Compat.DType = "torch." + dt // the dtype is a NIXL compatibility factor
+	}
+	c.gpuDefaults()
+	if err := c.GPU.validate(); err != nil {
+		return err
 	}
 	if c.Profile.IID == "" {
 		return errors.New("simengine: Profile is required (load a narwhal.profiles store or use DefaultProfile)")

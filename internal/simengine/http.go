@@ -21,6 +21,7 @@ func (e *Engine) handler() http.Handler {
 	mux.HandleFunc("POST /tokenize", e.tokenize)
 	mux.HandleFunc("POST /detokenize", e.detokenize)
 	mux.HandleFunc("GET /metrics", e.metrics)
+	mux.HandleFunc("GET /v1/server/devices", e.devices)
 	mux.HandleFunc("POST /reset_prefix_cache", e.resetPrefixRoute)
 	return e.auth(mux)
 }
