@@ -13,8 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/narwhal-go/narwhal/internal/attest"
+	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/fleet"
-	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
 const smiSource = "nvidia-smi --query-gpu=name,memory.total,compute_cap --format=csv,noheader,nounits"
@@ -166,10 +166,10 @@ func TestAcceleratorMessageHasBothNames(t *testing.T) {
 
 type fakeDevices struct {
 	body []byte
-	err  *vllm.Error
+	err  error
 }
 
-func (f fakeDevices) ServerDevices(context.Context) ([]byte, *vllm.Error) { return f.body, f.err }
+func (f fakeDevices) ServerDevices(context.Context) ([]byte, error) { return f.body, f.err }
 
 func TestSources(t *testing.T) {
 	ctx := context.Background()
@@ -188,9 +188,9 @@ func TestSources(t *testing.T) {
 		{name: "engine when nvidia-smi fails", src: attest.FirstObserved{smiOut("", errors.New("exit status 9: NVIDIA-SMI has failed")), attest.EngineDevices{Engine: fakeDevices{body: []byte(dev)}}},
 			status: attest.AcceleratorObserved, text: "NVIDIA L4"},
 		{name: "nvidia-smi garbage", src: smiOut("garbage\n", nil), status: attest.AcceleratorUnknown, text: `nvidia-smi line 1 "garbage"`},
-		{name: "old vLLM", src: attest.EngineDevices{Engine: fakeDevices{err: &vllm.Error{Status: 404, Msg: "404"}}},
+		{name: "old vLLM", src: attest.EngineDevices{Engine: fakeDevices{err: &fault.Error{Status: 404, Msg: "404"}}},
 			status: attest.AcceleratorUnknown, text: "vLLM without /v1/server/devices"},
-		{name: "every reason kept", src: attest.FirstObserved{smiOut("", errors.New("boom")), attest.EngineDevices{Engine: fakeDevices{err: &vllm.Error{Status: 401}}}},
+		{name: "every reason kept", src: attest.FirstObserved{smiOut("", errors.New("boom")), attest.EngineDevices{Engine: fakeDevices{err: &fault.Error{Status: 401}}}},
 			status: attest.AcceleratorUnknown, text: "nvidia-smi failed: boom; the engine's device report needs its API key"},
 		{name: "missing executable", src: attest.NvidiaSMI{Path: filepath.Join(t.TempDir(), "nvidia-smi")}, status: attest.AcceleratorUnknown, text: "not found"},
 		{name: "none", src: attest.NoAccelerator{}, status: attest.AcceleratorUnknown, text: "turned off"},

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/narwhal-go/narwhal/internal/vllm"
+	"github.com/narwhal-go/narwhal/internal/fault"
 )
 
 // AcceleratorSource observes the engine host's accelerators. It never
@@ -91,7 +91,7 @@ func firstLine(s string) string {
 // DevicesReader is an engine client that can read vLLM's device report;
 // *vllm.Client is one.
 type DevicesReader interface {
-	ServerDevices(ctx context.Context) ([]byte, *vllm.Error)
+	ServerDevices(ctx context.Context) ([]byte, error)
 }
 
 // EngineDevices asks the engine itself (GET /v1/server/devices).
@@ -112,14 +112,18 @@ func (e EngineDevices) Accelerator(ctx context.Context) Accelerator {
 		ctx, cancel = context.WithTimeout(ctx, e.Timeout)
 		defer cancel()
 	}
-	body, ve := e.Engine.ServerDevices(ctx)
+	body, err := e.Engine.ServerDevices(ctx)
+	status := 0
+	if fe := fault.As(err); fe != nil {
+		status = fe.Status
+	}
 	switch {
-	case ve != nil && (ve.Status == 404 || ve.Status == 405):
+	case err != nil && (status == 404 || status == 405):
 		return UnknownAccelerator(src, "the engine has no device report (vLLM without /v1/server/devices)")
-	case ve != nil && (ve.Status == 401 || ve.Status == 403):
+	case err != nil && (status == 401 || status == 403):
 		return UnknownAccelerator(src, "the engine's device report needs its API key, which the sidecar never holds")
-	case ve != nil:
-		return UnknownAccelerator(src, "engine device report unreadable: "+ve.Msg)
+	case err != nil:
+		return UnknownAccelerator(src, "engine device report unreadable: "+fault.Detail(err))
 	}
 	a, err := ParseEngineDevices(body, src)
 	if err != nil {

@@ -41,7 +41,7 @@ func TestPayloadVersions(t *testing.T) {
 	e := startEngine(t)
 	s := simkit.Sidecar(t, e, "127.0.0.1:0")
 	_, raw := get(t, s.AttestationURL())
-	k := simengine.Contract(simengine.DefaultIdentity("m"))
+	k := simengine.Contract(simengine.DefaultCompat("m"))
 	live := liveIdentity(t, e)
 	v1 := redigest(t, raw, func(m map[string]json.RawMessage) {
 		delete(m, "accelerator")
