@@ -378,8 +378,13 @@ func (c *chain) restartAsOtherVersion(before map[string]any) {
 	rs, _ := store.Open(c.st).Records()
 	tied := 0
 	for _, s := range rs {
-		ofP0 := s.Record.Display["engine_iid"] == "p0" || slices.Contains(strs(s.Record.Display["engine_iids"]), "p0")
-		if (s.Record.Kind == evidence.KindWorkload || s.Record.Kind == evidence.KindTask) && ofP0 {
+		// A task record is p0's own; a serving record is its fingerprint's,
+		// whichever replicas served it (under load p1 may have taken p0's
+		// share).
+		ofP0 := s.Record.Kind == evidence.KindTask && s.Record.Display["engine_iid"] == "p0" ||
+			s.Record.Kind == evidence.KindWorkload && (slices.Contains(strs(s.Record.Display["engine_iids"]), "p0") ||
+				s.Record.Subject[evidence.SubjectEndpoint] == oldFP)
+		if ofP0 {
 			if s.Record.Subject[evidence.SubjectEndpoint] != oldFP {
 				t.Fatalf("record %s of p0 moved off the old fingerprint", s.Digest)
 			}
@@ -387,6 +392,12 @@ func (c *chain) restartAsOtherVersion(before map[string]any) {
 		}
 	}
 	if tied < 2 {
-		t.Fatalf("%d serving/task records of p0 on the old fingerprint, want them kept", tied)
+		var seen []string
+		for _, s := range rs {
+			if k := s.Record.Kind; k == evidence.KindWorkload || k == evidence.KindTask {
+				seen = append(seen, fmt.Sprintf("%s %s %v%v", k, shortDigest(s.Record.Subject[evidence.SubjectEndpoint]), s.Record.Display["engine_iid"], s.Record.Display["engine_iids"]))
+			}
+		}
+		t.Fatalf("%d serving/task records of p0 on the old fingerprint %s, want them kept; serving and task records: %v", tied, shortDigest(oldFP), seen)
 	}
 }
