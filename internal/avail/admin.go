@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"time"
 
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
@@ -133,18 +132,6 @@ func (s *Supervisor) lifecycleGauges() {
 func (s *Supervisor) lifecycleEvent(action string, fields map[string]any) {
 	s.life.Note(s.wallNow(), action, fields)
 	s.flushLifecycleEvents()
-}
-
-// flushLifecycleEvents writes the engine_lifecycle events not yet in the
-// journal.
-func (s *Supervisor) flushLifecycleEvents() {
-	s.evMu.Lock()
-	defer s.evMu.Unlock()
-	evs, next := s.life.TakeEvents(s.evSeen)
-	s.evSeen = next
-	for _, ev := range evs {
-		s.journalEvent(journal.EngineLifecycle(time.UnixMicro(int64(ev.At*1e6)), ev.Action, ev.Fields))
-	}
 }
 
 func (s *Supervisor) lifecycleReply(w http.ResponseWriter, status int, errMsg string) {

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
-	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
@@ -17,12 +15,6 @@ import (
 // makes each transition visible once: a log line with the iid, the
 // narwhal_engine_held gauge, a journal event, the core's live set.
 
-// holdsSeen is the holds the supervisor last published.
-type holdsSeen struct {
-	mu   sync.Mutex // guards seen; held while diffing so each transition is told once, in order
-	seen map[string]lifecycle.Hold
-}
-
 func holdKey(h lifecycle.Hold) string { return h.IID + " " + h.Cause }
 
 // publishHolds makes the holds that started or ended since the last call
@@ -32,38 +24,6 @@ func (s *Supervisor) publishHolds(why string) {
 		s.publishLive()
 		s.changed()
 	}
-}
-
-// diffHolds logs, exports and journals the transitions since the last
-// call and reports whether there were any.
-func (s *Supervisor) diffHolds(why string) bool {
-	s.holds.mu.Lock()
-	defer s.holds.mu.Unlock()
-	now := map[string]lifecycle.Hold{}
-	for _, h := range s.life.Holds() {
-		now[holdKey(h)] = h
-	}
-	changed := false
-	for k, h := range now {
-		if _, ok := s.holds.seen[k]; !ok {
-			changed = true
-			s.log.Warn("engine held out", "iid", h.IID, "cause", h.Cause, "detail", h.Detail)
-			s.metrics.SetHeld(h.IID, h.Cause, true)
-			s.journalEvent(journal.Event{Name: journal.EventEngineHoldStarted, At: s.now(),
-				Fields: map[string]any{"iid": h.IID, "kind": h.Cause, "duration_s": nil, "detail": h.Detail}})
-		}
-	}
-	for k, h := range s.holds.seen {
-		if _, ok := now[k]; !ok {
-			changed = true
-			s.log.Info("engine released", "iid", h.IID, "cause", h.Cause, "by", why)
-			s.metrics.SetHeld(h.IID, h.Cause, false)
-			s.journalEvent(journal.Event{Name: journal.EventEngineHoldEnded, At: s.now(),
-				Fields: map[string]any{"iid": h.IID, "kind": h.Cause, "cause": why, "held_s": s.now() - h.Since}})
-		}
-	}
-	s.holds.seen = now
-	return changed
 }
 
 // credentialProbe asks the engine whether it accepts the router's
@@ -125,7 +85,7 @@ func (s *Supervisor) kvRefused(consumer, producer string, hs vllm.Handshake) {
 // holdProbes re-examines held engines every recovery.readmit_every
 // passes: the credential, the build and the process. An ejected engine is
 // left to the readmission probe, which does the same before readmitting.
-func (s *Supervisor) holdProbes(ctx context.Context) {
+func (s *Supervisor) holdProbes() {
 	if every := max(1, s.cfg.Recovery.ReadmitEvery); s.passes%every != 0 {
 		return
 	}
@@ -136,12 +96,15 @@ func (s *Supervisor) holdProbes(ctx context.Context) {
 			due = append(due, iid)
 		}
 	}
-	ForEach(ctx, due, func(ctx context.Context, iid string) {
-		if s.healthProbe(ctx, iid) != nil {
-			return
-		}
-		s.checkIdentity(ctx, iid) // a restarted process is excluded first, then revalidated
-	})
+	s.startJobs(due, s.holdProbe)
+}
+
+// holdProbe re-examines one held engine; a probe job.
+func (s *Supervisor) holdProbe(ctx context.Context, iid string) {
+	if s.healthProbe(ctx, iid) != nil {
+		return
+	}
+	s.checkIdentity(ctx, iid) // a restarted process is excluded first, then revalidated
 }
 
 // HoldsReason lists the holds for a readiness reason ("" when none).

@@ -5,7 +5,10 @@ import "github.com/narwhal-go/narwhal/internal/lifecycle"
 // MonitorPass is the supervisor's share of one monitor pass, after the
 // core's Tick (runtime.md §3.4 stage order): drains settle, timed holds
 // end, readmission and hold probes, the liveness sweep when due, then the
-// lifecycle journal and gauges. It runs on the monitor goroutine only.
+// lifecycle journal and gauges. It runs on the monitor goroutine only,
+// and never waits for an engine: the probes start as jobs (rounds.go)
+// whose outcomes land when they end, so a slow engine delays neither this
+// pass nor role control nor the handoff write around it.
 func (s *Supervisor) MonitorPass() {
 	// Residents are read first: Settle holds the lifecycle lock, which
 	// must never be held while the core's mutex is taken.
@@ -15,11 +18,11 @@ func (s *Supervisor) MonitorPass() {
 	}
 	s.life.Settle(s.wallNow(), func(iid string) int { return resident[iid] })
 	s.releaseQuarantines()
-	s.readmissionProbes(s.ctx)
-	s.holdProbes(s.ctx)
+	s.readmissionProbes()
+	s.holdProbes()
 	s.passes++
 	if every := s.cfg.Recovery.LivenessEvery; every > 0 && s.passes%every == 0 {
-		s.livenessSweep(s.ctx)
+		s.livenessSweep()
 	}
 	s.flushLifecycleEvents()
 	s.lifecycleGauges()
@@ -39,9 +42,9 @@ func (s *Supervisor) LivenessSweeps() bool { return s.cfg.Recovery.LivenessEvery
 // already in the old run's journal, so they are not journalled again.
 func (s *Supervisor) RestoreEvents(evs []lifecycle.Event) {
 	s.life.RestoreEvents(evs)
-	s.evMu.Lock()
-	_, s.evSeen = s.life.TakeEvents(0)
-	s.evMu.Unlock()
+	s.pub.mu.Lock()
+	_, s.pub.evSeen = s.life.TakeEvents(0)
+	s.pub.mu.Unlock()
 }
 
 // Restore applies a handoff document's lifecycle records, ejections and

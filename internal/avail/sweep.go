@@ -12,39 +12,42 @@ import (
 // readmissionProbes probes the ejected engines that are due: a healthy
 // engine whose identity is the accepted one (or, on an uncontracted
 // fleet, any healthy engine) returns to placement.
-func (s *Supervisor) readmissionProbes(ctx context.Context) {
-	due := s.life.DueForProbe()
-	ForEach(ctx, due, func(ctx context.Context, iid string) {
-		id, ok := s.readmissionChecks(ctx, iid)
-		if !ok {
+func (s *Supervisor) readmissionProbes() {
+	s.startJobs(s.life.DueForProbe(), s.readmissionProbe)
+}
+
+// readmissionProbe is one ejected engine's readmission: checks, identity,
+// a contracted fleet's gates, then the verdict. It runs as a probe job.
+func (s *Supervisor) readmissionProbe(ctx context.Context, iid string) {
+	id, ok := s.readmissionChecks(ctx, iid)
+	if !ok {
+		return
+	}
+	if s.observeIdentity(iid, id); slices.Contains(s.life.Held(), iid) {
+		s.holdSupersedes(iid, id)
+		return
+	}
+	if s.cfg.EngineContract != nil {
+		// A contracted fleet revalidates the process it found: the
+		// generation and a KV transfer must work before it serves.
+		checks, _ := s.gates(iid, nil, false)
+		if !allOK(checks) {
+			s.log.Warn("readmission validation failed", "iid", iid, "checks", checks)
 			return
 		}
-		if s.observeIdentity(iid, id); slices.Contains(s.life.Held(), iid) {
-			s.holdSupersedes(iid, id)
-			return
-		}
-		if s.cfg.EngineContract != nil {
-			// A contracted fleet revalidates the process it found: the
-			// generation and a KV transfer must work before it serves.
-			checks, _ := s.gates(iid, nil, false)
-			if !allOK(checks) {
-				s.log.Warn("readmission validation failed", "iid", iid, "checks", checks)
-				return
-			}
-		} else if err := s.profileGenerationGate(ctx, iid, id, ""); err != nil {
-			s.log.Warn("readmission blocked by the profile generation", "iid", iid, "err", err)
-			s.lifecycleEvent("profile_recovery_blocked", map[string]any{"iid": iid, "reason": err.Error()})
-			return
-		}
-		s.life.AcceptIdentity(iid, id)
-		if s.life.Recovered(iid) {
-			s.publishLive()
-			s.log.Info("engine readmitted", "iid", iid)
-			s.journalEvent(journal.EngineReadmitted(s.now(), iid, "health"))
-			s.metrics.Readmission(iid, "health")
-			s.changed()
-		}
-	})
+	} else if err := s.profileGenerationGate(ctx, iid, id, ""); err != nil {
+		s.log.Warn("readmission blocked by the profile generation", "iid", iid, "err", err)
+		s.lifecycleEvent("profile_recovery_blocked", map[string]any{"iid": iid, "reason": err.Error()})
+		return
+	}
+	s.life.AcceptIdentity(iid, id)
+	if s.life.Recovered(iid) {
+		s.publishLive()
+		s.log.Info("engine readmitted", "iid", iid)
+		s.journalEvent(journal.EngineReadmitted(s.now(), iid, "health"))
+		s.metrics.Readmission(iid, "health")
+		s.changed()
+	}
 }
 
 // readmissionChecks are the probes an ejected engine passes before its
@@ -71,26 +74,29 @@ func (s *Supervisor) readmissionChecks(ctx context.Context, iid string) (lifecyc
 // livenessSweep probes every live engine's /health and identity. Misses
 // eject at recovery.liveness_misses; a changed process is excluded until
 // it is validated again.
-func (s *Supervisor) livenessSweep(ctx context.Context) {
+func (s *Supervisor) livenessSweep() {
 	var live []string
 	for _, iid := range s.order {
 		if s.Usable(iid) {
 			live = append(live, iid)
 		}
 	}
-	ForEach(ctx, live, func(ctx context.Context, iid string) {
-		if e := s.healthProbe(ctx, iid); e != nil {
-			if e.AuthFailed() {
-				return // held out by the credential probe, not missing
-			}
-			if ctx.Err() == nil && s.life.Failure(iid, lifecycle.Liveness) == lifecycle.Eject {
-				s.eject(iid, string(lifecycle.Liveness), false)
-			}
-			return
+	s.startJobs(live, s.livenessProbe)
+}
+
+// livenessProbe is one live engine's share of a sweep; a probe job.
+func (s *Supervisor) livenessProbe(ctx context.Context, iid string) {
+	if e := s.healthProbe(ctx, iid); e != nil {
+		if e.AuthFailed() {
+			return // held out by the credential probe, not missing
 		}
-		s.life.Success(iid, "health")
-		s.checkIdentity(ctx, iid)
-	})
+		if ctx.Err() == nil && s.life.Failure(iid, lifecycle.Liveness) == lifecycle.Eject {
+			s.eject(iid, string(lifecycle.Liveness), false)
+		}
+		return
+	}
+	s.life.Success(iid, "health")
+	s.checkIdentity(ctx, iid)
 }
 
 // checkIdentity compares the engine's process with the accepted one.
