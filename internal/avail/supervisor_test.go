@@ -21,7 +21,8 @@ type fakeCore struct {
 	mu    sync.Mutex
 	roles map[string]fleet.Role
 	live  map[string]bool
-	sets  int // SetLive calls
+	sets  int          // SetLive calls
+	paces []sched.Pace // what DecodePace answers
 }
 
 func (c *fakeCore) SetLive(live map[string]bool) {
@@ -51,7 +52,15 @@ func (c *fakeCore) Snapshot() *sched.Snapshot {
 	return s
 }
 
-func (c *fakeCore) DecodePace(float64) []sched.Pace { return nil }
+func (c *fakeCore) DecodePace(float64) []sched.Pace {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := append([]sched.Pace(nil), c.paces...)
+	for i := range out {
+		out[i].Live = c.live[out[i].IID]
+	}
+	return out
+}
 
 func (c *fakeCore) isLive(iid string) bool {
 	c.mu.Lock()
@@ -86,11 +95,18 @@ type fixture struct {
 // newFixture is a supervisor over p0, d0, d1 with failure_quarantine_s q.
 func newFixture(t *testing.T, q float64, probes Probes) *fixture {
 	t.Helper()
+	return newFixtureWith(t, probes, func(cfg *fleet.Config) { cfg.Recovery.FailureQuarantineS = q })
+}
+
+// newFixtureWith is newFixture with the fleet changed by edit before the
+// supervisor is built (eject_after is 1 unless edit says otherwise).
+func newFixtureWith(t *testing.T, probes Probes, edit func(cfg *fleet.Config)) *fixture {
+	t.Helper()
 	cfg := fleet.Defaults()
 	cfg.Model = "m"
 	cfg.SLO = fleet.SLO{TTFT: 2, TPOT: 0.1}
 	cfg.Recovery.EjectAfter = 1
-	cfg.Recovery.FailureQuarantineS = q
+	edit(&cfg)
 	core := &fakeCore{roles: map[string]fleet.Role{}, live: map[string]bool{}}
 	for _, e := range []fleet.Engine{{IID: "p0", Role: fleet.Prefill}, {IID: "d0", Role: fleet.Decode}, {IID: "d1", Role: fleet.Decode}} {
 		cfg.Engines = append(cfg.Engines, e)
