@@ -57,7 +57,7 @@ func (s *Supervisor) ServeDrain(w http.ResponseWriter, req *http.Request) {
 		deadline = *lr.DeadlineS
 	}
 	lastLive := s.Usable(iid) && s.LiveCount() == 1
-	_, err := s.life.Drain(iid, s.wallNow(), deadline, lastLive, func() (lifecycle.Identity, error) {
+	_, err := s.lf.Drain(iid, s.wallNow(), deadline, lastLive, func() (lifecycle.Identity, error) {
 		return s.probes.Identity(req.Context(), iid)
 	})
 	s.publishLive()
@@ -81,7 +81,7 @@ func (s *Supervisor) ServeReadmit(w http.ResponseWriter, req *http.Request) {
 	if !ok {
 		return
 	}
-	_, err := s.life.Readmit(iid, s.wallNow(), s.gates)
+	_, err := s.lf.Readmit(iid, s.wallNow(), s.gates)
 	s.publishLive()
 	s.afterLifecycle()
 	if err == nil {
@@ -124,13 +124,13 @@ func (s *Supervisor) afterLifecycle() {
 }
 
 func (s *Supervisor) lifecycleGauges() {
-	for _, rec := range s.life.Records() {
+	for _, rec := range s.lf.Records() {
 		s.metrics.SetLifecycleState(rec.IID, string(rec.State))
 	}
 }
 
 func (s *Supervisor) lifecycleEvent(action string, fields map[string]any) {
-	s.life.Note(s.wallNow(), action, fields)
+	s.lf.Note(s.wallNow(), action, fields)
 	s.flushLifecycleEvents()
 }
 
@@ -148,11 +148,11 @@ func (s *Supervisor) LifecycleDoc() routerdoc.LifecycleDoc {
 		resident[e.IID] = routerdoc.PhasePair[int]{Prefill: e.ResidentPrefill, Decode: e.ResidentDecode}
 	}
 	held := map[string][]lifecycle.Hold{}
-	for _, h := range s.life.Holds() {
+	for _, h := range s.lf.Holds() {
 		held[h.IID] = append(held[h.IID], h)
 	}
 	engines := map[string]routerdoc.LifecycleEngine{}
-	for _, rec := range s.life.Records() {
+	for _, rec := range s.lf.Records() {
 		engines[rec.IID] = routerdoc.LifecycleEngine{
 			State: rec.State, Draining: rec.State != lifecycle.Active, AcceptsNew: s.Usable(rec.IID),
 			ReadyToStop: rec.State == lifecycle.Drained && rec.OldProcessStart != nil,
@@ -163,7 +163,7 @@ func (s *Supervisor) LifecycleDoc() routerdoc.LifecycleDoc {
 		}
 	}
 	events := []routerdoc.LifecycleEvent{}
-	for _, ev := range s.life.Events() {
+	for _, ev := range s.lf.Events() {
 		events = append(events, routerdoc.LifecycleEvent(ev))
 	}
 	blocked := s.WaveBlocked()
@@ -175,7 +175,7 @@ func (s *Supervisor) LifecycleDoc() routerdoc.LifecycleDoc {
 		Engines:             engines,
 		Events:              events,
 		EngineRestartPolicy: s.cfg.Recovery.EngineRestartPolicy,
-		ProcessStarts:       s.life.ProcessStarts(),
+		ProcessStarts:       s.lf.ProcessStarts(),
 	}
 }
 

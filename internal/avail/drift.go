@@ -16,7 +16,7 @@ import (
 func (s *Supervisor) DriftPass() {
 	now := s.now()
 	paces := s.core.DecodePace(now)
-	ejected := s.life.Ejected()
+	ejected := s.lf.Ejected()
 	samples := make([]lifecycle.Sample, 0, len(paces))
 	for _, p := range paces {
 		if _, out := ejected[p.IID]; out {

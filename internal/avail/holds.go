@@ -37,7 +37,7 @@ func (s *Supervisor) credentialProbe(ctx context.Context, iid string) *vllm.Erro
 		s.credentialRefused(iid, e)
 		return e
 	case e == nil:
-		if s.life.Release(iid, lifecycle.HoldEngineAuth) {
+		if s.lf.Release(iid, lifecycle.HoldEngineAuth) {
 			s.publishHolds("verification")
 		}
 	}
@@ -50,7 +50,7 @@ func (s *Supervisor) credentialRefused(iid string, e *vllm.Error) {
 	if s.cfg.Engine.EngineAPIKeyEnv == "" {
 		detail = fmt.Sprintf("refused a request without a credential (HTTP %d): set engine.engine_api_key_env to a variable holding this engine's --api-key", e.Status)
 	}
-	if s.life.Hold(iid, lifecycle.HoldEngineAuth, detail, s.now()) {
+	if s.lf.Hold(iid, lifecycle.HoldEngineAuth, detail, s.now()) {
 		s.publishHolds("")
 	}
 }
@@ -58,8 +58,8 @@ func (s *Supervisor) credentialRefused(iid string, e *vllm.Error) {
 // observeIdentity applies the build rule to the version iid reported and
 // lifts an incompatible-kv hold from a new process.
 func (s *Supervisor) observeIdentity(iid string, id lifecycle.Identity) {
-	s.life.ObserveVersion(iid, id.Version, s.now())
-	s.life.NewProcess(iid, id.ProcessStart)
+	s.lf.ObserveVersion(iid, id.Version, s.now())
+	s.lf.NewProcess(iid, id.ProcessStart)
 	s.publishHolds("verification")
 }
 
@@ -68,8 +68,8 @@ func (s *Supervisor) observeIdentity(iid string, id lifecycle.Identity) {
 // why, and its probes watch the process accepted here for the next
 // change, which is validated like any restart.
 func (s *Supervisor) holdSupersedes(iid string, id lifecycle.Identity) {
-	s.life.AcceptIdentity(iid, id)
-	if s.life.Recovered(iid) {
+	s.lf.AcceptIdentity(iid, id)
+	if s.lf.Recovered(iid) {
 		s.publishLive()
 		s.changed()
 	}
@@ -78,7 +78,7 @@ func (s *Supervisor) holdSupersedes(iid string, id lifecycle.Identity) {
 // kvRefused handles a NIXL handshake refusal between consumer and
 // producer on a live leg: the odd engine of the pair is held out.
 func (s *Supervisor) kvRefused(consumer, producer string, hs vllm.Handshake) {
-	s.life.KVRefused(consumer, producer, hs.LocalHash, hs.RemoteHash, s.now())
+	s.lf.KVRefused(consumer, producer, hs.LocalHash, hs.RemoteHash, s.now())
 	s.publishHolds("verification")
 }
 
@@ -89,9 +89,9 @@ func (s *Supervisor) holdProbes() {
 	if every := max(1, s.cfg.Recovery.ReadmitEvery); s.passes%every != 0 {
 		return
 	}
-	ejected := s.life.Ejected()
+	ejected := s.lf.Ejected()
 	var due []string
-	for _, iid := range s.life.Held() {
+	for _, iid := range s.lf.Held() {
 		if _, out := ejected[iid]; !out {
 			due = append(due, iid)
 		}
@@ -110,7 +110,7 @@ func (s *Supervisor) holdProbe(ctx context.Context, iid string) {
 // HoldsReason lists the holds for a readiness reason ("" when none).
 func (s *Supervisor) HoldsReason() string {
 	var parts []string
-	for _, h := range s.life.Holds() {
+	for _, h := range s.lf.Holds() {
 		parts = append(parts, fmt.Sprintf("%s held out as %s: %s", h.IID, h.Cause, h.Detail))
 	}
 	return strings.Join(parts, "; ")

@@ -16,7 +16,7 @@ import (
 
 // LegSucceeded records a leg that did its job on iid: kind is "prefill"
 // (a handoff extracted) or "decode" (a stream reached [DONE]).
-func (s *Supervisor) LegSucceeded(iid, kind string) { s.life.Success(iid, kind) }
+func (s *Supervisor) LegSucceeded(iid, kind string) { s.lf.Success(iid, kind) }
 
 // Failure is one failed leg as the request path saw it.
 type Failure struct {
@@ -52,11 +52,11 @@ func (s *Supervisor) LegFailed(f Failure) {
 		s.kvRefused(iid, producer, hs) // incompatible, not broken: retrying this pair cannot work
 		return
 	case e.Reason == vllm.ReasonRejected:
-		s.life.Success(iid, "answered") // a 4xx: the engine is up
+		s.lf.Success(iid, "answered") // a 4xx: the engine is up
 		return
 	}
 	s.quarantine(iid)
-	switch s.life.Failure(iid, lifecycle.Class(e.Class)) {
+	switch s.lf.Failure(iid, lifecycle.Class(e.Class)) {
 	case lifecycle.Eject:
 		s.eject(iid, string(lifecycle.Connection), false)
 	case lifecycle.VerifyHealth:
@@ -72,7 +72,7 @@ func (s *Supervisor) quarantine(iid string) { s.quarantineFor(iid, s.cfg.Recover
 
 // releaseQuarantines returns engines whose timed hold ended.
 func (s *Supervisor) releaseQuarantines() {
-	for _, iid := range s.life.ReleaseQuarantines(s.now()) {
+	for _, iid := range s.lf.ReleaseQuarantines(s.now()) {
 		s.publishLive()
 		s.journalEvent(journal.Event{Name: journal.EventEngineHoldEnded, At: s.now(),
 			Fields: map[string]any{"iid": iid, "kind": "timed", "cause": "expired", "held_s": s.heldFor(iid)}})
@@ -97,7 +97,7 @@ func (s *Supervisor) verify(ctx context.Context, iid string, inference bool) {
 		return
 	}
 	if e == nil {
-		s.life.Success(iid, map[bool]string{true: "inference", false: "health"}[inference])
+		s.lf.Success(iid, map[bool]string{true: "inference", false: "health"}[inference])
 		return
 	}
 	if e.AuthFailed() {
@@ -132,7 +132,7 @@ func (s *Supervisor) eject(iid, cause string, protect bool) {
 		s.log.Warn("keeping the last live engine of its role in placement despite a failed probe", "iid", iid)
 		return
 	}
-	if !s.life.Eject(iid, cause) {
+	if !s.lf.Eject(iid, cause) {
 		return
 	}
 	s.publishLive()

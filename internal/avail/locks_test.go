@@ -11,9 +11,9 @@ import (
 )
 
 // maxMutexes is how many mutexes avail and lifecycle may declare between
-// them: the lifecycle manager's and avail's publication lock (issue 30
-// aims at one, when lifecycle becomes a pure Step/Ready machine).
-const maxMutexes = 2
+// them: avail's publication lock, which also serializes the lifecycle
+// manager (lifecycle has none).
+const maxMutexes = 1
 
 // No function of avail or lifecycle journals or probes while it holds a
 // mutex, directly or through a call in these packages, and the two

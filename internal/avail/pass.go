@@ -10,13 +10,13 @@ import "github.com/narwhal-go/narwhal/internal/lifecycle"
 // whose outcomes land when they end, so a slow engine delays neither this
 // pass nor role control nor the handoff write around it.
 func (s *Supervisor) MonitorPass() {
-	// Residents are read first: Settle holds the lifecycle lock, which
-	// must never be held while the core's mutex is taken.
+	// Residents are read first: Settle holds avail's lock, which must
+	// never be taken while the core's mutex is held.
 	resident := map[string]int{}
 	for _, e := range s.core.Snapshot().Engines {
 		resident[e.IID] = e.ResidentPrefill + e.ResidentDecode
 	}
-	s.life.Settle(s.wallNow(), func(iid string) int { return resident[iid] })
+	s.lf.Settle(s.wallNow(), func(iid string) int { return resident[iid] })
 	s.releaseQuarantines()
 	s.readmissionProbes()
 	s.holdProbes()
@@ -26,7 +26,7 @@ func (s *Supervisor) MonitorPass() {
 	}
 	s.flushLifecycleEvents()
 	s.lifecycleGauges()
-	for iid, streaks := range s.life.Streaks() {
+	for iid, streaks := range s.lf.Streaks() {
 		for class, n := range streaks {
 			s.metrics.SetStreak(iid, string(class), n)
 		}
@@ -41,16 +41,16 @@ func (s *Supervisor) LivenessSweeps() bool { return s.cfg.Recovery.LivenessEvery
 // RestoreEvents puts a handoff document's lifecycle events back; they are
 // already in the old run's journal, so they are not journalled again.
 func (s *Supervisor) RestoreEvents(evs []lifecycle.Event) {
-	s.life.RestoreEvents(evs)
 	s.pub.mu.Lock()
+	defer s.pub.mu.Unlock()
+	s.life.RestoreEvents(evs)
 	_, s.pub.evSeen = s.life.TakeEvents(0)
-	s.pub.mu.Unlock()
 }
 
 // Restore applies a handoff document's lifecycle records, ejections and
 // accepted process starts, and publishes the liveness they imply.
 func (s *Supervisor) Restore(records []lifecycle.Record, ejected map[string]string, starts map[string]float64) {
-	s.life.Restore(records, ejected, starts)
+	s.lf.Restore(records, ejected, starts)
 	s.publishLive()
 }
 

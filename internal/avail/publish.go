@@ -15,11 +15,11 @@ import (
 // released (drainJournal), so no journal write and no probe ever runs
 // under a lock (TestNoLockAroundIO holds this).
 //
-// Lock order: mu, then the lifecycle manager's; mu, then the router's
-// core mutex (SetLive). Nothing holding either of those calls back into
-// the supervisor.
+// mu also guards the lifecycle manager, which has no lock of its own
+// (lockedLife). Lock order: mu, then the router's core mutex (SetLive);
+// nothing holding the core mutex calls into the supervisor.
 type publication struct {
-	mu       sync.Mutex                // guards every field below
+	mu       sync.Mutex                // guards every field below and the lifecycle manager
 	holds    map[string]lifecycle.Hold // the holds last published, by holdKey
 	evSeen   int                       // lifecycle events already queued
 	queue    []journal.Event           // journal events waiting for drainJournal, in order

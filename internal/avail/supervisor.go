@@ -143,7 +143,8 @@ type Supervisor struct {
 	// (SetGenerations), so gates read it without a lock.
 	gens atomic.Pointer[map[string]string]
 
-	life  *lifecycle.Manager
+	life  *lifecycle.Manager // no lock of its own: under pub.mu, through lf
+	lf    lockedLife
 	drift *lifecycle.Drift // decode pace health: probation and eviction (drift.go); the monitor goroutine's
 	// driftSeen is the drift tracker's published snapshot, for readers
 	// off the monitor goroutine.
@@ -181,6 +182,7 @@ func New(c Config) *Supervisor {
 		metrics: c.Metrics, core: c.Core, probes: c.Probes, status: c.Status, changed: c.StateChanged, reply: c.Reply,
 		ctx: c.Context, goBg: c.Go,
 		life: lifecycle.New(c.Fleet)}
+	s.lf = lockedLife{p: &s.pub, m: s.life}
 	s.SetGenerations(c.Generations)
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -203,7 +205,7 @@ func New(c Config) *Supervisor {
 }
 
 // View is the lifecycle state, read-only.
-func (s *Supervisor) View() View { return s.life }
+func (s *Supervisor) View() View { return s.lf }
 
 // Usable reports whether iid may take new placements: the liveness the
 // supervisor last published into the core.

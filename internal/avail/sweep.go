@@ -13,7 +13,7 @@ import (
 // engine whose identity is the accepted one (or, on an uncontracted
 // fleet, any healthy engine) returns to placement.
 func (s *Supervisor) readmissionProbes() {
-	s.startJobs(s.life.DueForProbe(), s.readmissionProbe)
+	s.startJobs(s.lf.DueForProbe(), s.readmissionProbe)
 }
 
 // readmissionProbe is one ejected engine's readmission: checks, identity,
@@ -23,7 +23,7 @@ func (s *Supervisor) readmissionProbe(ctx context.Context, iid string) {
 	if !ok {
 		return
 	}
-	if s.observeIdentity(iid, id); slices.Contains(s.life.Held(), iid) {
+	if s.observeIdentity(iid, id); slices.Contains(s.lf.Held(), iid) {
 		s.holdSupersedes(iid, id)
 		return
 	}
@@ -40,8 +40,8 @@ func (s *Supervisor) readmissionProbe(ctx context.Context, iid string) {
 		s.lifecycleEvent("profile_recovery_blocked", map[string]any{"iid": iid, "reason": err.Error()})
 		return
 	}
-	s.life.AcceptIdentity(iid, id)
-	if s.life.Recovered(iid) {
+	s.lf.AcceptIdentity(iid, id)
+	if s.lf.Recovered(iid) {
 		s.publishLive()
 		s.log.Info("engine readmitted", "iid", iid)
 		s.journalEvent(journal.EngineReadmitted(s.now(), iid, "health"))
@@ -57,10 +57,10 @@ func (s *Supervisor) readmissionChecks(ctx context.Context, iid string) (lifecyc
 	if s.healthProbe(ctx, iid) != nil {
 		return lifecycle.Identity{}, false
 	}
-	if s.life.Suspect(iid) && s.probes.Inference(ctx, iid) != nil {
+	if s.lf.Suspect(iid) && s.probes.Inference(ctx, iid) != nil {
 		return lifecycle.Identity{}, false
 	}
-	if s.life.Ejected()[iid] == string(lifecycle.OutputCut) && s.probes.Stream(ctx, iid) != nil {
+	if s.lf.Ejected()[iid] == string(lifecycle.OutputCut) && s.probes.Stream(ctx, iid) != nil {
 		return lifecycle.Identity{}, false // it still cuts streams
 	}
 	id, err := s.probes.Identity(ctx, iid)
@@ -90,12 +90,12 @@ func (s *Supervisor) livenessProbe(ctx context.Context, iid string) {
 		if e.AuthFailed() {
 			return // held out by the credential probe, not missing
 		}
-		if ctx.Err() == nil && s.life.Failure(iid, lifecycle.Liveness) == lifecycle.Eject {
+		if ctx.Err() == nil && s.lf.Failure(iid, lifecycle.Liveness) == lifecycle.Eject {
 			s.eject(iid, string(lifecycle.Liveness), false)
 		}
 		return
 	}
-	s.life.Success(iid, "health")
+	s.lf.Success(iid, "health")
 	s.checkIdentity(ctx, iid)
 }
 
@@ -108,7 +108,7 @@ func (s *Supervisor) checkIdentity(ctx context.Context, iid string) {
 		}
 		return
 	}
-	if changed, prev := s.life.CheckIdentity(iid, id); changed {
+	if changed, prev := s.lf.CheckIdentity(iid, id); changed {
 		s.excludeProcess(iid, "the engine process changed (new version or process start)", prev.ProcessStart, id.ProcessStart)
 	}
 	s.observeIdentity(iid, id) // after the exclusion: a released hold never lets the new process serve unvalidated
@@ -148,7 +148,7 @@ func (s *Supervisor) CaptureIdentities(ctx context.Context) {
 	})
 	for i, id := range ids {
 		if id != nil {
-			s.life.CheckIdentity(s.order[i], *id)
+			s.lf.CheckIdentity(s.order[i], *id)
 			s.observeIdentity(s.order[i], *id)
 		}
 	}
