@@ -28,10 +28,46 @@ type Failure struct {
 	Tokens int
 }
 
-// LegFailed records a failed leg and acts on the verdict: nothing for a
+// legQueue bounds the failed legs waiting for the leg goroutine.
+const legQueue = 256
+
+// LegFailed reports a failed leg with one non-blocking send to the
+// supervisor's leg goroutine, which applies it (recordLeg): the request
+// goes on at once, its own retry already excludes the engine. When the
+// queue is full (failures arriving faster than the breaker takes them)
+// the request goroutine applies this one itself, as the only way that
+// neither waits for the queue nor loses a breaker count; InlineLegs
+// counts those.
+func (s *Supervisor) LegFailed(f Failure) {
+	select {
+	case s.legs <- f:
+	default:
+		s.inlineLegs.Add(1)
+		s.recordLeg(f)
+	}
+}
+
+// InlineLegs is how many failed legs a full queue made their request
+// goroutine apply itself.
+func (s *Supervisor) InlineLegs() int64 { return s.inlineLegs.Load() }
+
+// legLoop is the leg goroutine: it applies the failed legs of legs in
+// the order they were reported, until the router closes.
+func (s *Supervisor) legLoop(ctx context.Context, legs <-chan Failure) {
+	for {
+		select {
+		case f := <-legs:
+			s.recordLeg(f)
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// recordLeg records a failed leg and acts on the verdict: nothing for a
 // fault that is not the engine's, a hold for a refused credential or
 // refused KV, a rest and a breaker streak otherwise.
-func (s *Supervisor) LegFailed(f Failure) {
+func (s *Supervisor) recordLeg(f Failure) {
 	if f.Err.CutAfter(f.Tokens) {
 		s.streamCut(f.IID, f.Err)
 		return

@@ -154,14 +154,16 @@ type Supervisor struct {
 	pub  publication                     // avail's one mutex and what it guards (publish.go)
 	live atomic.Pointer[map[string]bool] // the liveness last published into the core; never written after
 
-	verifying sync.Map // iid → true while a verification probe runs
-	holdLen   sync.Map // iid → seconds of its last timed hold, for the journal
-	passes    int      // monitor passes, for the probe cadences; the monitor goroutine's alone
-	wave      waveHold
-	mon       monitoring
-	jobs      probeJobs // the monitor pass's probes in flight (rounds.go)
-	ctx       context.Context
-	goBg      func(f func(ctx context.Context))
+	verifying  sync.Map // iid → true while a verification probe runs
+	holdLen    sync.Map // iid → seconds of its last timed hold, for the journal
+	passes     int      // monitor passes, for the probe cadences; the monitor goroutine's alone
+	wave       waveHold
+	mon        monitoring
+	jobs       probeJobs    // the monitor pass's probes in flight (rounds.go)
+	legs       chan Failure // failed legs for the leg goroutine (legs.go)
+	inlineLegs atomic.Int64 // failed legs a full queue left to their request
+	ctx        context.Context
+	goBg       func(f func(ctx context.Context))
 }
 
 // SetGenerations replaces the generation digests the profile-generation
@@ -198,9 +200,12 @@ func New(c Config) *Supervisor {
 	}
 	s.order = c.Fleet.IIDs()
 	s.jobs = newProbeJobs(s.order)
+	s.legs = make(chan Failure, legQueue)
 	s.drift = lifecycle.NewDrift(c.Fleet.Recovery.Health, s.order)
 	s.publishDrift()
 	s.publishLive()
+	legs := s.legs
+	s.goBg(func(ctx context.Context) { s.legLoop(ctx, legs) })
 	return s
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
@@ -147,28 +148,33 @@ func TestLegFailedVerdictsPublishLivenessIntoTheCore(t *testing.T) {
 		{"a response limit after tokens is no cut", 0, Failure{IID: "d0", Peer: "p0", Tokens: 3, Err: &vllm.Error{Phase: "decode", Reason: vllm.ReasonResponseLimit}}, true, "", false, false},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			fx := newFixture(t, tc.quarantine, fakeProbes{})
-			fx.s.LegFailed(tc.f)
-			iid := tc.f.IID
-			if got := fx.s.Usable(iid); got != tc.wantLive {
-				t.Errorf("Usable(%s) = %v, want %v", iid, got, tc.wantLive)
-			}
-			for _, e := range []string{"p0", "d0", "d1"} {
-				if fx.core.isLive(e) != fx.s.Usable(e) {
-					t.Errorf("%s: the core says live %v, the supervisor %v", e, fx.core.isLive(e), fx.s.Usable(e))
-				}
-			}
-			if got := fx.s.View().Ejected()[iid]; got != tc.ejected {
-				t.Errorf("ejection cause %q, want %q", got, tc.ejected)
-			}
-			if held := slices.Contains(fx.s.View().Held(), iid); held != tc.held {
-				t.Errorf("held %v, want %v", held, tc.held)
-			}
-			if (fx.changed > 0) != tc.changed {
-				t.Errorf("StateChanged called %d times, want a call: %v", fx.changed, tc.changed)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { synctest.Test(t, func(t *testing.T) { legVerdict(t, tc) }) })
+	}
+}
+
+// legVerdict is one verdictCase; the leg goroutine has applied the
+// failure once synctest.Wait returns.
+func legVerdict(t *testing.T, tc verdictCase) {
+	fx := newFixture(t, tc.quarantine, fakeProbes{})
+	fx.s.LegFailed(tc.f)
+	synctest.Wait()
+	iid := tc.f.IID
+	if got := fx.s.Usable(iid); got != tc.wantLive {
+		t.Errorf("Usable(%s) = %v, want %v", iid, got, tc.wantLive)
+	}
+	for _, e := range []string{"p0", "d0", "d1"} {
+		if fx.core.isLive(e) != fx.s.Usable(e) {
+			t.Errorf("%s: the core says live %v, the supervisor %v", e, fx.core.isLive(e), fx.s.Usable(e))
+		}
+	}
+	if got := fx.s.View().Ejected()[iid]; got != tc.ejected {
+		t.Errorf("ejection cause %q, want %q", got, tc.ejected)
+	}
+	if held := slices.Contains(fx.s.View().Held(), iid); held != tc.held {
+		t.Errorf("held %v, want %v", held, tc.held)
+	}
+	if (fx.changed > 0) != tc.changed {
+		t.Errorf("StateChanged called %d times, want a call: %v", fx.changed, tc.changed)
 	}
 }
 
@@ -192,11 +198,14 @@ func TestVerificationProtectsTheLastOfItsRole(t *testing.T) {
 
 // A quarantine ends at the monitor pass after its length, and the core
 // learns it from the supervisor.
-func TestQuarantineEndsAndTheCoreHearsIt(t *testing.T) {
+func TestQuarantineEndsAndTheCoreHearsIt(t *testing.T) { synctest.Test(t, quarantineEnds) }
+
+func quarantineEnds(t *testing.T) {
 	clock := ports.NewFake(time.Unix(1000, 0))
 	fx := newFixture(t, 5, fakeProbes{})
 	fx.s.clock = clock
 	fx.s.LegFailed(Failure{IID: "d0", Err: &vllm.Error{Reason: vllm.ReasonEngineError, Class: "inference_status"}})
+	synctest.Wait() // the leg goroutine has applied it
 	if fx.core.isLive("d0") {
 		t.Fatal("the core still places on the quarantined d0")
 	}
@@ -204,5 +213,16 @@ func TestQuarantineEndsAndTheCoreHearsIt(t *testing.T) {
 	fx.s.releaseQuarantines()
 	if !fx.core.isLive("d0") || !fx.s.Usable("d0") {
 		t.Errorf("d0 not back after its quarantine: core %v, supervisor %v", fx.core.isLive("d0"), fx.s.Usable("d0"))
+	}
+}
+
+// A full leg queue never blocks the request and never loses the
+// breaker's count: the request goroutine applies its failure itself.
+func TestAFullLegQueueAppliesTheFailureInline(t *testing.T) {
+	fx := newFixture(t, 0, fakeProbes{})
+	fx.s.legs = make(chan Failure) // no room: the leg goroutine reads the old queue
+	fx.s.LegFailed(Failure{IID: "d0", Err: &vllm.Error{Reason: vllm.ReasonConnection, Class: "connection"}})
+	if fx.s.View().Ejected()["d0"] != "connection" || fx.s.InlineLegs() != 1 {
+		t.Errorf("after a failure on a full queue: ejected %v, inline %d; want d0 ejected, 1 inline", fx.s.View().Ejected(), fx.s.InlineLegs())
 	}
 }
