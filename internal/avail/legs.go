@@ -47,6 +47,10 @@ func (s *Supervisor) LegFailed(f Failure) {
 	}
 }
 
+// Verifications is how many breaker verifications have ended (a test
+// waits on it to know one ran).
+func (s *Supervisor) Verifications() int64 { return s.verified.Load() }
+
 // InlineLegs is how many failed legs a full queue made their request
 // goroutine apply itself.
 func (s *Supervisor) InlineLegs() int64 { return s.inlineLegs.Load() }
@@ -123,6 +127,7 @@ func (s *Supervisor) verify(ctx context.Context, iid string, inference bool) {
 		return // one verification per engine at a time
 	}
 	defer s.verifying.Delete(iid)
+	defer s.verified.Add(1)
 	var e *vllm.Error
 	if inference {
 		e = s.probes.Inference(ctx, iid)

@@ -23,16 +23,19 @@ import (
 // slot (or for the router to close).
 const maxProbeJobs = 8
 
-// probeJobs is the one-job-per-engine guard and the slots.
+// probeJobs is the one-job-per-engine guard, the slots, and how many
+// jobs ended per engine.
 type probeJobs struct {
-	busy  map[string]*atomic.Bool // iid → a job runs; keys fixed at New
+	busy  map[string]*atomic.Bool  // iid → a job runs; keys fixed at New
+	done  map[string]*atomic.Int64 // iid → jobs ended; keys fixed at New
 	slots chan struct{}
 }
 
 func newProbeJobs(iids []string) probeJobs {
-	j := probeJobs{busy: make(map[string]*atomic.Bool, len(iids)), slots: make(chan struct{}, maxProbeJobs)}
+	j := probeJobs{busy: make(map[string]*atomic.Bool, len(iids)), done: make(map[string]*atomic.Int64, len(iids)),
+		slots: make(chan struct{}, maxProbeJobs)}
 	for _, iid := range iids {
-		j.busy[iid] = &atomic.Bool{}
+		j.busy[iid], j.done[iid] = &atomic.Bool{}, &atomic.Int64{}
 	}
 	return j
 }
@@ -40,12 +43,13 @@ func newProbeJobs(iids []string) probeJobs {
 // startJob runs job for iid on a background goroutine unless one runs for
 // iid already; it reports whether it started one. It never blocks.
 func (s *Supervisor) startJob(iid string, job func(ctx context.Context, iid string)) bool {
-	busy := s.jobs.busy[iid]
+	busy, done := s.jobs.busy[iid], s.jobs.done[iid]
 	if busy == nil || !busy.CompareAndSwap(false, true) {
 		return false
 	}
 	s.goBg(func(ctx context.Context) {
 		defer busy.Store(false)
+		defer done.Add(1) // before busy clears: a job counted is one ended
 		select {
 		case s.jobs.slots <- struct{}{}:
 		case <-ctx.Done():
@@ -64,9 +68,18 @@ func (s *Supervisor) startJobs(iids []string, job func(ctx context.Context, iid 
 	}
 }
 
-// Probing reports whether a probe job runs for iid (tests and the state
-// document's readers wait on it rather than on time).
+// Probing reports whether a probe job runs for iid.
 func (s *Supervisor) Probing(iid string) bool {
 	b := s.jobs.busy[iid]
 	return b != nil && b.Load()
+}
+
+// ProbesDone is how many probe jobs (readmission, hold, liveness) have
+// ended for iid: what a test waits on to know probes ran, rather than
+// on time.
+func (s *Supervisor) ProbesDone(iid string) int64 {
+	if d := s.jobs.done[iid]; d != nil {
+		return d.Load()
+	}
+	return 0
 }

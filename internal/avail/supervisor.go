@@ -162,6 +162,7 @@ type Supervisor struct {
 	jobs       probeJobs    // the monitor pass's probes in flight (rounds.go)
 	legs       chan Failure // failed legs for the leg goroutine (legs.go)
 	inlineLegs atomic.Int64 // failed legs a full queue left to their request
+	verified   atomic.Int64 // breaker verifications ended
 	ctx        context.Context
 	goBg       func(f func(ctx context.Context))
 }
