@@ -29,10 +29,11 @@ func (p slowAttestation) Attestation(ctx context.Context, _ string) (string, err
 func (p slowAttestation) Transfer(context.Context, string, string) error { return nil }
 
 // A contracted readmission whose attestation takes 20 s delays nothing
-// else: every monitor pass — and the role control and handoff write the
-// router runs around it — keeps its 1 s interval while the gates run,
-// and the engine is readmitted when they pass. Time is synctest's: the
-// 20 s are virtual.
+// else: every MonitorPass returns at once while the gates run, so the
+// role control and the handoff write the router runs around it in its
+// monitor pass (router/control.go) keep their 1 s interval, and the
+// engine is readmitted when the gates pass. Time is synctest's: the 20 s
+// are virtual.
 func TestASlowReadmissionDelaysNoMonitorPass(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const pass = time.Second
@@ -41,14 +42,11 @@ func TestASlowReadmissionDelaysNoMonitorPass(t *testing.T) {
 		f.s.cfg.EngineContract = &fleet.EngineContract{}
 		f.s.eject("d0", "connection", false) // its probe is due every readmit_every (10) passes
 
-		var controls, handoffs int // what the router's monitor pass does around MonitorPass
 		started := time.Now()
 		var probeAt time.Time // when the readmission job was first seen running
 		for n := 0; n < 40 && !f.s.Usable("d0"); n++ {
 			begin := time.Now()
-			controls++
 			f.s.MonitorPass()
-			handoffs++
 			if took := time.Since(begin); took != 0 {
 				t.Fatalf("pass %d took %v: it waited for the readmission", n, took)
 			}
@@ -65,9 +63,6 @@ func TestASlowReadmissionDelaysNoMonitorPass(t *testing.T) {
 		// The gates answered after 20 s; a pass ran every second meanwhile.
 		if gated := time.Since(probeAt); gated < 20*pass || gated > 21*pass {
 			t.Errorf("readmitted %v after its job started, want the attestation's 20 s (+ a pass)", gated)
-		}
-		if want := int(elapsed / pass); controls != want || handoffs != want {
-			t.Errorf("%d role-control and %d handoff steps in %v, want %d of each", controls, handoffs, elapsed, want)
 		}
 	})
 }
