@@ -36,13 +36,14 @@ const legQueue = 256
 // goes on at once, its own retry already excludes the engine. When the
 // queue is full (failures arriving faster than the breaker takes them)
 // the request goroutine applies this one itself, as the only way that
-// neither waits for the queue nor loses a breaker count; InlineLegs
-// counts those.
+// neither waits for the queue nor loses a breaker count; InlineLegs and
+// narwhal_leg_reports_inline_total count those.
 func (s *Supervisor) LegFailed(f Failure) {
 	select {
 	case s.legs <- f:
 	default:
 		s.inlineLegs.Add(1)
+		s.metrics.LegReportsInline.Inc()
 		s.recordLeg(f)
 	}
 }
