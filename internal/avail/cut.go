@@ -24,7 +24,7 @@ const cutQuarantineS = 5.0
 // timed rest otherwise.
 func (s *Supervisor) streamCut(iid string, e *vllm.Error) {
 	s.log.Warn("engine cut a decode stream after output started", "iid", iid, "err", e.Msg)
-	if s.lf.Failure(iid, lifecycle.OutputCut) == lifecycle.EjectCovered {
+	if s.failed(iid, lifecycle.OutputCut) == lifecycle.EjectCovered {
 		s.eject(iid, string(lifecycle.OutputCut), true) // never the last of its role
 		return
 	}

@@ -16,7 +16,25 @@ import (
 
 // LegSucceeded records a leg that did its job on iid: kind is "prefill"
 // (a handoff extracted) or "decode" (a stream reached [DONE]).
-func (s *Supervisor) LegSucceeded(iid, kind string) { s.lf.Success(iid, kind) }
+// A clean engine (the usual case) takes no lock: Marked is atomic.
+func (s *Supervisor) LegSucceeded(iid, kind string) { s.succeeded(iid, kind) }
+
+// succeeded steps a success into the core when it may clear something.
+func (s *Supervisor) succeeded(iid, kind string) {
+	if s.life.Marked(iid) {
+		s.step(s.now(), lifecycle.LegSuccess{IID: iid, Kind: kind})
+	}
+}
+
+// failed steps a failed leg into the core and returns its verdict.
+func (s *Supervisor) failed(iid string, c lifecycle.Class) lifecycle.Verdict {
+	for _, v := range s.step(s.now(), lifecycle.LegFailure{IID: iid, Class: c}).Verdicts {
+		if v.IID == iid {
+			return v.Verdict
+		}
+	}
+	return lifecycle.None
+}
 
 // Failure is one failed leg as the request path saw it.
 type Failure struct {
@@ -93,11 +111,11 @@ func (s *Supervisor) recordLeg(f Failure) {
 		s.kvRefused(iid, producer, hs) // incompatible, not broken: retrying this pair cannot work
 		return
 	case e.Reason == vllm.ReasonRejected:
-		s.lf.Success(iid, "answered") // a 4xx: the engine is up
+		s.succeeded(iid, "answered") // a 4xx: the engine is up
 		return
 	}
 	s.quarantine(iid)
-	switch s.lf.Failure(iid, lifecycle.Class(e.Class)) {
+	switch s.failed(iid, lifecycle.Class(e.Class)) {
 	case lifecycle.Eject:
 		s.eject(iid, string(lifecycle.Connection), false)
 	case lifecycle.VerifyHealth:
@@ -111,9 +129,13 @@ func (s *Supervisor) recordLeg(f Failure) {
 // recovery.failure_quarantine_s, when another live engine covers its role.
 func (s *Supervisor) quarantine(iid string) { s.quarantineFor(iid, s.cfg.Recovery.FailureQuarantineS) }
 
-// releaseQuarantines returns engines whose timed hold ended.
-func (s *Supervisor) releaseQuarantines() {
-	for _, iid := range s.lf.ReleaseQuarantines(s.now()) {
+// releaseQuarantines returns engines whose timed hold ended (the monitor
+// pass learns them from its tick's Ready instead).
+func (s *Supervisor) releaseQuarantines() { s.released(s.lf.ReleaseQuarantines(s.now())) }
+
+// released publishes and journals the end of the timed holds of iids.
+func (s *Supervisor) released(iids []string) {
+	for _, iid := range iids {
 		s.publishLive()
 		s.journalEvent(journal.Event{Name: journal.EventEngineHoldEnded, At: s.now(),
 			Fields: map[string]any{"iid": iid, "kind": "timed", "cause": "expired", "held_s": s.heldFor(iid)}})
@@ -139,7 +161,7 @@ func (s *Supervisor) verify(ctx context.Context, iid string, inference bool) {
 		return
 	}
 	if e == nil {
-		s.lf.Success(iid, map[bool]string{true: "inference", false: "health"}[inference])
+		s.succeeded(iid, map[bool]string{true: "inference", false: "health"}[inference])
 		return
 	}
 	if e.AuthFailed() {

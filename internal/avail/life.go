@@ -8,21 +8,12 @@ import "github.com/narwhal-go/narwhal/internal/lifecycle"
 // goroutine and the state readers is serialized here. Each method holds
 // the lock for the manager's call alone; the ones that do engine I/O
 // (Drain's identity capture, Readmit's gates) release it around that I/O.
+// Leg outcomes and ticks go through Supervisor.step (Step and Ready in
+// one critical section) instead.
 // It is the View the router and internal/takeover read.
 type lockedLife struct {
 	p *publication
 	m *lifecycle.Manager
-}
-
-// LegSucceeded-style clean successes take no lock: Marked is lock-free,
-// and a clean engine has nothing for Success to clear.
-func (l lockedLife) Success(iid, kind string) {
-	if !l.m.Marked(iid) {
-		return
-	}
-	l.p.mu.Lock()
-	defer l.p.mu.Unlock()
-	l.m.Success(iid, kind)
 }
 
 // Drain is lifecycle.Manager.Drain with capture run unlocked.
@@ -74,13 +65,6 @@ func (l lockedLife) CheckIdentity(iid string, seen lifecycle.Identity) (bool, li
 	return l.m.CheckIdentity(iid, seen)
 }
 
-// DueForProbe is lifecycle.Manager.DueForProbe under the lock.
-func (l lockedLife) DueForProbe() []string {
-	l.p.mu.Lock()
-	defer l.p.mu.Unlock()
-	return l.m.DueForProbe()
-}
-
 // Eject is lifecycle.Manager.Eject under the lock.
 func (l lockedLife) Eject(iid, cause string) bool {
 	l.p.mu.Lock()
@@ -100,13 +84,6 @@ func (l lockedLife) Events() []lifecycle.Event {
 	l.p.mu.Lock()
 	defer l.p.mu.Unlock()
 	return l.m.Events()
-}
-
-// Failure is lifecycle.Manager.Failure under the lock.
-func (l lockedLife) Failure(iid string, c lifecycle.Class) lifecycle.Verdict {
-	l.p.mu.Lock()
-	defer l.p.mu.Unlock()
-	return l.m.Failure(iid, c)
 }
 
 // Held is lifecycle.Manager.Held under the lock.
@@ -219,13 +196,6 @@ func (l lockedLife) Restore(records []lifecycle.Record, ejected map[string]strin
 	l.p.mu.Lock()
 	defer l.p.mu.Unlock()
 	l.m.Restore(records, ejected, starts)
-}
-
-// Settle is lifecycle.Manager.Settle under the lock.
-func (l lockedLife) Settle(now float64, resident func(iid string) int) {
-	l.p.mu.Lock()
-	defer l.p.mu.Unlock()
-	l.m.Settle(now, resident)
 }
 
 // Streaks is lifecycle.Manager.Streaks under the lock.

@@ -16,7 +16,7 @@ func TestLegSucceededLockFreeWhenClean(t *testing.T) {
 		testkit.ReturnsWhileHeld(t, kind+" success on a clean engine", &f.s.pub.mu, func() { f.s.LegSucceeded("d0", kind) })
 		testkit.ReturnsWhileHeld(t, kind+" success on an unknown engine", &f.s.pub.mu, func() { f.s.LegSucceeded("zz", kind) })
 	}
-	f.s.lf.Failure("d1", lifecycle.Connection)
+	f.s.failed("d1", lifecycle.Connection)
 	f.s.LegSucceeded("d1", "decode")
 	if n := f.s.View().Streaks()["d1"][lifecycle.Connection]; n != 0 {
 		t.Fatalf("connection streak %d after a decode success, want 0", n)

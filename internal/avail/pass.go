@@ -10,23 +10,24 @@ import "github.com/narwhal-go/narwhal/internal/lifecycle"
 // whose outcomes land when they end, so a slow engine delays neither this
 // pass nor role control nor the handoff write around it.
 func (s *Supervisor) MonitorPass() {
-	// Residents are read first: Settle holds avail's lock, which must
+	// Residents are read first: the tick holds avail's lock, which must
 	// never be taken while the core's mutex is held.
 	resident := map[string]int{}
 	for _, e := range s.core.Snapshot().Engines {
 		resident[e.IID] = e.ResidentPrefill + e.ResidentDecode
 	}
-	s.lf.Settle(s.wallNow(), func(iid string) int { return resident[iid] })
-	s.releaseQuarantines()
-	s.readmissionProbes()
+	rd := s.step(s.now(), lifecycle.Tick{Wall: s.wallNow(), Resident: resident})
+	s.released(rd.Released)
+	s.startJobs(rd.Probe, s.readmissionProbe)
 	s.holdProbes()
 	s.passes++
 	if every := s.cfg.Recovery.LivenessEvery; every > 0 && s.passes%every == 0 {
 		s.livenessSweep()
 	}
-	s.flushLifecycleEvents()
-	s.lifecycleGauges()
-	for iid, streaks := range s.lf.Streaks() {
+	for iid, st := range rd.States {
+		s.metrics.SetLifecycleState(iid, string(st))
+	}
+	for iid, streaks := range rd.Streaks {
 		for class, n := range streaks {
 			s.metrics.SetStreak(iid, string(class), n)
 		}
@@ -43,8 +44,7 @@ func (s *Supervisor) LivenessSweeps() bool { return s.cfg.Recovery.LivenessEvery
 func (s *Supervisor) RestoreEvents(evs []lifecycle.Event) {
 	s.pub.mu.Lock()
 	defer s.pub.mu.Unlock()
-	s.life.RestoreEvents(evs)
-	_, s.pub.evSeen = s.life.TakeEvents(0)
+	s.life.RestoreEvents(evs) // never handed out by Ready: not journalled again
 }
 
 // Restore applies a handoff document's lifecycle records, ejections and

@@ -21,7 +21,6 @@ import (
 type publication struct {
 	mu       sync.Mutex                // guards every field below and the lifecycle manager
 	holds    map[string]lifecycle.Hold // the holds last published, by holdKey
-	evSeen   int                       // lifecycle events already queued
 	queue    []journal.Event           // journal events waiting for drainJournal, in order
 	draining bool                      // a drainJournal call is writing; it empties queue before it returns
 }
@@ -68,17 +67,35 @@ func (s *Supervisor) writeJournal(ev journal.Event) {
 	}
 }
 
-// flushLifecycleEvents journals the engine_lifecycle events not yet
-// written.
-func (s *Supervisor) flushLifecycleEvents() {
+// step feeds one input to the lifecycle core at router time now and
+// returns its Ready; the events in it are queued under the lock, in
+// order, and written once it is released.
+func (s *Supervisor) step(now float64, in lifecycle.Input) lifecycle.Ready {
 	s.pub.mu.Lock()
-	evs, next := s.life.TakeEvents(s.pub.evSeen)
-	s.pub.evSeen = next
-	for _, ev := range evs {
-		s.pub.queue = append(s.pub.queue, journal.EngineLifecycle(time.UnixMicro(int64(ev.At*1e6)), ev.Action, ev.Fields))
-	}
+	s.life.Step(now, in)
+	rd := s.readyLocked()
 	s.pub.mu.Unlock()
 	s.drainJournal()
+	return rd
+}
+
+// flushLifecycleEvents journals the engine_lifecycle events recorded
+// since the last Ready (by Note, Drain, Readmit, …).
+func (s *Supervisor) flushLifecycleEvents() {
+	s.pub.mu.Lock()
+	s.readyLocked()
+	s.pub.mu.Unlock()
+	s.drainJournal()
+}
+
+// readyLocked takes the core's Ready and queues its events for the
+// journal. Called with pub.mu held.
+func (s *Supervisor) readyLocked() lifecycle.Ready {
+	rd := s.life.Ready()
+	for _, ev := range rd.Events {
+		s.pub.queue = append(s.pub.queue, journal.EngineLifecycle(time.UnixMicro(int64(ev.At*1e6)), ev.Action, ev.Fields))
+	}
+	return rd
 }
 
 // holdChange is one hold that started (ended false) or ended.
@@ -148,10 +165,7 @@ func holdEvent(c holdChange, now float64, why string) journal.Event {
 func (s *Supervisor) publishLive() {
 	s.pub.mu.Lock()
 	defer s.pub.mu.Unlock()
-	live := make(map[string]bool, len(s.order))
-	for _, iid := range s.order {
-		live[iid] = s.life.Live(iid)
-	}
+	live := s.life.LiveSet()
 	s.live.Store(&live)
 	s.core.SetLive(live)
 }

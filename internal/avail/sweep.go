@@ -9,15 +9,11 @@ import (
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
 )
 
-// readmissionProbes probes the ejected engines that are due: a healthy
+// readmissionProbe is one ejected engine's readmission, a probe job the
+// monitor pass starts for each engine its tick says is due: a healthy
 // engine whose identity is the accepted one (or, on an uncontracted
-// fleet, any healthy engine) returns to placement.
-func (s *Supervisor) readmissionProbes() {
-	s.startJobs(s.lf.DueForProbe(), s.readmissionProbe)
-}
-
-// readmissionProbe is one ejected engine's readmission: checks, identity,
-// a contracted fleet's gates, then the verdict. It runs as a probe job.
+// fleet, any healthy engine) returns to placement. Checks, identity, a
+// contracted fleet's gates, then the verdict.
 func (s *Supervisor) readmissionProbe(ctx context.Context, iid string) {
 	id, ok := s.readmissionChecks(ctx, iid)
 	if !ok {
@@ -90,12 +86,12 @@ func (s *Supervisor) livenessProbe(ctx context.Context, iid string) {
 		if e.AuthFailed() {
 			return // held out by the credential probe, not missing
 		}
-		if ctx.Err() == nil && s.lf.Failure(iid, lifecycle.Liveness) == lifecycle.Eject {
+		if ctx.Err() == nil && s.failed(iid, lifecycle.Liveness) == lifecycle.Eject {
 			s.eject(iid, string(lifecycle.Liveness), false)
 		}
 		return
 	}
-	s.lf.Success(iid, "health")
+	s.succeeded(iid, "health")
 	s.checkIdentity(ctx, iid)
 }
 

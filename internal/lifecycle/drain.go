@@ -17,6 +17,7 @@ func conflict(format string, args ...any) error { return &Conflict{Msg: fmt.Spri
 const maxEvents = 200
 
 func (m *Manager) event(at float64, action string, fields map[string]any) {
+	m.recorded++
 	m.events = append(m.events, Event{At: at, Action: action, Fields: fields})
 	if len(m.events) > maxEvents {
 		m.events = append(m.events[:0], m.events[len(m.events)-maxEvents:]...)
@@ -26,15 +27,6 @@ func (m *Manager) event(at float64, action string, fields map[string]any) {
 // Events returns the kept engine_lifecycle events, oldest first.
 func (m *Manager) Events() []Event {
 	return append([]Event(nil), m.events...)
-}
-
-// TakeEvents returns the events recorded since the last call, for the
-// journal.
-func (m *Manager) TakeEvents(since int) ([]Event, int) {
-	if since > len(m.events) {
-		since = 0
-	}
-	return append([]Event(nil), m.events[since:]...), len(m.events)
 }
 
 // Drain starts an operator drain of iid at wall time now: the engine
@@ -233,8 +225,11 @@ func (m *Manager) Restore(records []Record, ejected map[string]string, starts ma
 	}
 }
 
-// RestoreEvents keeps the events an earlier router recorded.
+// RestoreEvents keeps the events an earlier router recorded. They are
+// in that router's journal already: Ready never hands them out.
 func (m *Manager) RestoreEvents(ev []Event) {
+	m.recorded += len(ev)
+	m.handed += len(ev)
 	m.events = append(append([]Event(nil), ev...), m.events...)
 	if len(m.events) > maxEvents {
 		m.events = m.events[len(m.events)-maxEvents:]

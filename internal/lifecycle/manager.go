@@ -75,7 +75,10 @@ type Manager struct {
 	contract *fleet.EngineContract
 	engines  map[string]*engine
 	order    []string
-	events   []Event
+	events   []Event   // the last maxEvents recorded
+	recorded int       // events ever recorded (restored ones included)
+	handed   int       // of those, the ones Ready handed out
+	pending  pending   // what Step produced for the next Ready (step.go)
 	holds    holdState // engines held out whatever their role coverage (holds.go)
 }
 
