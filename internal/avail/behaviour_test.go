@@ -107,6 +107,9 @@ func TestBreakerVerdictsAreVerifiedInTheBackground(t *testing.T) {
 				p.set(func(p *scriptProbes) { p.down["d0"] = tc.down })
 				f.s.LegFailed(Failure{IID: "d0", Err: &vllm.Error{Reason: vllm.ReasonEngineError, Class: tc.class}})
 				synctest.Wait() // the verification has run
+				if n := f.s.Verifications(); n != 1 {
+					t.Fatalf("%d verifications ran, want 1", n)
+				}
 				if got := f.s.View().Ejected()["d0"]; got != tc.ejected {
 					t.Errorf("ejection cause %q, want %q", got, tc.ejected)
 				}
