@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"time"
 
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
@@ -59,7 +58,7 @@ func (s *Supervisor) ServeDrain(w http.ResponseWriter, req *http.Request) {
 		deadline = *lr.DeadlineS
 	}
 	lastLive := s.Usable(iid) && s.LiveCount() == 1
-	_, err := s.life.Drain(iid, s.wallNow(), deadline, lastLive, func() (vllm.Identity, error) {
+	_, err := s.lf.Drain(iid, s.wallNow(), deadline, lastLive, func() (vllm.Identity, error) {
 		return s.probes.Identity(req.Context(), iid)
 	})
 	s.publishLive()
@@ -83,7 +82,7 @@ func (s *Supervisor) ServeReadmit(w http.ResponseWriter, req *http.Request) {
 	if !ok {
 		return
 	}
-	_, err := s.life.Readmit(iid, s.wallNow(), s.gates)
+	_, err := s.lf.Readmit(iid, s.wallNow(), s.gates)
 	s.publishLive()
 	s.afterLifecycle()
 	if err == nil {
@@ -126,26 +125,14 @@ func (s *Supervisor) afterLifecycle() {
 }
 
 func (s *Supervisor) lifecycleGauges() {
-	for _, rec := range s.life.Records() {
+	for _, rec := range s.lf.Records() {
 		s.metrics.SetLifecycleState(rec.IID, string(rec.State))
 	}
 }
 
 func (s *Supervisor) lifecycleEvent(action string, fields map[string]any) {
-	s.life.Note(s.wallNow(), action, fields)
+	s.lf.Note(s.wallNow(), action, fields)
 	s.flushLifecycleEvents()
-}
-
-// flushLifecycleEvents writes the engine_lifecycle events not yet in the
-// journal.
-func (s *Supervisor) flushLifecycleEvents() {
-	s.evMu.Lock()
-	defer s.evMu.Unlock()
-	evs, next := s.life.TakeEvents(s.evSeen)
-	s.evSeen = next
-	for _, ev := range evs {
-		s.journalEvent(journal.EngineLifecycle(time.UnixMicro(int64(ev.At*1e6)), ev.Action, ev.Fields))
-	}
 }
 
 func (s *Supervisor) lifecycleReply(w http.ResponseWriter, status int, errMsg string) {
@@ -162,11 +149,11 @@ func (s *Supervisor) LifecycleDoc() routerdoc.LifecycleDoc {
 		resident[e.IID] = routerdoc.PhasePair[int]{Prefill: e.ResidentPrefill, Decode: e.ResidentDecode}
 	}
 	held := map[string][]lifecycle.Hold{}
-	for _, h := range s.life.Holds() {
+	for _, h := range s.lf.Holds() {
 		held[h.IID] = append(held[h.IID], h)
 	}
 	engines := map[string]routerdoc.LifecycleEngine{}
-	for _, rec := range s.life.Records() {
+	for _, rec := range s.lf.Records() {
 		engines[rec.IID] = routerdoc.LifecycleEngine{
 			State: rec.State, Draining: rec.State != lifecycle.Active, AcceptsNew: s.Usable(rec.IID),
 			ReadyToStop: rec.State == lifecycle.Drained && rec.OldProcessStart != nil,
@@ -177,7 +164,7 @@ func (s *Supervisor) LifecycleDoc() routerdoc.LifecycleDoc {
 		}
 	}
 	events := []routerdoc.LifecycleEvent{}
-	for _, ev := range s.life.Events() {
+	for _, ev := range s.lf.Events() {
 		events = append(events, routerdoc.LifecycleEvent(ev))
 	}
 	blocked := s.WaveBlocked()
@@ -189,7 +176,7 @@ func (s *Supervisor) LifecycleDoc() routerdoc.LifecycleDoc {
 		Engines:             engines,
 		Events:              events,
 		EngineRestartPolicy: s.cfg.Recovery.EngineRestartPolicy,
-		ProcessStarts:       s.life.ProcessStarts(),
+		ProcessStarts:       s.lf.ProcessStarts(),
 	}
 }
 

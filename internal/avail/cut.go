@@ -24,7 +24,7 @@ const cutQuarantineS = 5.0
 // timed rest otherwise.
 func (s *Supervisor) streamCut(iid string, e *fault.Error) {
 	s.log.Warn("engine cut a decode stream after output started", "iid", iid, "err", e.Msg)
-	if s.life.Failure(iid, lifecycle.OutputCut) == lifecycle.EjectCovered {
+	if s.failed(iid, lifecycle.OutputCut) == lifecycle.EjectCovered {
 		s.eject(iid, string(lifecycle.OutputCut), true) // never the last of its role
 		return
 	}
@@ -41,7 +41,7 @@ func (s *Supervisor) quarantineFor(iid string, q float64) {
 	if q <= 0 || s.lastOfRole(iid) {
 		return
 	}
-	if s.life.Quarantine(iid, s.now()+q) {
+	if s.lf.Quarantine(iid, s.now()+q) {
 		s.holdLen.Store(iid, q)
 		s.publishLive()
 		s.journalEvent(journal.Event{Name: journal.EventEngineHoldStarted, At: s.now(),

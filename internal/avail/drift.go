@@ -16,7 +16,7 @@ import (
 func (s *Supervisor) DriftPass() {
 	now := s.now()
 	paces := s.core.DecodePace(now)
-	ejected := s.life.Ejected()
+	ejected := s.lf.Ejected()
 	samples := make([]lifecycle.Sample, 0, len(paces))
 	for _, p := range paces {
 		if _, out := ejected[p.IID]; out {
@@ -34,10 +34,28 @@ func (s *Supervisor) DriftPass() {
 	for _, v := range s.drift.Observe(now, samples) {
 		s.driftVerdict(v)
 	}
+	s.publishDrift()
 	for iid, st := range s.drift.States() {
 		s.metrics.SetDrift(iid, st.Probation, st.PrefillPaused, st.Scored, st.Undersampled, st.PrefillPauses)
 	}
 }
+
+// driftView is the drift tracker as its readers see it: a snapshot the
+// monitor goroutine, the tracker's one owner, publishes after each pass.
+type driftView struct {
+	states    map[string]lifecycle.DriftState
+	probation []string
+}
+
+func (s *Supervisor) publishDrift() {
+	s.driftSeen.Store(&driftView{states: s.drift.States(), probation: s.drift.Probation()})
+}
+
+// DriftStates is the drift tracker per engine, as of the last pass.
+func (s *Supervisor) DriftStates() map[string]lifecycle.DriftState { return s.driftSeen.Load().states }
+
+// Probation lists the engines on drift probation, as of the last pass.
+func (s *Supervisor) Probation() []string { return s.driftSeen.Load().probation }
 
 // driftVerdict applies one verdict of a closed window.
 func (s *Supervisor) driftVerdict(v lifecycle.DriftVerdict) {
@@ -73,7 +91,7 @@ func (s *Supervisor) setProbation(iid string, on bool, why string) {
 // HealthState is /narwhal/state.health: the drift tracker per engine.
 func (s *Supervisor) HealthState(now float64) map[string]routerdoc.HealthState {
 	out := map[string]routerdoc.HealthState{}
-	for iid, st := range s.drift.States() {
+	for iid, st := range s.DriftStates() {
 		var ago *float64
 		if st.Scored > 0 {
 			a := now - st.LastScoredAt

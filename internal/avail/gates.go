@@ -61,7 +61,7 @@ func (s *Supervisor) identityGate(ctx context.Context, iid string, old *vllm.Ide
 	if err == nil {
 		s.observeIdentity(iid, id) // a build hold lifts (or starts) on what validation saw
 	}
-	if b := s.life.Build(); err == nil && b != "" && id.Version != b {
+	if b := s.lf.Build(); err == nil && b != "" && id.Version != b {
 		err = fmt.Errorf("vLLM %s is not the fleet's build %s: restart the engine with vLLM %s", id.Version, b, b)
 	}
 	if err == nil && requireNewer && old != nil && !(id.ProcessStart > old.ProcessStart) {

@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/narwhal-go/narwhal/internal/fault"
-	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
@@ -18,12 +16,6 @@ import (
 // makes each transition visible once: a log line with the iid, the
 // narwhal_engine_held gauge, a journal event, the core's live set.
 
-// holdsSeen is the holds the supervisor last published.
-type holdsSeen struct {
-	mu   sync.Mutex // guards seen; held while diffing so each transition is told once, in order
-	seen map[string]lifecycle.Hold
-}
-
 func holdKey(h lifecycle.Hold) string { return h.IID + " " + h.Cause }
 
 // publishHolds makes the holds that started or ended since the last call
@@ -33,38 +25,6 @@ func (s *Supervisor) publishHolds(why string) {
 		s.publishLive()
 		s.changed()
 	}
-}
-
-// diffHolds logs, exports and journals the transitions since the last
-// call and reports whether there were any.
-func (s *Supervisor) diffHolds(why string) bool {
-	s.holds.mu.Lock()
-	defer s.holds.mu.Unlock()
-	now := map[string]lifecycle.Hold{}
-	for _, h := range s.life.Holds() {
-		now[holdKey(h)] = h
-	}
-	changed := false
-	for k, h := range now {
-		if _, ok := s.holds.seen[k]; !ok {
-			changed = true
-			s.log.Warn("engine held out", "iid", h.IID, "cause", h.Cause, "detail", h.Detail)
-			s.metrics.SetHeld(h.IID, h.Cause, true)
-			s.journalEvent(journal.Event{Name: journal.EventEngineHoldStarted, At: s.now(),
-				Fields: map[string]any{"iid": h.IID, "kind": h.Cause, "duration_s": nil, "detail": h.Detail}})
-		}
-	}
-	for k, h := range s.holds.seen {
-		if _, ok := now[k]; !ok {
-			changed = true
-			s.log.Info("engine released", "iid", h.IID, "cause", h.Cause, "by", why)
-			s.metrics.SetHeld(h.IID, h.Cause, false)
-			s.journalEvent(journal.Event{Name: journal.EventEngineHoldEnded, At: s.now(),
-				Fields: map[string]any{"iid": h.IID, "kind": h.Cause, "cause": why, "held_s": s.now() - h.Since}})
-		}
-	}
-	s.holds.seen = now
-	return changed
 }
 
 // credentialProbe asks the engine whether it accepts the router's
@@ -78,7 +38,7 @@ func (s *Supervisor) credentialProbe(ctx context.Context, iid string) error {
 		s.credentialRefused(iid, fault.As(e))
 		return e
 	case e == nil:
-		if s.life.Release(iid, lifecycle.HoldEngineAuth) {
+		if s.lf.Release(iid, lifecycle.HoldEngineAuth) {
 			s.publishHolds("verification")
 		}
 	}
@@ -91,7 +51,7 @@ func (s *Supervisor) credentialRefused(iid string, e *fault.Error) {
 	if s.cfg.Engine.EngineAPIKeyEnv == "" {
 		detail = fmt.Sprintf("refused a request without a credential (HTTP %d): set engine.engine_api_key_env to a variable holding this engine's --api-key", e.Status)
 	}
-	if s.life.Hold(iid, lifecycle.HoldEngineAuth, detail, s.now()) {
+	if s.lf.Hold(iid, lifecycle.HoldEngineAuth, detail, s.now()) {
 		s.publishHolds("")
 	}
 }
@@ -99,8 +59,8 @@ func (s *Supervisor) credentialRefused(iid string, e *fault.Error) {
 // observeIdentity applies the build rule to the version iid reported and
 // lifts an incompatible-kv hold from a new process.
 func (s *Supervisor) observeIdentity(iid string, id vllm.Identity) {
-	s.life.ObserveVersion(iid, id.Version, s.now())
-	s.life.NewProcess(iid, id.ProcessStart)
+	s.lf.ObserveVersion(iid, id.Version, s.now())
+	s.lf.NewProcess(iid, id.ProcessStart)
 	s.publishHolds("verification")
 }
 
@@ -109,8 +69,8 @@ func (s *Supervisor) observeIdentity(iid string, id vllm.Identity) {
 // why, and its probes watch the process accepted here for the next
 // change, which is validated like any restart.
 func (s *Supervisor) holdSupersedes(iid string, id vllm.Identity) {
-	s.life.AcceptIdentity(iid, id)
-	if s.life.Recovered(iid) {
+	s.lf.AcceptIdentity(iid, id)
+	if s.lf.Recovered(iid) {
 		s.publishLive()
 		s.changed()
 	}
@@ -119,36 +79,39 @@ func (s *Supervisor) holdSupersedes(iid string, id vllm.Identity) {
 // kvRefused handles a NIXL handshake refusal between consumer and
 // producer on a live leg: the odd engine of the pair is held out.
 func (s *Supervisor) kvRefused(consumer, producer string, hs vllm.Handshake) {
-	s.life.KVRefused(consumer, producer, hs.LocalHash, hs.RemoteHash, s.now())
+	s.lf.KVRefused(consumer, producer, hs.LocalHash, hs.RemoteHash, s.now())
 	s.publishHolds("verification")
 }
 
 // holdProbes re-examines held engines every recovery.readmit_every
 // passes: the credential, the build and the process. An ejected engine is
 // left to the readmission probe, which does the same before readmitting.
-func (s *Supervisor) holdProbes(ctx context.Context) {
+func (s *Supervisor) holdProbes() {
 	if every := max(1, s.cfg.Recovery.ReadmitEvery); s.passes%every != 0 {
 		return
 	}
-	ejected := s.life.Ejected()
+	ejected := s.lf.Ejected()
 	var due []string
-	for _, iid := range s.life.Held() {
+	for _, iid := range s.lf.Held() {
 		if _, out := ejected[iid]; !out {
 			due = append(due, iid)
 		}
 	}
-	ForEach(ctx, due, func(ctx context.Context, iid string) {
-		if s.healthProbe(ctx, iid) != nil {
-			return
-		}
-		s.checkIdentity(ctx, iid) // a restarted process is excluded first, then revalidated
-	})
+	s.startJobs(due, s.holdProbe)
+}
+
+// holdProbe re-examines one held engine; a probe job.
+func (s *Supervisor) holdProbe(ctx context.Context, iid string) {
+	if s.healthProbe(ctx, iid) != nil {
+		return
+	}
+	s.checkIdentity(ctx, iid) // a restarted process is excluded first, then revalidated
 }
 
 // HoldsReason lists the holds for a readiness reason ("" when none).
 func (s *Supervisor) HoldsReason() string {
 	var parts []string
-	for _, h := range s.life.Holds() {
+	for _, h := range s.lf.Holds() {
 		parts = append(parts, fmt.Sprintf("%s held out as %s: %s", h.IID, h.Cause, h.Detail))
 	}
 	return strings.Join(parts, "; ")

@@ -17,7 +17,25 @@ import (
 
 // LegSucceeded records a leg that did its job on iid: kind is "prefill"
 // (a handoff extracted) or "decode" (a stream reached [DONE]).
-func (s *Supervisor) LegSucceeded(iid, kind string) { s.life.Success(iid, kind) }
+// A clean engine (the usual case) takes no lock: Marked is atomic.
+func (s *Supervisor) LegSucceeded(iid, kind string) { s.succeeded(iid, kind) }
+
+// succeeded steps a success into the core when it may clear something.
+func (s *Supervisor) succeeded(iid, kind string) {
+	if s.life.Marked(iid) {
+		s.step(s.now(), lifecycle.LegSuccess{IID: iid, Kind: kind})
+	}
+}
+
+// failed steps a failed leg into the core and returns its verdict.
+func (s *Supervisor) failed(iid string, c lifecycle.Class) lifecycle.Verdict {
+	for _, v := range s.step(s.now(), lifecycle.LegFailure{IID: iid, Class: c}).Verdicts {
+		if v.IID == iid {
+			return v.Verdict
+		}
+	}
+	return lifecycle.None
+}
 
 // Failure is one failed leg as the request path saw it.
 type Failure struct {
@@ -29,10 +47,51 @@ type Failure struct {
 	Tokens int
 }
 
-// LegFailed records a failed leg and acts on the verdict: nothing for a
+// legQueue bounds the failed legs waiting for the leg goroutine.
+const legQueue = 256
+
+// LegFailed reports a failed leg with one non-blocking send to the
+// supervisor's leg goroutine, which applies it (recordLeg): the request
+// goes on at once, its own retry already excludes the engine. When the
+// queue is full (failures arriving faster than the breaker takes them)
+// the request goroutine applies this one itself, as the only way that
+// neither waits for the queue nor loses a breaker count; InlineLegs and
+// narwhal_leg_reports_inline_total count those.
+func (s *Supervisor) LegFailed(f Failure) {
+	select {
+	case s.legs <- f:
+	default:
+		s.inlineLegs.Add(1)
+		s.metrics.LegReportsInline.Inc()
+		s.recordLeg(f)
+	}
+}
+
+// Verifications is how many breaker verifications have ended (a test
+// waits on it to know one ran).
+func (s *Supervisor) Verifications() int64 { return s.verified.Load() }
+
+// InlineLegs is how many failed legs a full queue made their request
+// goroutine apply itself.
+func (s *Supervisor) InlineLegs() int64 { return s.inlineLegs.Load() }
+
+// legLoop is the leg goroutine: it applies the failed legs of legs in
+// the order they were reported, until the router closes.
+func (s *Supervisor) legLoop(ctx context.Context, legs <-chan Failure) {
+	for {
+		select {
+		case f := <-legs:
+			s.recordLeg(f)
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// recordLeg records a failed leg and acts on the verdict: nothing for a
 // fault that is not the engine's, a hold for a refused credential or
 // refused KV, a rest and a breaker streak otherwise.
-func (s *Supervisor) LegFailed(f Failure) {
+func (s *Supervisor) recordLeg(f Failure) {
 	if f.Err.CutAfter(f.Tokens) {
 		s.streamCut(f.IID, f.Err)
 		return
@@ -53,11 +112,11 @@ func (s *Supervisor) LegFailed(f Failure) {
 		s.kvRefused(iid, producer, hs) // incompatible, not broken: retrying this pair cannot work
 		return
 	case e.Reason == fault.EngineRejected:
-		s.life.Success(iid, "answered") // a 4xx: the engine is up
+		s.succeeded(iid, "answered") // a 4xx: the engine is up
 		return
 	}
 	s.quarantine(iid)
-	switch s.life.Failure(iid, lifecycle.Class(e.Class)) {
+	switch s.failed(iid, lifecycle.Class(e.Class)) {
 	case lifecycle.Eject:
 		s.eject(iid, string(lifecycle.Connection), false)
 	case lifecycle.VerifyHealth:
@@ -71,9 +130,13 @@ func (s *Supervisor) LegFailed(f Failure) {
 // recovery.failure_quarantine_s, when another live engine covers its role.
 func (s *Supervisor) quarantine(iid string) { s.quarantineFor(iid, s.cfg.Recovery.FailureQuarantineS) }
 
-// releaseQuarantines returns engines whose timed hold ended.
-func (s *Supervisor) releaseQuarantines() {
-	for _, iid := range s.life.ReleaseQuarantines(s.now()) {
+// releaseQuarantines returns engines whose timed hold ended (the monitor
+// pass learns them from its tick's Ready instead).
+func (s *Supervisor) releaseQuarantines() { s.released(s.lf.ReleaseQuarantines(s.now())) }
+
+// released publishes and journals the end of the timed holds of iids.
+func (s *Supervisor) released(iids []string) {
+	for _, iid := range iids {
 		s.publishLive()
 		s.journalEvent(journal.Event{Name: journal.EventEngineHoldEnded, At: s.now(),
 			Fields: map[string]any{"iid": iid, "kind": "timed", "cause": "expired", "held_s": s.heldFor(iid)}})
@@ -88,6 +151,7 @@ func (s *Supervisor) verify(ctx context.Context, iid string, inference bool) {
 		return // one verification per engine at a time
 	}
 	defer s.verifying.Delete(iid)
+	defer s.verified.Add(1)
 	var e error
 	if inference {
 		e = s.probes.Inference(ctx, iid)
@@ -98,7 +162,7 @@ func (s *Supervisor) verify(ctx context.Context, iid string, inference bool) {
 		return
 	}
 	if e == nil {
-		s.life.Success(iid, map[bool]string{true: "inference", false: "health"}[inference])
+		s.succeeded(iid, map[bool]string{true: "inference", false: "health"}[inference])
 		return
 	}
 	if fe := fault.As(e); fe.AuthFailed() {
@@ -133,7 +197,7 @@ func (s *Supervisor) eject(iid, cause string, protect bool) {
 		s.log.Warn("keeping the last live engine of its role in placement despite a failed probe", "iid", iid)
 		return
 	}
-	if !s.life.Eject(iid, cause) {
+	if !s.lf.Eject(iid, cause) {
 		return
 	}
 	s.publishLive()

@@ -2,7 +2,6 @@ package avail
 
 import (
 	"fmt"
-	"sync"
 	"sync/atomic"
 
 	"github.com/narwhal-go/narwhal/internal/journal"
@@ -10,20 +9,24 @@ import (
 )
 
 // monitoring tracks failed monitor-pass stages (runtime.md §3.4). A pass
-// with a failed stage counts against controlles.monitor_failure_limit;
+// with a failed stage counts against controller.monitor_failure_limit;
 // at the limit the router is degraded: it stops admitting new requests
 // (resident work continues) until a fully successful pass.
+//
+// Its fields belong to the monitor goroutine, the only caller of
+// StageFailed and PassEnded; readers get what those publish (reason,
+// doc), so there is no lock.
 type monitoring struct {
-	mu          sync.Mutex // guards every field below
 	consecutive int
 	failures    int
 	degraded    string // "<stage> <class>" of the streak's first failure, "" when healthy
 	first       string
 	stages      map[string]*stageStats
-	// reason is DegradedReason's answer, published by PassEnded whenever
-	// degraded changes, so the request path's readiness check reads it
-	// without taking mu.
+	// reason is DegradedReason's answer, published whenever degraded
+	// changes: the request path's readiness check reads it.
 	reason atomic.Pointer[string]
+	// doc is MonitoringState's answer, published after every change.
+	doc atomic.Pointer[routerdoc.MonitoringState]
 }
 
 type stageStats struct {
@@ -33,10 +36,10 @@ type stageStats struct {
 	LastAt      float64
 }
 
-// StageFailed records a failed stage of the current pass.
+// StageFailed records a failed stage of the current pass; the monitor
+// goroutine calls it.
 func (s *Supervisor) StageFailed(stage, class string, err error) {
 	m := &s.mon
-	m.mu.Lock()
 	if m.stages == nil {
 		m.stages = map[string]*stageStats{}
 	}
@@ -48,18 +51,17 @@ func (s *Supervisor) StageFailed(stage, class string, err error) {
 	st.Failures++
 	st.Consecutive++
 	st.LastClass, st.LastAt = class, s.now()
-	n := st.Consecutive
-	m.mu.Unlock()
+	m.publish()
 	s.log.Error("monitoring stage failed", "stage", stage, "class", class, "err", err)
 	s.journalEvent(journal.Event{Name: journal.EventMonitoringStageFailure, At: s.now(),
-		Fields: map[string]any{"stage": stage, "class": class, "consecutive": n}})
+		Fields: map[string]any{"stage": stage, "class": class, "consecutive": st.Consecutive}})
 }
 
 // PassEnded closes a monitor pass: failed says whether any stage failed.
+// The monitor goroutine calls it.
 func (s *Supervisor) PassEnded(failed []string) {
 	m := &s.mon
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	defer m.publish()
 	if len(failed) == 0 {
 		for _, st := range m.stages {
 			st.Consecutive = 0
@@ -93,6 +95,23 @@ func (s *Supervisor) PassEnded(failed []string) {
 	}
 }
 
+// publish copies the monitor goroutine's counts into the document its
+// readers load.
+func (m *monitoring) publish() {
+	stages := map[string]routerdoc.MonitoringStage{}
+	for name, st := range m.stages {
+		stages[name] = routerdoc.MonitoringStage{Failures: st.Failures, Consecutive: st.Consecutive,
+			LastClass: st.LastClass, LastAt: st.LastAt}
+	}
+	var reason *string
+	if m.degraded != "" {
+		d := m.degraded
+		reason = &d
+	}
+	m.doc.Store(&routerdoc.MonitoringState{Degraded: m.degraded != "", Reason: reason, CoreConsecutive: m.consecutive,
+		CoreFailures: m.failures, Stages: stages})
+}
+
 // DegradedReason is "" or the readiness reason while degraded.
 // It takes no lock (the request path asks on every admission).
 func (s *Supervisor) DegradedReason() string {
@@ -105,19 +124,10 @@ func (s *Supervisor) DegradedReason() string {
 // MonitoringState is /narwhal/state.monitoring; lagS is the router's
 // event-loop lag in seconds.
 func (s *Supervisor) MonitoringState(lagS float64) routerdoc.MonitoringState {
-	m := &s.mon
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	stages := map[string]routerdoc.MonitoringStage{}
-	for name, st := range m.stages {
-		stages[name] = routerdoc.MonitoringStage{Failures: st.Failures, Consecutive: st.Consecutive,
-			LastClass: st.LastClass, LastAt: st.LastAt}
+	doc := routerdoc.MonitoringState{Stages: map[string]routerdoc.MonitoringStage{}}
+	if p := s.mon.doc.Load(); p != nil {
+		doc = *p // a copy; its maps are never written after publication
 	}
-	var reason *string
-	if m.degraded != "" {
-		d := m.degraded
-		reason = &d
-	}
-	return routerdoc.MonitoringState{Degraded: m.degraded != "", Reason: reason, CoreConsecutive: m.consecutive,
-		CoreFailures: m.failures, EventLoopLagS: lagS, Stages: stages}
+	doc.EventLoopLagS = lagS
+	return doc
 }

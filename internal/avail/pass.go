@@ -5,25 +5,29 @@ import "github.com/narwhal-go/narwhal/internal/lifecycle"
 // MonitorPass is the supervisor's share of one monitor pass, after the
 // core's Tick (runtime.md §3.4 stage order): drains settle, timed holds
 // end, readmission and hold probes, the liveness sweep when due, then the
-// lifecycle journal and gauges. It runs on the monitor goroutine only.
+// lifecycle journal and gauges. It runs on the monitor goroutine only,
+// and never waits for an engine: the probes start as jobs (rounds.go)
+// whose outcomes land when they end, so a slow engine delays neither this
+// pass nor role control nor the handoff write around it.
 func (s *Supervisor) MonitorPass() {
-	// Residents are read first: Settle holds the lifecycle lock, which
-	// must never be held while the core's mutex is taken.
+	// Residents are read first: the tick holds avail's lock, which must
+	// never be taken while the core's mutex is held.
 	resident := map[string]int{}
 	for _, e := range s.core.Snapshot().Engines {
 		resident[e.IID] = e.ResidentPrefill + e.ResidentDecode
 	}
-	s.life.Settle(s.wallNow(), func(iid string) int { return resident[iid] })
-	s.releaseQuarantines()
-	s.readmissionProbes(s.ctx)
-	s.holdProbes(s.ctx)
+	rd := s.step(s.now(), lifecycle.Tick{Wall: s.wallNow(), Resident: resident})
+	s.released(rd.Released)
+	s.startJobs(rd.Probe, s.readmissionProbe)
+	s.holdProbes()
 	s.passes++
 	if every := s.cfg.Recovery.LivenessEvery; every > 0 && s.passes%every == 0 {
-		s.livenessSweep(s.ctx)
+		s.livenessSweep()
 	}
-	s.flushLifecycleEvents()
-	s.lifecycleGauges()
-	for iid, streaks := range s.life.Streaks() {
+	for iid, st := range rd.States {
+		s.metrics.SetLifecycleState(iid, string(st))
+	}
+	for iid, streaks := range rd.Streaks {
 		for class, n := range streaks {
 			s.metrics.SetStreak(iid, string(class), n)
 		}
@@ -38,16 +42,15 @@ func (s *Supervisor) LivenessSweeps() bool { return s.cfg.Recovery.LivenessEvery
 // RestoreEvents puts a handoff document's lifecycle events back; they are
 // already in the old run's journal, so they are not journalled again.
 func (s *Supervisor) RestoreEvents(evs []lifecycle.Event) {
-	s.life.RestoreEvents(evs)
-	s.evMu.Lock()
-	_, s.evSeen = s.life.TakeEvents(0)
-	s.evMu.Unlock()
+	s.pub.mu.Lock()
+	defer s.pub.mu.Unlock()
+	s.life.RestoreEvents(evs) // never handed out by Ready: not journalled again
 }
 
 // Restore applies a handoff document's lifecycle records, ejections and
 // accepted process starts, and publishes the liveness they imply.
 func (s *Supervisor) Restore(records []lifecycle.Record, ejected map[string]string, starts map[string]float64) {
-	s.life.Restore(records, ejected, starts)
+	s.lf.Restore(records, ejected, starts)
 	s.publishLive()
 }
 

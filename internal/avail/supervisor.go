@@ -143,23 +143,28 @@ type Supervisor struct {
 	// (SetGenerations), so gates read it without a lock.
 	gens atomic.Pointer[map[string]string]
 
-	life  *lifecycle.Manager
-	drift *lifecycle.Drift // decode pace health: probation and eviction (drift.go)
-	order []string         // iids, sorted
+	life  *lifecycle.Manager // no lock of its own: under pub.mu, through lf
+	lf    lockedLife
+	drift *lifecycle.Drift // decode pace health: probation and eviction (drift.go); the monitor goroutine's
+	// driftSeen is the drift tracker's published snapshot, for readers
+	// off the monitor goroutine.
+	driftSeen atomic.Pointer[driftView]
+	order     []string // iids, sorted
 
-	liveMu sync.Mutex      // guards live; held while publishing so the core sees the sets in order
-	live   map[string]bool // the liveness last published into the core
+	pub  publication                     // avail's one mutex and what it guards (publish.go)
+	live atomic.Pointer[map[string]bool] // the liveness last published into the core; never written after
 
-	holds     holdsSeen
-	evMu      sync.Mutex // guards evSeen; held while journalling so each event is written once
-	evSeen    int        // lifecycle events already journalled
-	verifying sync.Map   // iid → true while a verification probe runs
-	holdLen   sync.Map   // iid → seconds of its last timed hold, for the journal
-	passes    int        // monitor passes, for the probe cadences; the monitor goroutine's alone
-	wave      waveHold
-	mon       monitoring
-	ctx       context.Context
-	goBg      func(f func(ctx context.Context))
+	verifying  sync.Map // iid → true while a verification probe runs
+	holdLen    sync.Map // iid → seconds of its last timed hold, for the journal
+	passes     int      // monitor passes, for the probe cadences; the monitor goroutine's alone
+	wave       waveHold
+	mon        monitoring
+	jobs       probeJobs    // the monitor pass's probes in flight (rounds.go)
+	legs       chan Failure // failed legs for the leg goroutine (legs.go)
+	inlineLegs atomic.Int64 // failed legs a full queue left to their request
+	verified   atomic.Int64 // breaker verifications ended
+	ctx        context.Context
+	goBg       func(f func(ctx context.Context))
 }
 
 // SetGenerations replaces the generation digests the profile-generation
@@ -180,6 +185,7 @@ func New(c Config) *Supervisor {
 		metrics: c.Metrics, core: c.Core, probes: c.Probes, status: c.Status, changed: c.StateChanged, reply: c.Reply,
 		ctx: c.Context, goBg: c.Go,
 		life: lifecycle.New(c.Fleet)}
+	s.lf = lockedLife{p: &s.pub, m: s.life}
 	s.SetGenerations(c.Generations)
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -194,28 +200,27 @@ func New(c Config) *Supervisor {
 		s.goBg = func(f func(ctx context.Context)) { go f(s.ctx) }
 	}
 	s.order = c.Fleet.IIDs()
+	s.jobs = newProbeJobs(s.order)
+	s.legs = make(chan Failure, legQueue)
 	s.drift = lifecycle.NewDrift(c.Fleet.Recovery.Health, s.order)
+	s.publishDrift()
 	s.publishLive()
+	legs := s.legs
+	s.goBg(func(ctx context.Context) { s.legLoop(ctx, legs) })
 	return s
 }
 
 // View is the lifecycle state, read-only.
-func (s *Supervisor) View() View { return s.life }
+func (s *Supervisor) View() View { return s.lf }
 
 // Usable reports whether iid may take new placements: the liveness the
 // supervisor last published into the core.
-func (s *Supervisor) Usable(iid string) bool {
-	s.liveMu.Lock()
-	defer s.liveMu.Unlock()
-	return s.live[iid]
-}
+func (s *Supervisor) Usable(iid string) bool { return (*s.live.Load())[iid] }
 
 // LiveCount is how many engines may take new placements.
 func (s *Supervisor) LiveCount() int {
-	s.liveMu.Lock()
-	defer s.liveMu.Unlock()
 	n := 0
-	for _, live := range s.live {
+	for _, live := range *s.live.Load() {
 		if live {
 			n++
 		}
@@ -223,39 +228,11 @@ func (s *Supervisor) LiveCount() int {
 	return n
 }
 
-// DriftStates is the drift tracker per engine.
-func (s *Supervisor) DriftStates() map[string]lifecycle.DriftState { return s.drift.States() }
-
-// Probation lists the engines on drift probation.
-func (s *Supervisor) Probation() []string { return s.drift.Probation() }
-
-// publishLive derives every engine's liveness from the lifecycle state
-// and publishes it into the core: the one place liveness is written.
-func (s *Supervisor) publishLive() {
-	s.liveMu.Lock()
-	defer s.liveMu.Unlock()
-	live := make(map[string]bool, len(s.order))
-	for _, iid := range s.order {
-		live[iid] = s.life.Live(iid)
-	}
-	s.live = live
-	s.core.SetLive(live)
-}
-
 // now is router seconds: the core's and the journal's time scale.
 func (s *Supervisor) now() float64 { return s.clock.Now().Sub(s.epoch).Seconds() }
 
 // wallNow is wall-clock Unix seconds, for lifecycle records and events.
 func (s *Supervisor) wallNow() float64 { return float64(s.clock.Now().UnixMicro()) / 1e6 }
-
-func (s *Supervisor) journalEvent(ev journal.Event) {
-	if s.journal == nil {
-		return
-	}
-	if err := s.journal.Event(ev); err != nil {
-		s.log.Error("journal write failed; an event is lost", "event", ev.Name, "err", err)
-	}
-}
 
 // ForEach runs f for every iid concurrently and waits: the fan-out of
 // every probe round (the router's model-limit refresh uses it too).

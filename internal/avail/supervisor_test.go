@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/fault"
@@ -21,7 +22,8 @@ type fakeCore struct {
 	mu    sync.Mutex
 	roles map[string]fleet.Role
 	live  map[string]bool
-	sets  int // SetLive calls
+	sets  int          // SetLive calls
+	paces []sched.Pace // what DecodePace answers
 }
 
 func (c *fakeCore) SetLive(live map[string]bool) {
@@ -51,7 +53,15 @@ func (c *fakeCore) Snapshot() *sched.Snapshot {
 	return s
 }
 
-func (c *fakeCore) DecodePace(float64) []sched.Pace { return nil }
+func (c *fakeCore) DecodePace(float64) []sched.Pace {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := append([]sched.Pace(nil), c.paces...)
+	for i := range out {
+		out[i].Live = c.live[out[i].IID]
+	}
+	return out
+}
 
 func (c *fakeCore) isLive(iid string) bool {
 	c.mu.Lock()
@@ -86,11 +96,18 @@ type fixture struct {
 // newFixture is a supervisor over p0, d0, d1 with failure_quarantine_s q.
 func newFixture(t *testing.T, q float64, probes Probes) *fixture {
 	t.Helper()
+	return newFixtureWith(t, probes, func(cfg *fleet.Config) { cfg.Recovery.FailureQuarantineS = q })
+}
+
+// newFixtureWith is newFixture with the fleet changed by edit before the
+// supervisor is built (eject_after is 1 unless edit says otherwise).
+func newFixtureWith(t *testing.T, probes Probes, edit func(cfg *fleet.Config)) *fixture {
+	t.Helper()
 	cfg := fleet.Defaults()
 	cfg.Model = "m"
 	cfg.SLO = fleet.SLO{TTFT: 2, TPOT: 0.1}
 	cfg.Recovery.EjectAfter = 1
-	cfg.Recovery.FailureQuarantineS = q
+	edit(&cfg)
 	core := &fakeCore{roles: map[string]fleet.Role{}, live: map[string]bool{}}
 	for _, e := range []fleet.Engine{{IID: "p0", Role: fleet.Prefill}, {IID: "d0", Role: fleet.Decode}, {IID: "d1", Role: fleet.Decode}} {
 		cfg.Engines = append(cfg.Engines, e)
@@ -131,28 +148,33 @@ func TestLegFailedVerdictsPublishLivenessIntoTheCore(t *testing.T) {
 		{"a response limit after tokens is no cut", 0, Failure{IID: "d0", Peer: "p0", Tokens: 3, Err: &fault.Error{Phase: "decode", Reason: fault.ResponseLimit}}, true, "", false, false},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			fx := newFixture(t, tc.quarantine, fakeProbes{})
-			fx.s.LegFailed(tc.f)
-			iid := tc.f.IID
-			if got := fx.s.Usable(iid); got != tc.wantLive {
-				t.Errorf("Usable(%s) = %v, want %v", iid, got, tc.wantLive)
-			}
-			for _, e := range []string{"p0", "d0", "d1"} {
-				if fx.core.isLive(e) != fx.s.Usable(e) {
-					t.Errorf("%s: the core says live %v, the supervisor %v", e, fx.core.isLive(e), fx.s.Usable(e))
-				}
-			}
-			if got := fx.s.View().Ejected()[iid]; got != tc.ejected {
-				t.Errorf("ejection cause %q, want %q", got, tc.ejected)
-			}
-			if held := slices.Contains(fx.s.View().Held(), iid); held != tc.held {
-				t.Errorf("held %v, want %v", held, tc.held)
-			}
-			if (fx.changed > 0) != tc.changed {
-				t.Errorf("StateChanged called %d times, want a call: %v", fx.changed, tc.changed)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { synctest.Test(t, func(t *testing.T) { legVerdict(t, tc) }) })
+	}
+}
+
+// legVerdict is one verdictCase; the leg goroutine has applied the
+// failure once synctest.Wait returns.
+func legVerdict(t *testing.T, tc verdictCase) {
+	fx := newFixture(t, tc.quarantine, fakeProbes{})
+	fx.s.LegFailed(tc.f)
+	synctest.Wait()
+	iid := tc.f.IID
+	if got := fx.s.Usable(iid); got != tc.wantLive {
+		t.Errorf("Usable(%s) = %v, want %v", iid, got, tc.wantLive)
+	}
+	for _, e := range []string{"p0", "d0", "d1"} {
+		if fx.core.isLive(e) != fx.s.Usable(e) {
+			t.Errorf("%s: the core says live %v, the supervisor %v", e, fx.core.isLive(e), fx.s.Usable(e))
+		}
+	}
+	if got := fx.s.View().Ejected()[iid]; got != tc.ejected {
+		t.Errorf("ejection cause %q, want %q", got, tc.ejected)
+	}
+	if held := slices.Contains(fx.s.View().Held(), iid); held != tc.held {
+		t.Errorf("held %v, want %v", held, tc.held)
+	}
+	if (fx.changed > 0) != tc.changed {
+		t.Errorf("StateChanged called %d times, want a call: %v", fx.changed, tc.changed)
 	}
 }
 
@@ -176,11 +198,14 @@ func TestVerificationProtectsTheLastOfItsRole(t *testing.T) {
 
 // A quarantine ends at the monitor pass after its length, and the core
 // learns it from the supervisor.
-func TestQuarantineEndsAndTheCoreHearsIt(t *testing.T) {
+func TestQuarantineEndsAndTheCoreHearsIt(t *testing.T) { synctest.Test(t, quarantineEnds) }
+
+func quarantineEnds(t *testing.T) {
 	clock := ports.NewFake(time.Unix(1000, 0))
 	fx := newFixture(t, 5, fakeProbes{})
 	fx.s.clock = clock
 	fx.s.LegFailed(Failure{IID: "d0", Err: &fault.Error{Reason: fault.EngineError, Class: "inference_status"}})
+	synctest.Wait() // the leg goroutine has applied it
 	if fx.core.isLive("d0") {
 		t.Fatal("the core still places on the quarantined d0")
 	}
@@ -188,5 +213,16 @@ func TestQuarantineEndsAndTheCoreHearsIt(t *testing.T) {
 	fx.s.releaseQuarantines()
 	if !fx.core.isLive("d0") || !fx.s.Usable("d0") {
 		t.Errorf("d0 not back after its quarantine: core %v, supervisor %v", fx.core.isLive("d0"), fx.s.Usable("d0"))
+	}
+}
+
+// A full leg queue never blocks the request and never loses the
+// breaker's count: the request goroutine applies its failure itself.
+func TestAFullLegQueueAppliesTheFailureInline(t *testing.T) {
+	fx := newFixture(t, 0, fakeProbes{})
+	fx.s.legs = make(chan Failure) // no room: the leg goroutine reads the old queue
+	fx.s.LegFailed(Failure{IID: "d0", Err: &fault.Error{Reason: fault.EngineConnection, Class: "connection"}})
+	if fx.s.View().Ejected()["d0"] != "connection" || fx.s.InlineLegs() != 1 {
+		t.Errorf("after a failure on a full queue: ejected %v, inline %d; want d0 ejected, 1 inline", fx.s.View().Ejected(), fx.s.InlineLegs())
 	}
 }

@@ -11,42 +11,41 @@ import (
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
-// readmissionProbes probes the ejected engines that are due: a healthy
+// readmissionProbe is one ejected engine's readmission, a probe job the
+// monitor pass starts for each engine its tick says is due: a healthy
 // engine whose identity is the accepted one (or, on an uncontracted
-// fleet, any healthy engine) returns to placement.
-func (s *Supervisor) readmissionProbes(ctx context.Context) {
-	due := s.life.DueForProbe()
-	ForEach(ctx, due, func(ctx context.Context, iid string) {
-		id, ok := s.readmissionChecks(ctx, iid)
-		if !ok {
+// fleet, any healthy engine) returns to placement. Checks, identity, a
+// contracted fleet's gates, then the verdict.
+func (s *Supervisor) readmissionProbe(ctx context.Context, iid string) {
+	id, ok := s.readmissionChecks(ctx, iid)
+	if !ok {
+		return
+	}
+	if s.observeIdentity(iid, id); slices.Contains(s.lf.Held(), iid) {
+		s.holdSupersedes(iid, id)
+		return
+	}
+	if s.cfg.EngineContract != nil {
+		// A contracted fleet revalidates the process it found: the
+		// generation and a KV transfer must work before it serves.
+		checks, _ := s.gates(iid, nil, false)
+		if !allOK(checks) {
+			s.log.Warn("readmission validation failed", "iid", iid, "checks", checks)
 			return
 		}
-		if s.observeIdentity(iid, id); slices.Contains(s.life.Held(), iid) {
-			s.holdSupersedes(iid, id)
-			return
-		}
-		if s.cfg.EngineContract != nil {
-			// A contracted fleet revalidates the process it found: the
-			// generation and a KV transfer must work before it serves.
-			checks, _ := s.gates(iid, nil, false)
-			if !allOK(checks) {
-				s.log.Warn("readmission validation failed", "iid", iid, "checks", checks)
-				return
-			}
-		} else if err := s.profileGenerationGate(ctx, iid, id, ""); err != nil {
-			s.log.Warn("readmission blocked by the profile generation", "iid", iid, "err", err)
-			s.lifecycleEvent("profile_recovery_blocked", map[string]any{"iid": iid, "reason": err.Error()})
-			return
-		}
-		s.life.AcceptIdentity(iid, id)
-		if s.life.Recovered(iid) {
-			s.publishLive()
-			s.log.Info("engine readmitted", "iid", iid)
-			s.journalEvent(journal.EngineReadmitted(s.now(), iid, "health"))
-			s.metrics.Readmission(iid, "health")
-			s.changed()
-		}
-	})
+	} else if err := s.profileGenerationGate(ctx, iid, id, ""); err != nil {
+		s.log.Warn("readmission blocked by the profile generation", "iid", iid, "err", err)
+		s.lifecycleEvent("profile_recovery_blocked", map[string]any{"iid": iid, "reason": err.Error()})
+		return
+	}
+	s.lf.AcceptIdentity(iid, id)
+	if s.lf.Recovered(iid) {
+		s.publishLive()
+		s.log.Info("engine readmitted", "iid", iid)
+		s.journalEvent(journal.EngineReadmitted(s.now(), iid, "health"))
+		s.metrics.Readmission(iid, "health")
+		s.changed()
+	}
 }
 
 // readmissionChecks are the probes an ejected engine passes before its
@@ -56,10 +55,10 @@ func (s *Supervisor) readmissionChecks(ctx context.Context, iid string) (vllm.Id
 	if s.healthProbe(ctx, iid) != nil {
 		return vllm.Identity{}, false
 	}
-	if s.life.Suspect(iid) && s.probes.Inference(ctx, iid) != nil {
+	if s.lf.Suspect(iid) && s.probes.Inference(ctx, iid) != nil {
 		return vllm.Identity{}, false
 	}
-	if s.life.Ejected()[iid] == string(lifecycle.OutputCut) && s.probes.Stream(ctx, iid) != nil {
+	if s.lf.Ejected()[iid] == string(lifecycle.OutputCut) && s.probes.Stream(ctx, iid) != nil {
 		return vllm.Identity{}, false // it still cuts streams
 	}
 	id, err := s.probes.Identity(ctx, iid)
@@ -73,26 +72,29 @@ func (s *Supervisor) readmissionChecks(ctx context.Context, iid string) (vllm.Id
 // livenessSweep probes every live engine's /health and identity. Misses
 // eject at recovery.liveness_misses; a changed process is excluded until
 // it is validated again.
-func (s *Supervisor) livenessSweep(ctx context.Context) {
+func (s *Supervisor) livenessSweep() {
 	var live []string
 	for _, iid := range s.order {
 		if s.Usable(iid) {
 			live = append(live, iid)
 		}
 	}
-	ForEach(ctx, live, func(ctx context.Context, iid string) {
-		if e := s.healthProbe(ctx, iid); e != nil {
-			if fault.As(e).AuthFailed() {
-				return // held out by the credential probe, not missing
-			}
-			if ctx.Err() == nil && s.life.Failure(iid, lifecycle.Liveness) == lifecycle.Eject {
-				s.eject(iid, string(lifecycle.Liveness), false)
-			}
-			return
+	s.startJobs(live, s.livenessProbe)
+}
+
+// livenessProbe is one live engine's share of a sweep; a probe job.
+func (s *Supervisor) livenessProbe(ctx context.Context, iid string) {
+	if e := s.healthProbe(ctx, iid); e != nil {
+		if fault.As(e).AuthFailed() {
+			return // held out by the credential probe, not missing
 		}
-		s.life.Success(iid, "health")
-		s.checkIdentity(ctx, iid)
-	})
+		if ctx.Err() == nil && s.failed(iid, lifecycle.Liveness) == lifecycle.Eject {
+			s.eject(iid, string(lifecycle.Liveness), false)
+		}
+		return
+	}
+	s.succeeded(iid, "health")
+	s.checkIdentity(ctx, iid)
 }
 
 // checkIdentity compares the engine's process with the accepted one.
@@ -104,7 +106,7 @@ func (s *Supervisor) checkIdentity(ctx context.Context, iid string) {
 		}
 		return
 	}
-	if changed, prev := s.life.CheckIdentity(iid, id); changed {
+	if changed, prev := s.lf.CheckIdentity(iid, id); changed {
 		s.excludeProcess(iid, "the engine process changed (new version or process start)", prev.ProcessStart, id.ProcessStart)
 	}
 	s.observeIdentity(iid, id) // after the exclusion: a released hold never lets the new process serve unvalidated
@@ -144,7 +146,7 @@ func (s *Supervisor) CaptureIdentities(ctx context.Context) {
 	})
 	for i, id := range ids {
 		if id != nil {
-			s.life.CheckIdentity(s.order[i], *id)
+			s.lf.CheckIdentity(s.order[i], *id)
 			s.observeIdentity(s.order[i], *id)
 		}
 	}

@@ -68,8 +68,8 @@ func (s *Supervisor) readmitWave(w http.ResponseWriter) {
 		return
 	}
 	for iid, id := range ids {
-		s.life.AcceptIdentity(iid, id)
-		if s.life.Recovered(iid) {
+		s.lf.AcceptIdentity(iid, id)
+		if s.lf.Recovered(iid) {
 			s.journalEvent(journal.EngineReadmitted(s.now(), iid, "lifecycle"))
 		}
 	}

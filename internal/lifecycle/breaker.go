@@ -2,9 +2,11 @@
 // circuit breaker that tells a dead engine from a busy one, ejection and
 // readmission with last-engine protection, process identity (restart
 // detection), and operator drains with their validation gates. It holds
-// state and rules only; the availability supervisor (internal/avail) runs
-// the probes, reports back, and publishes the liveness decided here into
-// the scheduling core.
+// state and rules only — no lock, no I/O, no clock — and is driven like
+// sched: Step feeds it what happened, Ready says what to do (step.go).
+// The availability supervisor (internal/avail) serializes it, runs the
+// probes, reports back, and publishes the liveness decided here into the
+// scheduling core.
 package lifecycle
 
 // Class is a kind of leg failure; each has its own streak per engine.

@@ -19,6 +19,7 @@ func conflict(format string, args ...any) error { return &Conflict{Msg: fmt.Spri
 const maxEvents = 200
 
 func (m *Manager) event(at float64, action string, fields map[string]any) {
+	m.recorded++
 	m.events = append(m.events, Event{At: at, Action: action, Fields: fields})
 	if len(m.events) > maxEvents {
 		m.events = append(m.events[:0], m.events[len(m.events)-maxEvents:]...)
@@ -27,39 +28,26 @@ func (m *Manager) event(at float64, action string, fields map[string]any) {
 
 // Events returns the kept engine_lifecycle events, oldest first.
 func (m *Manager) Events() []Event {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	return append([]Event(nil), m.events...)
-}
-
-// TakeEvents returns the events recorded since the last call, for the
-// journal.
-func (m *Manager) TakeEvents(since int) ([]Event, int) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if since > len(m.events) {
-		since = 0
-	}
-	return append([]Event(nil), m.events[since:]...), len(m.events)
 }
 
 // Drain starts an operator drain of iid at wall time now: the engine
 // leaves placement at once and its process identity is captured so that
 // readmission can insist on a newer process. lastLive reports whether iid
 // is the only live engine left (a single-engine drain would stop service).
-// capture runs without the manager's lock: it does engine I/O.
+// capture does engine I/O: an owner that serializes calls under a lock
+// calls BeginDrain and FinishDrain itself and captures between them.
 func (m *Manager) Drain(iid string, now, deadlineS float64, lastLive bool, capture func() (vllm.Identity, error)) (Record, error) {
-	if rec, err := m.beginDrain(iid, now, deadlineS, lastLive); err != nil {
+	if rec, err := m.BeginDrain(iid, now, deadlineS, lastLive); err != nil {
 		return rec, err
 	}
 	id, err := capture()
-	return m.finishDrain(iid, now, id, err)
+	return m.FinishDrain(iid, now, id, err)
 }
 
-// beginDrain checks the request and takes iid out of placement.
-func (m *Manager) beginDrain(iid string, now, deadlineS float64, lastLive bool) (Record, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+// BeginDrain checks the request and takes iid out of placement; on nil
+// the caller captures the identity and calls FinishDrain.
+func (m *Manager) BeginDrain(iid string, now, deadlineS float64, lastLive bool) (Record, error) {
 	e := m.engines[iid]
 	switch {
 	case e == nil:
@@ -80,10 +68,8 @@ func (m *Manager) beginDrain(iid string, now, deadlineS float64, lastLive bool) 
 	return e.rec, nil
 }
 
-// finishDrain records the captured identity, or blocks on its failure.
-func (m *Manager) finishDrain(iid string, now float64, id vllm.Identity, err error) (Record, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+// FinishDrain records the captured identity, or blocks on its failure.
+func (m *Manager) FinishDrain(iid string, now float64, id vllm.Identity, err error) (Record, error) {
 	if err != nil {
 		return m.block(iid, now, fmt.Sprintf("%s: identity capture failed: %v", iid, err), "")
 	}
@@ -109,11 +95,9 @@ func (m *Manager) block(iid string, now float64, msg, missing string) (Record, e
 
 // Settle advances drains at wall time now: a draining engine whose
 // resident work is gone is drained; one past its deadline with work left
-// is deadline_exceeded. resident runs under the manager's lock: it must
-// not take other locks.
+// is deadline_exceeded. resident runs inside the call: it must not call
+// back into the manager or do I/O.
 func (m *Manager) Settle(now float64, resident func(iid string) int) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	for _, iid := range m.order {
 		e := m.engines[iid]
 		if e.rec.State != Draining && e.rec.State != DeadlineExceeded {
@@ -139,20 +123,20 @@ type Gates func(iid string, old *vllm.Identity, requireNewer bool) ([]Check, vll
 
 // Readmit validates a drained or blocked engine and, when every gate
 // passes, returns it to placement with its new identity accepted. The
-// gates run without the manager's lock: they do engine I/O.
+// gates do engine I/O: an owner under a lock calls BeginReadmit and
+// FinishReadmit itself and runs the gates between them.
 func (m *Manager) Readmit(iid string, now float64, gates Gates) (Record, error) {
-	old, requireNewer, rec, err := m.beginReadmit(iid, now)
+	old, requireNewer, rec, err := m.BeginReadmit(iid, now)
 	if err != nil {
 		return rec, err
 	}
 	checks, seen := gates(iid, old, requireNewer)
-	return m.finishReadmit(iid, now, checks, seen)
+	return m.FinishReadmit(iid, now, checks, seen)
 }
 
-// beginReadmit checks that iid may be validated and marks it validating.
-func (m *Manager) beginReadmit(iid string, now float64) (old *vllm.Identity, requireNewer bool, rec Record, err error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+// BeginReadmit checks that iid may be validated and marks it validating;
+// on nil the caller runs the gates and calls FinishReadmit.
+func (m *Manager) BeginReadmit(iid string, now float64) (old *vllm.Identity, requireNewer bool, rec Record, err error) {
 	e := m.engines[iid]
 	switch {
 	case e == nil:
@@ -179,10 +163,8 @@ func (m *Manager) beginReadmit(iid string, now float64) (old *vllm.Identity, req
 	return old, e.rec.RestartRequired, e.rec, nil
 }
 
-// finishReadmit applies the gates' outcome.
-func (m *Manager) finishReadmit(iid string, now float64, checks []Check, seen vllm.Identity) (Record, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+// FinishReadmit applies the gates' outcome.
+func (m *Manager) FinishReadmit(iid string, now float64, checks []Check, seen vllm.Identity) (Record, error) {
 	e := m.engines[iid]
 	e.rec.Checks = checks
 	var failed []string
@@ -201,16 +183,14 @@ func (m *Manager) finishReadmit(iid string, now float64, checks []Check, seen vl
 	e.identity = &seen
 	e.ejected, e.cause, e.suspect = false, "", false
 	clear(e.streaks)
-	e.remarkLocked()
-	m.clearHoldsLocked(iid) // the gates proved credential, build and a KV transfer
+	e.remark()
+	m.clearHolds(iid) // the gates proved credential, build and a KV transfer
 	m.event(now, "readmitted", map[string]any{"iid": iid, "process_start": start, "wave_id": ""})
 	return e.rec, nil
 }
 
 // Records returns every engine's record, sorted by iid.
 func (m *Manager) Records() []Record {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	out := make([]Record, 0, len(m.order))
 	for _, iid := range m.order {
 		out = append(out, m.engines[iid].rec)
@@ -222,8 +202,6 @@ func (m *Manager) Records() []Record {
 // not active is held out again; one that was validating is blocked, since
 // its validation died with the old router.
 func (m *Manager) Restore(records []Record, ejected map[string]string, starts map[string]float64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	for _, r := range records {
 		e := m.engines[r.IID]
 		if e == nil {
@@ -249,10 +227,11 @@ func (m *Manager) Restore(records []Record, ejected map[string]string, starts ma
 	}
 }
 
-// RestoreEvents keeps the events an earlier router recorded.
+// RestoreEvents keeps the events an earlier router recorded. They are
+// in that router's journal already: Ready never hands them out.
 func (m *Manager) RestoreEvents(ev []Event) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.recorded += len(ev)
+	m.handed += len(ev)
 	m.events = append(append([]Event(nil), ev...), m.events...)
 	if len(m.events) > maxEvents {
 		m.events = m.events[len(m.events)-maxEvents:]
@@ -262,7 +241,5 @@ func (m *Manager) RestoreEvents(ev []Event) {
 // Note records an engine_lifecycle event the router observed itself (a
 // process excluded, a recovery blocked).
 func (m *Manager) Note(at float64, action string, fields map[string]any) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.event(at, action, fields)
 }

@@ -3,7 +3,6 @@ package lifecycle
 import (
 	"math"
 	"sort"
-	"sync"
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
 )
@@ -77,9 +76,10 @@ type driftEngine struct {
 }
 
 // Drift scores every engine's decode pace in windows of
-// recovery.health.window_s. It is safe for concurrent use.
+// recovery.health.window_s. It has no lock: like sched's core it belongs
+// to one goroutine (the supervisor's monitor pass), which publishes what
+// readers need (States, Probation) as a snapshot of its own.
 type Drift struct {
-	mu      sync.Mutex // guards everything below
 	cfg     fleet.Health
 	start   float64 // the open window's start
 	started bool
@@ -102,8 +102,6 @@ func NewDrift(cfg fleet.Health, iids []string) *Drift {
 // window has lasted window_s it is scored, and the verdicts it produced
 // are returned, in iid order.
 func (d *Drift) Observe(now float64, samples []Sample) []DriftVerdict {
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	if !d.started {
 		d.start, d.started = now, true
 	}
@@ -125,7 +123,7 @@ func (d *Drift) Observe(now float64, samples []Sample) []DriftVerdict {
 		return nil
 	}
 	d.start = now
-	return d.closeWindowLocked(now)
+	return d.closeWindow(now)
 }
 
 // windowScore is one engine's score in a closing window.
@@ -136,9 +134,9 @@ type windowScore struct {
 	over        bool
 }
 
-// closeWindowLocked scores the open window of every engine and starts a
+// closeWindow scores the open window of every engine and starts a
 // new one.
-func (d *Drift) closeWindowLocked(now float64) []DriftVerdict {
+func (d *Drift) closeWindow(now float64) []DriftVerdict {
 	var scored []windowScore
 	for _, iid := range d.order {
 		e := d.engines[iid]
@@ -234,8 +232,6 @@ func (d *Drift) healthy(w windowScore) []DriftVerdict {
 // ejection starts it afresh on readmission); the baseline stays. It
 // reports whether the engine was on probation.
 func (d *Drift) Reset(iid string) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	e := d.engines[iid]
 	if e == nil {
 		return false
@@ -247,8 +243,6 @@ func (d *Drift) Reset(iid string) bool {
 
 // Probation lists the engines on probation, sorted.
 func (d *Drift) Probation() []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	out := []string{}
 	for _, iid := range d.order {
 		if d.engines[iid].Probation {
@@ -260,8 +254,6 @@ func (d *Drift) Probation() []string {
 
 // States returns every engine's tracker state.
 func (d *Drift) States() map[string]DriftState {
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	out := make(map[string]DriftState, len(d.order))
 	for _, iid := range d.order {
 		out[iid] = d.engines[iid].DriftState

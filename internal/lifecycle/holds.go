@@ -3,8 +3,6 @@ package lifecycle
 import (
 	"fmt"
 	"sort"
-
-	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
 // Holds keep out engines that answer /health but must not serve: another
@@ -41,8 +39,7 @@ type Hold struct {
 	start  float64 // the accepted process start when the hold began
 }
 
-// holdState is the manager's hold bookkeeping; the manager's mutex guards
-// it.
+// holdState is the manager's hold bookkeeping.
 type holdState struct {
 	held    map[string]map[string]Hold // iid → cause → hold
 	version map[string]string          // iid → the /version last seen
@@ -54,9 +51,9 @@ func newHoldState() holdState {
 	return holdState{held: map[string]map[string]Hold{}, version: map[string]string{}, hash: map[string]string{}}
 }
 
-// holdLocked holds iid out for cause; true when the hold is new. A repeat
+// hold holds iid out for cause; true when the hold is new. A repeat
 // only refreshes the detail.
-func (m *Manager) holdLocked(iid, cause, detail string, now float64) bool {
+func (m *Manager) hold(iid, cause, detail string, now float64) bool {
 	e := m.engines[iid]
 	if e == nil {
 		return false
@@ -79,7 +76,7 @@ func (m *Manager) holdLocked(iid, cause, detail string, now float64) bool {
 	return true
 }
 
-func (m *Manager) releaseLocked(iid, cause string) bool {
+func (m *Manager) release(iid, cause string) bool {
 	if _, ok := m.holds.held[iid][cause]; !ok {
 		return false
 	}
@@ -87,28 +84,22 @@ func (m *Manager) releaseLocked(iid, cause string) bool {
 	return true
 }
 
-// heldLocked reports whether any hold keeps iid out.
-func (m *Manager) heldLocked(iid string) bool { return len(m.holds.held[iid]) > 0 }
+// held reports whether any hold keeps iid out.
+func (m *Manager) held(iid string) bool { return len(m.holds.held[iid]) > 0 }
 
 // Hold holds iid out for cause with detail at router time now; true when
 // the hold is new.
 func (m *Manager) Hold(iid, cause, detail string, now float64) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.holdLocked(iid, cause, detail, now)
+	return m.hold(iid, cause, detail, now)
 }
 
 // Release lifts iid's hold for cause; true when there was one.
 func (m *Manager) Release(iid, cause string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.releaseLocked(iid, cause)
+	return m.release(iid, cause)
 }
 
 // Holds lists every hold, sorted by iid and cause.
 func (m *Manager) Holds() []Hold {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	out := []Hold{}
 	for _, iid := range m.order {
 		for _, h := range m.holds.held[iid] {
@@ -126,11 +117,9 @@ func (m *Manager) Holds() []Hold {
 
 // Held lists the engines with at least one hold, sorted.
 func (m *Manager) Held() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	var out []string
 	for _, iid := range m.order {
-		if m.heldLocked(iid) {
+		if m.held(iid) {
 			out = append(out, iid)
 		}
 	}
@@ -140,12 +129,10 @@ func (m *Manager) Held() []string {
 // Build is the fleet's build: engine_contract.vllm_version when declared,
 // else the version most engines reported ("" before any did).
 func (m *Manager) Build() string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.buildLocked()
+	return m.build()
 }
 
-func (m *Manager) buildLocked() string {
+func (m *Manager) build() string {
 	if m.contract != nil && m.contract.VLLMVersion != "" {
 		return m.contract.VLLMVersion
 	}
@@ -165,28 +152,26 @@ func (m *Manager) buildLocked() string {
 // to the first engine). A whole fleet restarted as a new build moves the
 // build once most engines run it.
 func (m *Manager) ObserveVersion(iid, version string, now float64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.engines[iid] == nil || version == "" {
 		return
 	}
 	m.holds.version[iid] = version
-	m.decideBuildLocked()
-	build := m.buildLocked()
+	m.decideBuild()
+	build := m.build()
 	for _, id := range m.order {
 		v, seen := m.holds.version[id]
 		switch {
 		case !seen:
-		case !vllm.SameBuild(v, build):
-			m.holdLocked(id, HoldIncompatibleBuild, fmt.Sprintf("runs vLLM %s, the fleet's build is %s: NIXL refuses KV between builds; restart it with vLLM %s", v, build, build), now)
+		case v != build:
+			m.hold(id, HoldIncompatibleBuild, fmt.Sprintf("runs vLLM %s, the fleet's build is %s: NIXL refuses KV between builds; restart it with vLLM %s", v, build, build), now)
 		default:
-			m.releaseLocked(id, HoldIncompatibleBuild)
+			m.release(id, HoldIncompatibleBuild)
 		}
 	}
 }
 
-// decideBuildLocked moves the uncontracted build to a strict majority.
-func (m *Manager) decideBuildLocked() {
+// decideBuild moves the uncontracted build to a strict majority.
+func (m *Manager) decideBuild() {
 	count := map[string]int{}
 	for _, id := range m.order {
 		if v, ok := m.holds.version[id]; ok {
@@ -223,8 +208,6 @@ func (m *Manager) decideBuildLocked() {
 // that changed is the suspect); failing that, the consumer. An engine held
 // earlier whose hash turns out to be the majority's is released.
 func (m *Manager) KVRefused(consumer, producer, localHash, remoteHash string, now float64) string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.engines[consumer] == nil || m.engines[producer] == nil {
 		return ""
 	}
@@ -234,39 +217,39 @@ func (m *Manager) KVRefused(consumer, producer, localHash, remoteHash string, no
 	if remoteHash != "" {
 		m.holds.hash[producer] = remoteHash
 	}
-	odd := m.oddLocked(consumer, producer)
+	odd := m.odd(consumer, producer)
 	detail := fmt.Sprintf("the NIXL handshake between %s (compatibility hash %s) and %s (%s) refused KV: "+
 		"this engine was launched with another model, dtype, attention backend, KV-cache dtype or connector than its peers; relaunch it like them",
 		consumer, short(m.holds.hash[consumer]), producer, short(m.holds.hash[producer]))
-	m.holdLocked(odd, HoldIncompatibleKV, detail, now)
-	oddShare := m.shareLocked(m.holds.hash[odd])
+	m.hold(odd, HoldIncompatibleKV, detail, now)
+	oddShare := m.share(m.holds.hash[odd])
 	for _, id := range m.order { // engines of the majority's hash were not the odd ones after all
-		if h := m.holds.hash[id]; id != odd && h != "" && m.shareLocked(h) > oddShare {
-			m.releaseLocked(id, HoldIncompatibleKV)
+		if h := m.holds.hash[id]; id != odd && h != "" && m.share(h) > oddShare {
+			m.release(id, HoldIncompatibleKV)
 		}
 	}
 	return odd
 }
 
-// oddLocked picks the engine of a refused pair to hold out.
-func (m *Manager) oddLocked(consumer, producer string) string {
+// odd picks the engine of a refused pair to hold out.
+func (m *Manager) odd(consumer, producer string) string {
 	hc, hp := m.holds.hash[consumer], m.holds.hash[producer]
 	if hc != "" && hp != "" && hc != hp {
-		switch nc, np := m.shareLocked(hc), m.shareLocked(hp); {
+		switch nc, np := m.share(hc), m.share(hp); {
 		case nc < np:
 			return consumer
 		case np < nc:
 			return producer
 		}
 	}
-	if m.startLocked(producer) > m.startLocked(consumer) {
+	if m.start(producer) > m.start(consumer) {
 		return producer
 	}
 	return consumer
 }
 
-// shareLocked counts the engines known to run hash h.
-func (m *Manager) shareLocked(h string) int {
+// share counts the engines known to run hash h.
+func (m *Manager) share(h string) int {
 	n := 0
 	for _, v := range m.holds.hash {
 		if v == h && h != "" {
@@ -276,7 +259,7 @@ func (m *Manager) shareLocked(h string) int {
 	return n
 }
 
-func (m *Manager) startLocked(iid string) float64 {
+func (m *Manager) start(iid string) float64 {
 	if e := m.engines[iid]; e != nil && e.identity != nil {
 		return e.identity.ProcessStart
 	}
@@ -288,19 +271,17 @@ func (m *Manager) startLocked(iid string) float64 {
 // layout; a crossed leg would find out again), and forgets its learned
 // hash. start is the process start just observed.
 func (m *Manager) NewProcess(iid string, start float64) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	h, ok := m.holds.held[iid][HoldIncompatibleKV]
 	if !ok || start <= 0 || start == h.start {
 		return false
 	}
 	delete(m.holds.hash, iid)
-	return m.releaseLocked(iid, HoldIncompatibleKV)
+	return m.release(iid, HoldIncompatibleKV)
 }
 
-// clearHoldsLocked lifts every hold of iid: a lifecycle readmission proved
+// clearHolds lifts every hold of iid: a lifecycle readmission proved
 // its health, credential, build and a KV transfer.
-func (m *Manager) clearHoldsLocked(iid string) {
+func (m *Manager) clearHolds(iid string) {
 	delete(m.holds.held, iid)
 	delete(m.holds.hash, iid)
 }

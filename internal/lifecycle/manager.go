@@ -3,7 +3,6 @@ package lifecycle
 import (
 	"fmt"
 	"sort"
-	"sync"
 	"sync/atomic"
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
@@ -55,21 +54,25 @@ type engine struct {
 	rec      Record
 	identity *vllm.Identity // last accepted; nil before the first check
 	until    float64        // timed quarantine ends (router seconds); 0 when not held
-	// marked is set (with mu held) when a streak grows, and re-derived by
-	// a Success that clears: while it is false there is nothing for a
-	// Success to clear, so the request path's Success takes no lock.
+	// marked is set when a streak grows, and re-derived by a Success that
+	// clears: while it is false there is nothing for a Success to clear,
+	// so the request path need not take its owner's lock (Marked).
 	marked atomic.Bool
 }
 
-// Manager is the availability state of a fleet. It is safe for
-// concurrent use.
+// Manager is the availability state of a fleet: rules and state, no
+// lock, no I/O, no clock (times come in as arguments). It is not safe
+// for concurrent use: its owner serializes every call (the supervisor,
+// under avail's one mutex); only Marked may be called at any time.
 type Manager struct {
-	mu       sync.Mutex // guards every engine's fields but marked, events and holds; a clean Success skips it
 	cfg      fleet.Recovery
 	contract *fleet.EngineContract
 	engines  map[string]*engine
 	order    []string
-	events   []Event
+	events   []Event   // the last maxEvents recorded
+	recorded int       // events ever recorded (restored ones included)
+	handed   int       // of those, the ones Ready handed out
+	pending  pending   // what Step produced for the next Ready (step.go)
 	holds    holdState // engines held out whatever their role coverage (holds.go)
 }
 
@@ -97,18 +100,14 @@ func New(cfg *fleet.Config) *Manager {
 // publishes the answer into the scheduling core (everyone else asks the
 // supervisor, avail.Supervisor.Usable).
 func (m *Manager) Live(iid string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	e := m.engines[iid]
-	return e != nil && !e.ejected && e.until == 0 && e.rec.State == Active && !m.heldLocked(iid)
+	return e != nil && !e.ejected && e.until == 0 && e.rec.State == Active && !m.held(iid)
 }
 
 // Quarantine holds iid out of placement until the router time until: a
 // failed leg's engine rests for recovery.failure_quarantine_s. The caller
 // checks that another live engine covers its role.
 func (m *Manager) Quarantine(iid string, until float64) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	e := m.engines[iid]
 	if e == nil || e.ejected || e.until != 0 {
 		return false
@@ -119,8 +118,6 @@ func (m *Manager) Quarantine(iid string, until float64) bool {
 
 // ReleaseQuarantines lifts the holds that ended by now and returns them.
 func (m *Manager) ReleaseQuarantines(now float64) []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	var out []string
 	for _, iid := range m.order {
 		if e := m.engines[iid]; e.until != 0 && now >= e.until {
@@ -136,8 +133,6 @@ func (m *Manager) ReleaseQuarantines(now float64) []string {
 // readmission probe (its due passes of pass seconds each). It is a lower
 // bound: a probe can fail. ok is false when no engine is held either way.
 func (m *Manager) NextRelease(now, pass float64) (s float64, ok bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	for _, iid := range m.order {
 		e := m.engines[iid]
 		at := -1.0
@@ -156,8 +151,6 @@ func (m *Manager) NextRelease(now, pass float64) (s float64, ok bool) {
 
 // Quarantined lists the engines in a timed hold, sorted.
 func (m *Manager) Quarantined() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	var out []string
 	for _, iid := range m.order {
 		if m.engines[iid].until != 0 {
@@ -169,8 +162,6 @@ func (m *Manager) Quarantined() []string {
 
 // Failure records a failed leg of class c on iid and returns what to do.
 func (m *Manager) Failure(iid string, c Class) Verdict {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	e := m.engines[iid]
 	if e == nil || e.ejected {
 		return None
@@ -190,29 +181,33 @@ func (m *Manager) Failure(iid string, c Class) Verdict {
 	return verdictOf(c)
 }
 
+// Marked reports whether a Success on iid may change anything (a streak
+// or a suspicion to clear). It is safe to call concurrently with the
+// owner's calls: engines is fixed at New and marked is atomic, so the
+// request path asks it before taking its owner's lock.
+func (m *Manager) Marked(iid string) bool {
+	e := m.engines[iid]
+	return e != nil && e.marked.Load()
+}
+
 // Success records a kind of success ("answered", "health", "prefill",
 // "decode", "inference"), clearing the classes it proves wrong.
-// An engine with no streak and no suspicion (the usual case) takes no
-// lock: engines is fixed at New, and marked says there is nothing to do.
 func (m *Manager) Success(iid, kind string) {
 	e := m.engines[iid]
 	if e == nil || !e.marked.Load() {
 		return
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	for _, c := range cleared[kind] {
 		e.streaks[c] = 0
 	}
 	if kind == "inference" {
 		e.suspect = false
 	}
-	e.remarkLocked()
+	e.remark()
 }
 
-// remarkLocked re-derives marked after streaks or suspect changed.
-// Called with mu held.
-func (e *engine) remarkLocked() {
+// remark re-derives marked after streaks or suspect changed.
+func (e *engine) remark() {
 	marked := e.suspect
 	for _, n := range e.streaks {
 		marked = marked || n != 0
@@ -223,8 +218,6 @@ func (e *engine) remarkLocked() {
 // Eject takes iid out of placement with cause. It returns false when the
 // engine already was out.
 func (m *Manager) Eject(iid, cause string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	e := m.engines[iid]
 	if e == nil || e.ejected {
 		return false
@@ -236,22 +229,18 @@ func (m *Manager) Eject(iid, cause string) bool {
 
 // Recovered returns an ejected engine to placement and clears its streaks.
 func (m *Manager) Recovered(iid string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	e := m.engines[iid]
 	if e == nil || !e.ejected {
 		return false
 	}
 	e.ejected, e.cause, e.suspect = false, "", false
 	clear(e.streaks)
-	e.remarkLocked()
+	e.remark()
 	return true
 }
 
 // Suspect reports whether iid awaits an inference verification.
 func (m *Manager) Suspect(iid string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	e := m.engines[iid]
 	return e != nil && e.suspect
 }
@@ -259,8 +248,6 @@ func (m *Manager) Suspect(iid string) bool {
 // DueForProbe counts a monitor pass and returns the ejected engines whose
 // readmission probe is due (every recovery.readmit_every passes).
 func (m *Manager) DueForProbe() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	var due []string
 	for _, iid := range m.order {
 		e := m.engines[iid]
@@ -277,8 +264,6 @@ func (m *Manager) DueForProbe() []string {
 
 // Ejected lists ejected engines with their causes, sorted by iid.
 func (m *Manager) Ejected() map[string]string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	out := map[string]string{}
 	for _, iid := range m.order {
 		if e := m.engines[iid]; e.ejected {
@@ -290,8 +275,6 @@ func (m *Manager) Ejected() map[string]string {
 
 // Streaks returns each engine's current streak per class.
 func (m *Manager) Streaks() map[string]map[Class]int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	out := map[string]map[Class]int{}
 	for _, iid := range m.order {
 		s := map[Class]int{}
@@ -309,8 +292,6 @@ func (m *Manager) Streaks() map[string]map[Class]int {
 // process start (vLLM omits the gauge with several API server processes)
 // compares on the version alone.
 func (m *Manager) CheckIdentity(iid string, seen vllm.Identity) (changed bool, previous vllm.Identity) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	e := m.engines[iid]
 	if e == nil {
 		return false, vllm.Identity{}
@@ -328,8 +309,6 @@ func (m *Manager) CheckIdentity(iid string, seen vllm.Identity) (changed bool, p
 
 // AcceptIdentity records the identity a validation accepted.
 func (m *Manager) AcceptIdentity(iid string, id vllm.Identity) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	if e := m.engines[iid]; e != nil {
 		e.identity = &id
 	}
@@ -337,8 +316,6 @@ func (m *Manager) AcceptIdentity(iid string, id vllm.Identity) {
 
 // ProcessStarts is the accepted process start per engine (those known).
 func (m *Manager) ProcessStarts() map[string]float64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	out := map[string]float64{}
 	for iid, e := range m.engines {
 		if e.identity != nil && e.identity.ProcessStart > 0 {

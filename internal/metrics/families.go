@@ -94,6 +94,7 @@ func (m *Metrics) buildControl(b builder, cfg *fleet.Config) {
 	m.MonitoringDegraded = b.gauge("narwhal_monitoring_degraded", "1 while repeated monitoring failures fence admission.")
 	m.MonitoringCoreConsecutive = b.gauge("narwhal_monitoring_core_consecutive_failures", "Consecutive failed monitoring passes.")
 	m.MonitoringCoreFailures = b.counter("narwhal_monitoring_core_failures_total", "Failed monitoring passes.")
+	m.LegReportsInline = b.counter("narwhal_leg_reports_inline_total", "Failed legs applied on their request goroutine because the supervisor's queue was full.")
 	m.PrefillBelowFloor = b.gauge("narwhal_prefill_below_floor", "1 while live prefill engines < controller.min_prefill.")
 	m.DecodeBelowFloor = b.gauge("narwhal_decode_below_floor", "1 while live decode engines < controller.min_decode.")
 	m.DecodeFloor = b.gauge("narwhal_decode_floor", "Configured controller.min_decode.")

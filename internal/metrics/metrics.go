@@ -62,6 +62,7 @@ type Metrics struct {
 	ProfileReloads                                   *prometheus.CounterVec // result: taken, refused
 	MonitoringDegraded, MonitoringCoreConsecutive    prometheus.Gauge
 	MonitoringCoreFailures                           prometheus.Counter
+	LegReportsInline                                 prometheus.Counter // failed legs a full queue left to their request
 	PrefillBelowFloor, DecodeBelowFloor, DecodeFloor prometheus.Gauge
 	ControllerAdvisory                               prometheus.Gauge
 	FlipReversals, FlipsRefused                      prometheus.Counter

@@ -102,6 +102,7 @@ var families = map[string]dto.MetricType{
 	"narwhal_monitoring_degraded":                  dto.MetricType_GAUGE,
 	"narwhal_monitoring_core_consecutive_failures": dto.MetricType_GAUGE,
 	"narwhal_monitoring_core_failures_total":       dto.MetricType_COUNTER,
+	"narwhal_leg_reports_inline_total":             dto.MetricType_COUNTER,
 	"narwhal_prefill_below_floor":                  dto.MetricType_GAUGE,
 	"narwhal_decode_below_floor":                   dto.MetricType_GAUGE,
 	"narwhal_decode_floor":                         dto.MetricType_GAUGE,

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/narwhal-go/narwhal/internal/fault"
 	"github.com/narwhal-go/narwhal/internal/fleet"
@@ -78,7 +78,7 @@ func TestMidStreamCutsEjectAtTheBreakerThreshold(t *testing.T) {
 		if done, _ := h.streamOutcome(t, i); !done {
 			broken++
 		}
-		time.Sleep(60 * time.Millisecond) // let the monitor pass end the short quarantine
+		eventually(t, "the monitor pass ended the short quarantine", func() bool { return !slices.Contains(h.router.life.Quarantined(), "d0") })
 	}
 	if !h.ejected("d0") {
 		t.Fatalf("d0 cut %d streams and is not ejected; streaks %v", broken, h.router.life.Streaks()["d0"])
@@ -89,7 +89,7 @@ func TestMidStreamCutsEjectAtTheBreakerThreshold(t *testing.T) {
 	if cause := h.router.life.Ejected()["d0"]; cause != "output_cut" {
 		t.Errorf("ejection cause %q, want output_cut", cause)
 	}
-	time.Sleep(300 * time.Millisecond) // several readmission probes (readmit_every 2 at 50 ms)
+	h.probesRun(t, "d0", 3) // readmission probes
 	if !h.ejected("d0") {
 		t.Fatal("d0 still cuts streams but a readmission probe let it back")
 	}

@@ -37,6 +37,15 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	testkit.Eventually(t, 10*time.Second, 20*time.Millisecond, what, cond)
 }
 
+// probesRun waits until n more of iid's probe jobs (readmission, hold,
+// liveness) have ended: what a check that something did not happen
+// waits for, instead of a sleep.
+func (h *harness) probesRun(t *testing.T, iid string, n int64) {
+	t.Helper()
+	from := h.router.av.ProbesDone(iid)
+	eventually(t, fmt.Sprintf("%d probes of %s", n, iid), func() bool { return h.router.av.ProbesDone(iid) >= from+n })
+}
+
 func (h *harness) ejected(iid string) bool {
 	_, ok := h.router.life.Ejected()[iid]
 	return ok

@@ -66,7 +66,7 @@ func TestRestartedEngineStaysOutUntilReprofiled(t *testing.T) {
 	time.Sleep(20 * time.Millisecond) // a later process start
 	h.engines.Engines[3].Restart()
 	eventually(t, "d1 excluded as a new process", func() bool { return h.router.life.Ejected()["d1"] == "process_identity" })
-	time.Sleep(600 * time.Millisecond) // many readmission probes (readmit_every 2 at 50 ms)
+	h.probesRun(t, "d1", 5) // readmission probes
 	if !h.ejected("d1") {
 		t.Fatal("d1 was readmitted although its profile was measured on the previous process")
 	}

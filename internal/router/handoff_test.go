@@ -33,6 +33,7 @@ func TestResumeRestoresRolesButNotPins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer a.Close()
 	h := a.ha.Handoff()
 	h.Roles = map[string]string{"p0": "decode", "p1": "decode", "d0": "prefill"} // a controller moved them
 	h.Ejected = []string{"d0"}
@@ -44,6 +45,7 @@ func TestResumeRestoresRolesButNotPins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer b.Close()
 	roles := map[string]fleet.Role{}
 	for _, e := range b.core.Snapshot(0).Engines {
 		roles[e.IID] = e.Role
@@ -58,7 +60,9 @@ func TestResumeRestoresRolesButNotPins(t *testing.T) {
 
 func TestResumeWithoutAFileIsAColdStart(t *testing.T) {
 	cfg, store := resumeFleet(t)
-	if _, err := New(cfg, store, Options{HA: HA{StatePath: filepath.Join(t.TempDir(), "none.json"), Resume: true}}); err != nil {
+	c, err := New(cfg, store, Options{HA: HA{StatePath: filepath.Join(t.TempDir(), "none.json"), Resume: true}})
+	if err != nil {
 		t.Fatalf("missing state file: %v", err)
 	}
+	c.Close()
 }

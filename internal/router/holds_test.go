@@ -110,7 +110,7 @@ func (h *harness) settleRestart(t *testing.T, iid string) {
 		}
 		return false
 	})
-	time.Sleep(150 * time.Millisecond) // a few more monitor passes
+	h.probesRun(t, iid, 2) // a few more probes of the new process
 }
 
 func otherBuild(version string) simengine.CompatFactors {
@@ -320,7 +320,9 @@ func TestWrongEngineKeyIsHeldOut(t *testing.T) {
 	if err := json.Unmarshal([]byte(get(t, h.srv.URL+"/narwhal/state")), &st); err != nil || len(st.Held) != 2 {
 		t.Errorf("/narwhal/state held %+v (%v), want both engines", st.Held, err)
 	}
-	time.Sleep(300 * time.Millisecond) // several liveness and hold probes
+	for _, iid := range []string{"p0", "d0"} {
+		h.probesRun(t, iid, 3) // hold probes
+	}
 	for _, iid := range []string{"p0", "d0"} {
 		if v := h.gauge(t, "narwhal_engine_held", map[string]string{"iid": iid, "cause": "engine-auth"}); v != 1 {
 			t.Errorf("narwhal_engine_held{%s,engine-auth} = %v, want 1", iid, v)

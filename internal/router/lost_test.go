@@ -59,6 +59,7 @@ func TestResumeCountsWhatTheHandoffMissed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer a.Close()
 	h := a.ha.Handoff()
 	runAt := 10.0
 	h.Run, h.RunAt = old.Run(), &runAt
@@ -71,6 +72,7 @@ func TestResumeCountsWhatTheHandoffMissed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer b.Close()
 	st := b.stats
 	if st.Offered != 7 || st.Served != 4 || st.SLOMet != 4 || st.Refused != 1 || st.Failed != 2 ||
 		st.Reasons["failed"][string(fault.RouterLost)] != 2 {

@@ -215,16 +215,24 @@ func New(cfg *fleet.Config, profiles *profile.Store, o Options) (*Router, error)
 	r.profiles = newProfileWatch(o.Profiles, profiles, r.clock.Now())
 	r.evidence = tierd.NewRunner(o.Evidence, tierd.Host{Fleet: cfg, JournalPath: o.Journal.Path(), Clock: r.clock, Log: r.log,
 		SetTier: r.metrics.SetEndpointTier})
-	if r.ha, err = r.newHA(o.HA); err != nil {
+	if err := r.attach(o.HA); err != nil {
+		r.bgCancel() // ends the goroutines avail.New started
 		return nil, err
 	}
-	r.routes()
-	if o.HA.Resume {
-		if err := r.ha.Resume(); err != nil {
-			return nil, err
-		}
-	}
 	return r, nil
+}
+
+// attach builds the HA side and the routes, and resumes when asked.
+func (r *Router) attach(ha HA) error {
+	var err error
+	if r.ha, err = r.newHA(ha); err != nil {
+		return err
+	}
+	r.routes()
+	if ha.Resume {
+		return r.ha.Resume()
+	}
+	return nil
 }
 
 // addEngines makes a client per configured engine, all with the engine

@@ -15,9 +15,9 @@ import (
 
 // coreSide is avail.Core over the router's scheduling core: every call
 // takes r.mu (locked). The supervisor is the only caller of SetLive, and it
-// publishes holding its liveness lock, so that lock comes before r.mu:
-// nothing holding r.mu may call av.Usable or av.LiveCount (or anything
-// that publishes).
+// publishes holding its one mutex, so that lock comes before r.mu: nothing
+// holding r.mu may call into the supervisor (Usable and LiveCount take no
+// lock, but anything that publishes or reads the lifecycle does).
 type coreSide struct{ r *Router }
 
 func (c coreSide) SetLive(live map[string]bool) {
