@@ -2,6 +2,7 @@ package avail
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
@@ -25,7 +26,14 @@ func (s *Supervisor) gates(iid string, old *vllm.Identity, requireNewer bool) ([
 	// The identity gates only read; all run, so every mismatch shows at
 	// once. Nothing runs on the engine and no KV moves until they pass.
 	digest, aerr := s.probes.Attestation(ctx, iid)
+	var hw *HardwareMismatch
+	if errors.As(aerr, &hw) {
+		aerr = nil // attested: it is the hardware that differs
+	}
 	attested := g.add("attestation", aerr, "attested contract and process")
+	if s.cfg.Hardware != nil {
+		attested = g.add("hardware", asError(hw), "the accelerator the engine host reports is the fleet's hardware") && attested
+	}
 	modelOK := g.add("model", s.probes.Model(ctx, iid), s.cfg.Model)
 	id, err := s.identityGate(ctx, iid, old, requireNewer)
 	identified := g.add("process_identity", err, fmt.Sprintf("vLLM %s, process start %.3f", id.Version, id.ProcessStart))
@@ -39,6 +47,15 @@ func (s *Supervisor) gates(iid string, old *vllm.Identity, requireNewer bool) ([
 	g.add("kv_transfer", s.transferGate(ctx, iid), "")
 	g.add("final_health", s.healthProbe(ctx, iid), "GET /health 200")
 	return g.checks, id
+}
+
+// asError is h as an error, nil when h is (a nil *HardwareMismatch in an
+// error would not be nil).
+func asError(h *HardwareMismatch) error {
+	if h == nil {
+		return nil
+	}
+	return h
 }
 
 // gateRun collects the gates' outcomes in order.

@@ -6,7 +6,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/narwhal-go/narwhal/internal/attest"
 	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/lifecycle"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
@@ -53,5 +55,35 @@ func TestProfileGenerationGateUsesTheVerifiedAttestation(t *testing.T) {
 		if (err == nil) != tc.wantOK || reads.Load() != tc.wantReads {
 			t.Errorf("%s: err %v, sidecar reads %d; want ok %v, %d reads", tc.name, err, reads.Load(), tc.wantOK, tc.wantReads)
 		}
+	}
+}
+
+// hardwareProbes attest a host whose accelerator contradicts the fleet.
+type hardwareProbes struct{ fakeProbes }
+
+func (hardwareProbes) Attestation(_ context.Context, iid string) (string, error) {
+	return "sha256:" + strings.Repeat("ab", 32), &HardwareMismatch{IID: iid, Mismatches: []attest.HardwareMismatch{{Field: "hardware.accelerator",
+		Declared: `"NVIDIA H200"`, Observed: `"NVIDIA H100 80GB HBM3"`, Fix: "set hardware.accelerator"}}}
+}
+
+// Readmission compares the attested accelerator with the fleet's hardware
+// block, as preflight does: a contradiction fails a "hardware" check
+// naming the field and both values, and nothing runs on the engine.
+func TestReadmissionRefusesOtherHardware(t *testing.T) {
+	f := newFixtureWith(t, hardwareProbes{}, func(cfg *fleet.Config) {
+		cfg.Hardware = &fleet.Hardware{Accelerator: "NVIDIA H200", AcceleratorsPerEngine: 1, TensorParallel: 1}
+	})
+	checks, _ := f.s.gates("d0", nil, false)
+	var hw *lifecycle.Check
+	for i := range checks {
+		if checks[i].Name == "hardware" {
+			hw = &checks[i]
+		}
+		if checks[i].Name == "generation" {
+			t.Fatalf("the engine was run although its hardware differs: %+v", checks)
+		}
+	}
+	if hw == nil || hw.OK || !strings.Contains(hw.Detail, "hardware.accelerator is \"NVIDIA H200\"") || !strings.Contains(hw.Detail, "NVIDIA H100 80GB HBM3") {
+		t.Fatalf("hardware check %+v in %+v", hw, checks)
 	}
 }

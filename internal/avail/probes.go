@@ -2,7 +2,9 @@ package avail
 
 import (
 	"context"
+	"strings"
 
+	"github.com/narwhal-go/narwhal/internal/attest"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/probe"
 	"github.com/narwhal-go/narwhal/internal/vllm"
@@ -70,12 +72,37 @@ func (p FleetProbes) Model(ctx context.Context, iid string) error {
 // Attestation verifies the engine's sidecar: the attested contract must
 // be the fleet's and its process identity the live one. It returns the
 // attestation digest.
+//
+// A verified attestation whose observed accelerator contradicts the
+// fleet's hardware block (attest.CompareAccelerator, preflight's rule) is
+// a *HardwareMismatch: the readmission gates report it as their own
+// "hardware" check.
 func (p FleetProbes) Attestation(ctx context.Context, iid string) (string, error) {
 	pl, err := p.Prober.Attestation(ctx, iid, p.Fleet.EngineContract)
 	if err != nil {
 		return "", err
 	}
+	if p.Fleet.Hardware != nil {
+		if m := attest.CompareAccelerator(pl.Accelerator, *p.Fleet.Hardware); len(m) > 0 {
+			return pl.AttestationDigest, &HardwareMismatch{IID: iid, Mismatches: m}
+		}
+	}
 	return pl.AttestationDigest, nil
+}
+
+// HardwareMismatch is an attested engine on other hardware than the
+// fleet declares.
+type HardwareMismatch struct {
+	IID        string
+	Mismatches []attest.HardwareMismatch
+}
+
+func (h *HardwareMismatch) Error() string {
+	msgs := make([]string, len(h.Mismatches))
+	for i, m := range h.Mismatches {
+		msgs[i] = m.Message(h.IID)
+	}
+	return strings.Join(msgs, "; ")
 }
 
 // Transfer moves KV from the candidate iid to the live peer: a prefill
