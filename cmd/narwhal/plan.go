@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -118,8 +119,9 @@ func runPlan(cmd *cobra.Command, f planFlags) error {
 		return planError(err)
 	}
 	var cmp []planComparison
+	var observed []memory.Observation
 	if f.compareLog != "" {
-		if cmp, err = compareLog(f.compareLog, res); err != nil {
+		if cmp, observed, err = compareLog(f.compareLog, res); err != nil {
 			return err
 		}
 	}
@@ -130,6 +132,15 @@ func runPlan(cmd *cobra.Command, f planFlags) error {
 	out, err := planner.Save(store.Open(f.storeDir), res, clock)
 	if err != nil {
 		return cli.Failed(err)
+	}
+	for _, o := range observed {
+		rec, err := res.ObservationRecord(o, filepath.Base(f.compareLog), clock)
+		if err == nil {
+			_, err = store.Open(f.storeDir).PutRecord(rec)
+		}
+		if err != nil {
+			return cli.Failed(fmt.Errorf("--compare-log %s: store the observation: %w", f.compareLog, err))
+		}
 	}
 	if f.format == "json" {
 		return writePlanJSON(cmd.OutOrStdout(), res, out, cmp, f.storeDir, sup)
@@ -167,22 +178,24 @@ type planComparison struct {
 	Figures []memory.FigureError `json:"figures"`
 }
 
-func compareLog(path string, res planner.Result) ([]planComparison, error) {
+// compareLog reads a startup log's observations and compares each with
+// the prediction; the observations are stored beside the plan.
+func compareLog(path string, res planner.Result) ([]planComparison, []memory.Observation, error) {
 	fh, err := os.Open(path)
 	if err != nil {
-		return nil, cli.Invalid(fmt.Errorf("--compare-log %s: %w", path, err))
+		return nil, nil, cli.Invalid(fmt.Errorf("--compare-log %s: %w", path, err))
 	}
 	defer fh.Close()
 	total := res.GPU.TotalMemoryBytes
 	log, err := memory.ParseVLLMLog(fh, memory.VLLMLogOptions{GPUTotalBytes: &total})
 	if err != nil {
-		return nil, cli.Invalid(fmt.Errorf("--compare-log %s: %w", path, err))
+		return nil, nil, cli.Invalid(fmt.Errorf("--compare-log %s: %w", path, err))
 	}
 	var out []planComparison
 	for _, o := range log.Observations {
 		out = append(out, planComparison{Rank: o.Rank, Figures: memory.Compare(res.Prediction, o)})
 	}
-	return out, nil
+	return out, log.Observations, nil
 }
 
 func writePlanJSON(w io.Writer, res planner.Result, out planner.Outcome, cmp []planComparison, dir string, sup *support.Entry) error {

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/narwhal-go/narwhal/internal/evidence"
 	"github.com/narwhal-go/narwhal/internal/evidence/artifact/fixture"
+	"github.com/narwhal-go/narwhal/internal/evidence/store"
 	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
@@ -112,10 +114,23 @@ func TestPlanBadInputWritesNothing(t *testing.T) {
 func TestPlanCompareLog(t *testing.T) {
 	model := llamaDir(t)
 	log := filepath.Join("..", "..", "internal", "evidence", "memory", "testdata", "vllmlog", "v0_6_6_single.log")
+	st := t.TempDir()
 	code, out, errb := runCLI(t, "plan", "--model-dir", model, "--gpu", "a100-80gb", "--max-model-len", "131072",
-		"--store", t.TempDir(), "--compare-log", log, "--format", "json")
+		"--store", st, "--compare-log", log, "--format", "json")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errb)
+	}
+	// The log's observation is stored beside the plan, measured, with the
+	// plan's execution fingerprint.
+	obs := 0
+	rs, _ := store.Open(st).Records()
+	for _, r := range rs {
+		if r.Record.Claim.Quantity == "memory_observation" && r.Record.EpistemicStatus == evidence.Measured && r.Record.Subject["execution"] != "" {
+			obs++
+		}
+	}
+	if obs != 1 {
+		t.Fatalf("%d memory observation records stored, want the log's one", obs)
 	}
 	var env struct {
 		Data struct {
