@@ -99,6 +99,9 @@ type proc struct {
 	base string
 	errb *testkit.SyncBuffer
 	done chan error
+	// exited is closed once Wait returned: the cleanup reads it, not
+	// cmd.ProcessState, which Wait writes on its own goroutine.
+	exited chan struct{}
 }
 
 func freePort(t *testing.T) int {
@@ -115,16 +118,19 @@ func (w *world) start(port int, args ...string) *proc {
 	w.t.Helper()
 	all := append([]string{"--fleet", w.fleet, "--port", fmt.Sprint(port)}, args...)
 	cmd := exec.Command(binary, all...)
-	r := &proc{cmd: cmd, base: fmt.Sprintf("http://127.0.0.1:%d", port), errb: &testkit.SyncBuffer{}, done: make(chan error, 1)}
+	r := &proc{cmd: cmd, base: fmt.Sprintf("http://127.0.0.1:%d", port), errb: &testkit.SyncBuffer{}, done: make(chan error, 1),
+		exited: make(chan struct{})}
 	cmd.Stderr = r.errb
 	if err := cmd.Start(); err != nil {
 		w.t.Fatal(err)
 	}
-	go func() { r.done <- cmd.Wait() }()
+	go func() { r.done <- cmd.Wait(); close(r.exited) }()
 	w.t.Cleanup(func() {
-		if cmd.ProcessState == nil {
+		select {
+		case <-r.exited:
+		default:
 			cmd.Process.Kill()
-			<-r.done
+			<-r.exited
 		}
 	})
 	for i := 0; i < 500; i++ {
