@@ -26,7 +26,7 @@ func newEvidenceCmd() *cobra.Command {
 	c.AddCommand(
 		evCanonCmd(f), evDigestCmd(f), evVerifyCmd(f),
 		evAddCmd(f), evShowCmd(f), evLsCmd(f), evReleaseCmd(f),
-		evProposeCmd(f), evAcceptCmd(f), evKeysCmd(f), evAdvisoriesCmd(f), evFromJournalCmd(f), evTaskRunCmd(f),
+		evProposeCmd(f), evAcceptCmd(f), evKeysCmd(f), evAdvisoriesCmd(f), evCandidatesCmd(f), evFromJournalCmd(f), evTaskRunCmd(f),
 		evTierCmd(f), evStaleCmd(f), evReleasesCmd(f),
 	)
 	c.AddCommand(evSignCmds()...)

@@ -142,13 +142,26 @@ func runPlan(cmd *cobra.Command, f planFlags) error {
 			return cli.Failed(fmt.Errorf("--compare-log %s: store the observation: %w", f.compareLog, err))
 		}
 	}
+	graph, cands, err := planner.StoredCandidates(store.Open(f.storeDir), res)
+	if err != nil {
+		return cli.Failed(err)
+	}
 	if f.format == "json" {
-		return writePlanJSON(cmd.OutOrStdout(), res, out, cmp, f.storeDir, sup)
+		return writePlanJSON(cmd.OutOrStdout(), res, out, cmp, f.storeDir, sup, planCandidates{Graph: graph, Candidates: cands})
 	}
 	writeSupportFirst(cmd.OutOrStdout(), "narwhal plan", sup)
 	writePlanText(cmd.OutOrStdout(), res, out, f.storeDir)
 	writeComparisons(cmd.OutOrStdout(), cmp)
+	if graph != "" {
+		fmt.Fprintf(cmd.OutOrStdout(), "candidates: %d of this lineage in the stored graph %s (narwhal evidence candidates)\n", len(cands), shortDigest(graph))
+	}
 	return nil
+}
+
+// planCandidates is the stored candidate graph of the plan's lineage.
+type planCandidates struct {
+	Graph      string              `json:"graph"`
+	Candidates []planner.Candidate `json:"candidates"`
 }
 
 // checkLayout refuses a parallel size below 1 (vLLM's sizes are ≥ 1; 0
@@ -198,13 +211,13 @@ func compareLog(path string, res planner.Result) ([]planComparison, []memory.Obs
 	return out, log.Observations, nil
 }
 
-func writePlanJSON(w io.Writer, res planner.Result, out planner.Outcome, cmp []planComparison, dir string, sup *support.Entry) error {
+func writePlanJSON(w io.Writer, res planner.Result, out planner.Outcome, cmp []planComparison, dir string, sup *support.Entry, cands planCandidates) error {
 	data := map[string]any{
 		"prediction": res.Prediction, "quantization": res.Quantization, "quantization_support": res.QuantVerdict,
 		"artifact_identity": res.Local.Identity, "identity_unresolved": res.Local.Unresolved, "lineage": res.Lineage,
 		"execution": res.Execution, "execution_fingerprint": res.ExecutionFP, "stated_margin_bytes": res.StatedMargin,
 		"record": out.RecordDigest, "source_record": out.SourceDigest, "tier": out.Tier, "prior_evidence": out.Priors, "warnings": res.Warnings,
-		"comparisons": cmp, "engine_support": sup,
+		"comparisons": cmp, "engine_support": sup, "candidates": cands,
 	}
 	r := cmdresult.Result{Command: "narwhal plan", Operation: "plan", Status: cmdresult.Success, Data: data,
 		Artifacts: []cmdresult.Artifact{{Kind: "evidence_record", Path: dir + "/" + out.RecordDigest, State: "created"}}}

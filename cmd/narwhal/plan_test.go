@@ -10,6 +10,7 @@ import (
 	"github.com/narwhal-go/narwhal/internal/evidence"
 	"github.com/narwhal-go/narwhal/internal/evidence/artifact/fixture"
 	"github.com/narwhal-go/narwhal/internal/evidence/store"
+	"github.com/narwhal-go/narwhal/internal/planner"
 	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
@@ -262,5 +263,55 @@ func TestPlanParallelBadInput(t *testing.T) {
 				t.Errorf("bad input wrote %d files", n)
 			}
 		})
+	}
+}
+
+// evidence candidates stores the graph of a checkpoint and its AWQ
+// sibling; plan then lists the stored candidates of its lineage.
+func TestCandidateGraphStoredAndReadByPlan(t *testing.T) {
+	base, awq, st := llamaDir(t), t.TempDir(), t.TempDir()
+	if _, err := fixture.Write(awq, fixture.Must(fixture.AWQ(fixture.Build(fixture.Llama31_8B(), 2), 128))); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errb := runCLI(t, "evidence", "candidates", "--model-dir", base, "--model-dir", awq, "--hash-all", "--store", st, "--format", "json")
+	if code != 0 {
+		t.Fatalf("candidates: exit %d\n%s\n%s", code, out, errb)
+	}
+	var env struct {
+		Data struct {
+			Record string                 `json:"record"`
+			Graph  planner.CandidateGraph `json:"graph"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(out), &env); err != nil || len(env.Data.Graph.Candidates) != 2 {
+		t.Fatalf("graph %+v (%v)\n%s", env.Data.Graph, err, out)
+	}
+	methods := map[string]bool{}
+	for _, c := range env.Data.Graph.Candidates {
+		methods[c.Spec.Quantization.Method] = true
+		if c.Spec.Quantization.Method != "awq" && c.Runtime == nil {
+			t.Errorf("the unquantized checkpoint has no runtime transform candidate: %+v", c)
+		}
+	}
+	if !methods["awq"] {
+		t.Fatalf("no awq candidate: %v", methods)
+	}
+	code, out, errb = runCLI(t, "plan", "--model-dir", base, "--gpu", "h100-sxm", "--max-model-len", "8192", "--store", st, "--format", "json")
+	if code != 0 {
+		t.Fatalf("plan: exit %d\n%s\n%s", code, out, errb)
+	}
+	var plan struct {
+		Data struct {
+			Candidates struct {
+				Graph      string              `json:"graph"`
+				Candidates []planner.Candidate `json:"candidates"`
+			} `json:"candidates"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(out), &plan); err != nil || plan.Data.Candidates.Graph != env.Data.Record || len(plan.Data.Candidates.Candidates) != 2 {
+		t.Fatalf("plan's candidates %+v (%v); want the stored graph %s", plan.Data.Candidates, err, env.Data.Record)
+	}
+	if code, _, errb := runCLI(t, "evidence", "candidates", "--store", st); code != 2 || !strings.Contains(errb, "--model-dir") {
+		t.Fatalf("no --model-dir: exit %d %s", code, errb)
 	}
 }
