@@ -8,12 +8,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/narwhal-go/narwhal/internal/check"
 	"github.com/narwhal-go/narwhal/internal/cli"
 	"github.com/narwhal-go/narwhal/internal/cmdresult"
+	"github.com/narwhal-go/narwhal/internal/evidence"
+	"github.com/narwhal-go/narwhal/internal/evidence/memory"
 	"github.com/narwhal-go/narwhal/internal/evidence/store"
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/ports"
@@ -27,6 +32,7 @@ func main() { cli.Main(newRoot()) }
 type flags struct {
 	fleet, format, evidenceDir string
 	plan                       string
+	startupLogs                []string // iid=path
 	ring, noKV, quiet          bool
 	repeats, paceWords         int
 }
@@ -46,6 +52,7 @@ func newRoot() *cobra.Command {
 	fs.IntVar(&f.paceWords, "pace-words", 4096, "pace prompt length in words ('benchmark ' x N), halved on HTTP 400")
 	fs.StringVar(&f.evidenceDir, "evidence-store", "evidence", "evidence store for the run's records; empty writes none")
 	fs.StringVar(&f.plan, "plan", "", "prediction record digest (from narwhal plan, in --evidence-store) naming the artifact and hardware class these engines run")
+	fs.StringArrayVar(&f.startupLogs, "startup-log", nil, "IID=PATH: that engine's vLLM startup log; each worker's memory observation is stored on its execution (repeatable)")
 	return root
 }
 
@@ -83,7 +90,14 @@ func run(c *cobra.Command, f *flags) error {
 	if err != nil {
 		return invalid(c, res, asJSON, "plan_invalid", err)
 	}
+	logs, err := startupLogs(cfg, f.startupLogs)
+	if err != nil {
+		return invalid(c, res, asJSON, "startup_log_invalid", err)
+	}
 	ev, arts, err := writeEvidence(rep, cfg, bind, f.evidenceDir)
+	if err == nil {
+		err = storeStartupLogs(rep, ev, logs, f.evidenceDir)
+	}
 	if err != nil {
 		return cli.Failed(err)
 	}
@@ -98,6 +112,78 @@ func run(c *cobra.Command, f *flags) error {
 		return cli.Silent(cli.ExitFailed)
 	}
 	return nil
+}
+
+// startupLogs reads the --startup-log flags: IID=PATH, an engine of the
+// fleet, a file that opens.
+func startupLogs(cfg *fleet.Config, flags []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, fl := range flags {
+		iid, path, ok := strings.Cut(fl, "=")
+		if !ok || iid == "" || path == "" {
+			return nil, fmt.Errorf("--startup-log %q: write IID=PATH, for example p0=/var/log/vllm-p0.log", fl)
+		}
+		if !slices.Contains(cfg.IIDs(), iid) {
+			return nil, fmt.Errorf("--startup-log %s: no engine %q in the fleet (engines: %s)", fl, iid, strings.Join(cfg.IIDs(), ", "))
+		}
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("--startup-log %s: %w", fl, err)
+		}
+		out[iid] = path
+	}
+	return out, nil
+}
+
+// storeStartupLogs stores each engine's startup-log memory observations
+// on the execution preflight bound it to (reference/evidence.md §2.10).
+func storeStartupLogs(rep *check.Report, ev []engineEvidence, logs map[string]string, dir string) error {
+	if dir == "" {
+		return nil
+	}
+	st := store.Open(dir)
+	for i, e := range ev {
+		path, ok := logs[e.Engine]
+		if !ok {
+			continue
+		}
+		if e.Execution == "" {
+			return fmt.Errorf("--startup-log %s=%s: preflight bound no execution to %s, so its observations have nothing to join", e.Engine, path, e.Engine)
+		}
+		recs, err := observationRecords(path, e.Engine, e.Execution, rep.Live[e.Engine].Version)
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			d, err := st.PutRecord(r)
+			if err != nil {
+				return fmt.Errorf("--startup-log %s: %w", path, err)
+			}
+			ev[i].Records = append(ev[i].Records, d)
+		}
+	}
+	return nil
+}
+
+func observationRecords(path, iid, execution, engineVersion string) ([]evidence.Record, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--startup-log %s: %w", path, err)
+	}
+	defer fh.Close()
+	log, err := memory.ParseVLLMLog(fh, memory.VLLMLogOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("--startup-log %s: %w", path, err)
+	}
+	var out []evidence.Record
+	for _, o := range log.Observations {
+		r, err := memory.ObservationRecord(o, execution, map[string]string{evidence.SubjectEndpoint: execution}, engineVersion,
+			"narwhal-check", version.String(), filepath.Base(path), ports.SystemClock())
+		if err != nil {
+			return nil, fmt.Errorf("--startup-log %s (engine %s): %w", path, iid, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 func orNone(s string) string {

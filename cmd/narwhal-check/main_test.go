@@ -13,6 +13,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/narwhal-go/narwhal/internal/cli"
+	"github.com/narwhal-go/narwhal/internal/evidence"
+	"github.com/narwhal-go/narwhal/internal/evidence/memory"
+	"github.com/narwhal-go/narwhal/internal/evidence/store"
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/simengine"
 	"github.com/narwhal-go/narwhal/internal/testkit/simkit"
@@ -134,5 +137,35 @@ func TestBadInput(t *testing.T) {
 				t.Fatalf("exit %d stderr %q, want 2 with %q", code, errb.String(), tc.want)
 			}
 		})
+	}
+}
+
+// --startup-log stores the engine's startup-log memory observations on
+// the execution preflight bound it to; a flag naming no engine is bad
+// input.
+func TestStartupLogObservationsAreStored(t *testing.T) {
+	dir, fl, closeAll := fixture(t, 0, "")
+	defer closeAll()
+	log := filepath.Join("..", "..", "internal", "evidence", "memory", "testdata", "vllmlog", "v0_6_6_single.log")
+	ev := filepath.Join(dir, "ev")
+	var out, errb bytes.Buffer
+	if code := cli.Run(newRoot(), []string{"--fleet", fl, "--pace-words", "100", "--quiet", "--evidence-store", ev, "--startup-log", "e0=" + log}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+	rs, err := store.Open(ev).Records()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range rs {
+		if r.Record.Claim.Quantity == memory.QuantityObservation && r.Record.Subject[evidence.SubjectEndpoint] != "" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d memory observation records, want the log's one", n)
+	}
+	if code := cli.Run(newRoot(), []string{"--fleet", fl, "--startup-log", "zz=" + log}, &out, &errb); code != 2 || !strings.Contains(errb.String(), `no engine "zz"`) {
+		t.Fatalf("an unknown engine: exit %d %s", code, errb.String())
 	}
 }

@@ -219,40 +219,10 @@ func (r Result) SourceRecord(clock ports.Clock) (evidence.Record, error) {
 	return evidence.Stamp(rec, clock), nil
 }
 
-// QuantityMemoryObservation marks a memory observation read from an
-// engine's startup log (reference/evidence.md §2.10), stored beside the
-// plan of the same execution so the store keeps the measured figures the
-// prediction was compared with, not only the comparison printed.
-const QuantityMemoryObservation = "memory_observation"
-
 // ObservationRecord is o (one worker's figures from a startup log at
 // source) as a measured record of the plan's artifact, hardware class and
-// execution; its execution fingerprint is the plan's.
+// execution (memory.ObservationRecord).
 func (r Result) ObservationRecord(o memory.Observation, source string, clock ports.Clock) (evidence.Record, error) {
-	fp := r.ExecutionFP
-	o.ExecutionFingerprint = &fp
-	raw, _, err := o.Encode()
-	if err != nil {
-		return evidence.Record{}, fmt.Errorf("memory observation from %s: %w", source, err)
-	}
-	var display any
-	if err := json.Unmarshal(raw, &display); err != nil {
-		return evidence.Record{}, err
-	}
-	id, err := o.Fingerprint()
-	if err != nil {
-		return evidence.Record{}, err
-	}
-	verdict := "observed"
-	rec := evidence.Record{
-		Kind: evidence.KindMetadata, ClaimScope: evidence.ScopeMemory, EpistemicStatus: evidence.Measured,
-		Level: evidence.MaintainerLabMeasured,
-		Subject: map[string]string{evidence.SubjectArtifact: r.ArtifactSubject(), evidence.SubjectHardwareClass: r.HardwareClass(),
-			"execution": r.ExecutionFP, "observation": id},
-		Claim:      evidence.Claim{Quantity: QuantityMemoryObservation, Verdict: &verdict},
-		Engine:     evidence.Engine{Name: "vllm", Version: r.FactsVersion, Packages: []string{}},
-		Provenance: evidence.Provenance{Producer: Producer, ProducerVersion: version.Version, Inputs: []string{}},
-		Display:    map[string]any{"observation": display, "source": source},
-	}
-	return evidence.Stamp(rec, clock), nil
+	return memory.ObservationRecord(o, r.ExecutionFP, map[string]string{evidence.SubjectArtifact: r.ArtifactSubject(),
+		evidence.SubjectHardwareClass: r.HardwareClass(), "execution": r.ExecutionFP}, r.FactsVersion, Producer, version.Version, source, clock)
 }

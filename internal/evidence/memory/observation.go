@@ -22,6 +22,7 @@ package memory
 // Every figure is nullable: nil means not observed, which is not 0.
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -30,6 +31,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/canon"
 	"github.com/narwhal-go/narwhal/internal/evidence"
+	"github.com/narwhal-go/narwhal/internal/ports"
 	"github.com/narwhal-go/narwhal/internal/units"
 	"github.com/narwhal-go/narwhal/internal/vllmlog"
 )
@@ -494,4 +496,44 @@ func obsAbs(v int64) int64 {
 func IsObservationError(err error) bool {
 	var v *ObservationError
 	return errors.As(err, &v)
+}
+
+// QuantityObservation marks a memory observation stored as a record:
+// one worker's figures read from an engine's startup log
+// (reference/evidence.md §2.10).
+const QuantityObservation = "memory_observation"
+
+// ObservationRecord is o as a measured metadata record about subject
+// (the plan's artifact, hardware class and execution, or the preflight's
+// engine endpoint), read from source; o's execution fingerprint is set
+// to execution first. The observation's fingerprint joins the subject so
+// each worker's is its own record.
+func ObservationRecord(o Observation, execution string, subject map[string]string, engineVersion, producer, producerVersion, source string, clock ports.Clock) (evidence.Record, error) {
+	o.ExecutionFingerprint = &execution
+	raw, _, err := o.Encode()
+	if err != nil {
+		return evidence.Record{}, fmt.Errorf("memory observation from %s: %w", source, err)
+	}
+	var display any
+	if err := json.Unmarshal(raw, &display); err != nil {
+		return evidence.Record{}, err
+	}
+	id, err := o.Fingerprint()
+	if err != nil {
+		return evidence.Record{}, err
+	}
+	subj := map[string]string{"observation": id}
+	for k, v := range subject {
+		subj[k] = v
+	}
+	verdict := "observed"
+	rec := evidence.Record{
+		Kind: evidence.KindMetadata, ClaimScope: evidence.ScopeMemory, EpistemicStatus: evidence.Measured,
+		Level: evidence.MaintainerLabMeasured, Subject: subj,
+		Claim:      evidence.Claim{Quantity: QuantityObservation, Verdict: &verdict},
+		Engine:     evidence.Engine{Name: "vllm", Version: engineVersion, Packages: []string{}},
+		Provenance: evidence.Provenance{Producer: producer, ProducerVersion: producerVersion, Inputs: []string{}},
+		Display:    map[string]any{"observation": display, "source": source},
+	}
+	return evidence.Stamp(rec, clock), nil
 }
