@@ -43,15 +43,13 @@ type flags struct {
 	apiKeyEnv                                      []string
 }
 
-func newRoot() *cobra.Command {
-	var f flags
-	root := cli.NewRoot("narwhal-serve --fleet PATH", "Serve an OpenAI-compatible endpoint over a disaggregated vLLM fleet")
-	root.Long = `narwhal-serve loads the fleet file and the profile store at profiles.path,
+// serveLong is narwhal-serve --help's description.
+const serveLong = `narwhal-serve loads the fleet file and the profile store at profiles.path,
 then serves POST /v1/completions and /v1/chat/completions (streaming or
 not), GET /v1/models, /health, /ready, /metrics, /narwhal/state,
 /narwhal/lifecycle, /narwhal/handoff and the live dashboard /narwhal/ui
-(GET / redirects there), and POST /narwhal/lifecycle/drain
-and /narwhal/lifecycle/readmit (admin: a JSON body, the bearer token of
+(GET / redirects there), and POST /narwhal/lifecycle/drain,
+/narwhal/lifecycle/readmit and /narwhal/profiles/reload (admin: a JSON body, the bearer token of
 --admin-token-env, and no cross-site browser Origin). With --api-key-env
 every /v1/* route needs one of the client keys (Authorization: Bearer);
 /v1/* POSTs need Content-Type: application/json; serving.cors_origins
@@ -72,11 +70,18 @@ timeout, writes the final handoff document, and exits.
 
 Engines are watched continuously: failed legs feed a per-class breaker,
 ejected engines are probed for readmission, and a restarted engine process
-is excluded until it is validated again. With --resume the router carries
+is excluded until it is validated again; profiles.path is re-read when it
+changes, so an engine re-profiled with narwhal-profile --merge returns
+without a restart. With --resume the router carries
 on from the handoff document at recovery.state_path; with a lease (the
 file at --lease-path, or the etcd or Kubernetes Lease that the fleet's
 recovery.lease selects) and --standby-of on the standby, two routers share
 one fleet safely: only the lease holder places work.`
+
+func newRoot() *cobra.Command {
+	var f flags
+	root := cli.NewRoot("narwhal-serve --fleet PATH", "Serve an OpenAI-compatible endpoint over a disaggregated vLLM fleet")
+	root.Long = serveLong
 	root.Args = cobra.NoArgs
 	fl := root.Flags()
 	fl.StringVar(&f.fleet, "fleet", "", "fleet file (narwhal.fleet v1); required")
@@ -167,15 +172,24 @@ func run(ctx context.Context, f flags) error {
 	if err != nil {
 		return cli.Invalid(err)
 	}
-	addr := cli.Addr(f.host, f.port)
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listen(f)
 	if err != nil {
-		return cli.Failed(fmt.Errorf("listen on %s: %w (is another process using the port? choose one with --port)", addr, err))
+		return err
 	}
 	warnUnauthenticated(log, f.host, keys)
 	log.Info("narwhal-serve listening", "addr", ln.Addr().String(), "model", cfg.Model,
 		"engines", len(cfg.Engines), "journal", jw.Path(), "journal_run", jw.Run(), "version", version.String())
 	return serveUntilSignal(ctx, ln, r, graceful, log)
+}
+
+// listen binds --host:--port, saying what to do when the port is taken.
+func listen(f flags) (net.Listener, error) {
+	addr := cli.Addr(f.host, f.port)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, cli.Failed(fmt.Errorf("listen on %s: %w (is another process using the port? choose one with --port)", addr, err))
+	}
+	return ln, nil
 }
 
 // serveUntilSignal serves until SIGTERM or SIGINT, then drains for
