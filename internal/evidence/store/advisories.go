@@ -4,14 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 
-	"github.com/narwhal-go/narwhal/internal/atomicfile"
 	"github.com/narwhal-go/narwhal/internal/evidence"
 )
 
@@ -51,12 +47,9 @@ func (s *Store) Advisories() ([]evidence.Advisory, error) {
 
 func (s *Store) advisoryIndex() (AdvisoryIndex, bool, error) {
 	ix := AdvisoryIndex{Schema: AdvisoriesSchema, SchemaVersion: AdvisoriesSchemaVersion, Advisories: []evidence.Advisory{}, Sources: []AdvisorySource{}}
-	b, err := os.ReadFile(filepath.Join(s.Root, AdvisoriesFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return ix, false, nil
-	}
-	if err != nil {
-		return ix, false, fmt.Errorf("evidence store: %w", err)
+	b, err := s.readRootFile(AdvisoriesFile)
+	if err != nil || b == nil {
+		return ix, false, err
 	}
 	if err := json.Unmarshal(b, &ix); err != nil || ix.Schema != AdvisoriesSchema || ix.SchemaVersion != AdvisoriesSchemaVersion {
 		return ix, false, fmt.Errorf("evidence store %s: not a %s v%d document (%v); remove it and import the advisories again",
@@ -69,32 +62,25 @@ func (s *Store) advisoryIndex() (AdvisoryIndex, bool, error) {
 // index, an advisory replacing the one with its id; it returns the index's
 // size.
 func (s *Store) ImportAdvisories(raw []byte, advs []evidence.Advisory) (int, error) {
-	if err := os.MkdirAll(s.Root, 0o755); err != nil {
-		return 0, fmt.Errorf("evidence store: %w", err)
-	}
-	unlock, err := atomicfile.Lock(filepath.Join(s.Root, AdvisoriesFile+".lock"))
-	if err != nil {
-		return 0, fmt.Errorf("evidence store: %w", err)
-	}
-	defer unlock()
-	ix, _, err := s.advisoryIndex()
-	if err != nil {
-		return 0, err
-	}
-	byID := map[string]evidence.Advisory{}
-	for _, a := range append(ix.Advisories, advs...) {
-		byID[a.ID] = a
-	}
-	ix.Advisories = ix.Advisories[:0]
-	for _, a := range byID {
-		ix.Advisories = append(ix.Advisories, a)
-	}
-	sort.Slice(ix.Advisories, func(i, j int) bool { return ix.Advisories[i].ID < ix.Advisories[j].ID })
-	sum := sha256.Sum256(raw)
-	ix.Sources = append(ix.Sources, AdvisorySource{Digest: hex.EncodeToString(sum[:]), Count: len(advs)})
-	b, err := json.MarshalIndent(ix, "", "  ")
-	if err != nil {
-		return 0, err
-	}
-	return len(ix.Advisories), atomicfile.Write(filepath.Join(s.Root, AdvisoriesFile), append(b, '\n'), 0o644)
+	size := 0
+	err := s.updateRootDoc(AdvisoriesFile, func() (any, error) {
+		ix, _, err := s.advisoryIndex()
+		if err != nil {
+			return nil, err
+		}
+		byID := map[string]evidence.Advisory{}
+		for _, a := range append(ix.Advisories, advs...) {
+			byID[a.ID] = a
+		}
+		ix.Advisories = ix.Advisories[:0]
+		for _, a := range byID {
+			ix.Advisories = append(ix.Advisories, a)
+		}
+		sort.Slice(ix.Advisories, func(i, j int) bool { return ix.Advisories[i].ID < ix.Advisories[j].ID })
+		sum := sha256.Sum256(raw)
+		ix.Sources = append(ix.Sources, AdvisorySource{Digest: hex.EncodeToString(sum[:]), Count: len(advs)})
+		size = len(ix.Advisories)
+		return ix, nil
+	})
+	return size, err
 }

@@ -1,9 +1,7 @@
 package store
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -45,16 +43,7 @@ func (s *Store) GetDocument(digest string) ([]byte, error) { return s.read(docum
 
 // ReadReleaseIndex returns the imported release index, or nil when none
 // was imported.
-func (s *Store) ReadReleaseIndex() ([]byte, error) {
-	b, err := os.ReadFile(filepath.Join(s.Root, ReleaseIndexFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("evidence store: %w", err)
-	}
-	return b, nil
-}
+func (s *Store) ReadReleaseIndex() ([]byte, error) { return s.readRootFile(ReleaseIndexFile) }
 
 // WriteReleaseIndex replaces the imported release index atomically.
 func (s *Store) WriteReleaseIndex(b []byte) error {

@@ -43,12 +43,9 @@ type PrincipalKeys struct {
 // PrincipalKeys reads the registry; a store without one has none.
 func (s *Store) PrincipalKeys() (PrincipalKeys, error) {
 	out := PrincipalKeys{Schema: PrincipalKeysSchema, SchemaVersion: PrincipalKeysSchemaVersion, Principals: map[string][]string{}}
-	b, err := os.ReadFile(filepath.Join(s.Root, PrincipalKeysFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return out, nil
-	}
-	if err != nil {
-		return out, fmt.Errorf("evidence store: %w", err)
+	b, err := s.readRootFile(PrincipalKeysFile)
+	if err != nil || b == nil {
+		return out, err
 	}
 	if err := json.Unmarshal(b, &out); err != nil || out.Schema != PrincipalKeysSchema || out.SchemaVersion != PrincipalKeysSchemaVersion {
 		return out, fmt.Errorf("evidence store %s: not a %s v%d document (%v); fix or remove it and add the keys again with narwhal evidence keys add",
@@ -63,29 +60,22 @@ func (s *Store) PrincipalKeys() (PrincipalKeys, error) {
 // AddPrincipalKey registers pub for principal (once), under the store's
 // lock so two operators adding keys keep both.
 func (s *Store) AddPrincipalKey(principal string, pub sign.PublicKey) (bool, error) {
-	if err := os.MkdirAll(s.Root, 0o755); err != nil {
-		return false, fmt.Errorf("evidence store: %w", err)
-	}
-	unlock, err := atomicfile.Lock(filepath.Join(s.Root, PrincipalKeysFile+".lock"))
-	if err != nil {
-		return false, fmt.Errorf("evidence store: %w", err)
-	}
-	defer unlock()
-	keys, err := s.PrincipalKeys()
-	if err != nil {
-		return false, err
-	}
-	pem := string(pub.PEM())
-	if slices.Contains(keys.Principals[principal], pem) {
-		return false, nil
-	}
-	keys.Principals[principal] = append(keys.Principals[principal], pem)
-	sort.Strings(keys.Principals[principal])
-	b, err := json.MarshalIndent(keys, "", "  ")
-	if err != nil {
-		return false, err
-	}
-	return true, atomicfile.Write(filepath.Join(s.Root, PrincipalKeysFile), append(b, '\n'), 0o644)
+	added := false
+	err := s.updateRootDoc(PrincipalKeysFile, func() (any, error) {
+		keys, err := s.PrincipalKeys()
+		if err != nil {
+			return nil, err
+		}
+		pem := string(pub.PEM())
+		if slices.Contains(keys.Principals[principal], pem) {
+			return nil, nil
+		}
+		keys.Principals[principal] = append(keys.Principals[principal], pem)
+		sort.Strings(keys.Principals[principal])
+		added = true
+		return keys, nil
+	})
+	return added && err == nil, err
 }
 
 // PutSignature stores a DSSE envelope over the record with digest.
