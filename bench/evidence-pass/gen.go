@@ -57,7 +57,7 @@ func generate(dir string, o options) (int, error) {
 			}
 			rows++
 		}
-		n, err := setBytes(filepath.Join(dir, "journal.jsonl"))
+		n, err := journal.SetBytes(filepath.Join(dir, "journal.jsonl"))
 		if err != nil || n >= target {
 			return rows, err
 		}

@@ -40,11 +40,11 @@ func measure(o options) int {
 	out = append(out, pass(loop, "first: the whole journal", -1))
 	written := o.rows
 	for _, n := range o.appends {
-		before, err := setBytes(path)
+		before, err := journal.SetBytes(path)
 		if err == nil {
 			err = appendRows(path, written, n, o.rate)
 		}
-		after, err2 := setBytes(path)
+		after, err2 := journal.SetBytes(path)
 		if err != nil || err2 != nil {
 			fmt.Fprintf(os.Stderr, "evidence-pass: append: %v %v\n", err, err2)
 			return 1
@@ -145,21 +145,4 @@ func procMiB(field string) float64 {
 		}
 	}
 	return -1
-}
-
-// setBytes is the size of every file of the journal set.
-func setBytes(path string) (int64, error) {
-	files, err := journal.SetFiles(path)
-	if err != nil {
-		return 0, err
-	}
-	var n int64
-	for _, f := range files {
-		fi, err := os.Stat(f)
-		if err != nil {
-			return 0, err
-		}
-		n += fi.Size()
-	}
-	return n, nil
 }

@@ -24,6 +24,24 @@ func observed(name string, memMiB int64, count int, cc string) attest.Accelerato
 		ComputeCapability: cc, Scope: attest.ScopeHost, Source: smiSource}
 }
 
+// checkParsed fails t unless a parse gave want, or an error containing
+// wantErr when that is set.
+func checkParsed(t *testing.T, got attest.Accelerator, err error, want attest.Accelerator, wantErr string) {
+	t.Helper()
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("error %v, want one containing %q", err, wantErr)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("(-want +got)\n%s", d)
+	}
+}
+
 // The shapes below are nvidia-smi --query-gpu=name,memory.total,compute_cap
 // --format=csv,noheader,nounits output: ", " between fields, one GPU per
 // line, memory in MiB, "[N/A]" for what the device cannot report.
@@ -56,18 +74,7 @@ func TestParseNvidiaSMI(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := attest.ParseNvidiaSMI([]byte(tc.out))
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want one containing %q", err, tc.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := cmp.Diff(tc.want, got); d != "" {
-				t.Fatalf("(-want +got)\n%s", d)
-			}
+			checkParsed(t, got, err, tc.want, tc.err)
 		})
 	}
 }
@@ -94,18 +101,7 @@ func TestParseEngineDevices(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := attest.ParseEngineDevices([]byte(tc.body), "src")
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want one containing %q", err, tc.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := cmp.Diff(tc.want, got); d != "" {
-				t.Fatalf("(-want +got)\n%s", d)
-			}
+			checkParsed(t, got, err, tc.want, tc.err)
 		})
 	}
 }

@@ -231,6 +231,23 @@ func SetFiles(path string) ([]string, error) {
 	return rotated, nil
 }
 
+// SetBytes is the size of every file of the journal set at path.
+func SetBytes(path string) (int64, error) {
+	files, err := SetFiles(path)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		if err != nil {
+			return 0, fmt.Errorf("read journal %s: %w", f, err)
+		}
+		n += fi.Size()
+	}
+	return n, nil
+}
+
 // globEscape quotes the glob metacharacters of a literal path.
 func globEscape(s string) string {
 	var b strings.Builder

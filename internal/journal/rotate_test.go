@@ -140,6 +140,22 @@ func TestSetFilesErrors(t *testing.T) {
 	}
 }
 
+// SetBytes counts the set's files and only them: not the lookalikes
+// SetFiles leaves out.
+func TestSetBytes(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "j.jsonl")
+	if _, err := SetBytes(p); err == nil {
+		t.Fatal("a missing journal must be an error")
+	}
+	os.WriteFile(p+".1", []byte("12345"), 0o644)
+	os.WriteFile(p, []byte("123"), 0o644)
+	os.WriteFile(p+".x", []byte("junk\n"), 0o644)
+	if n, err := SetBytes(p); err != nil || n != 8 {
+		t.Fatalf("SetBytes = %d, %v; want 8 (j.jsonl.1 and j.jsonl)", n, err)
+	}
+}
+
 func TestMetaStartTime(t *testing.T) {
 	m := metaOf(withDefaults(testOpts(1)), time.Unix(1790000000, 5e8))
 	got, ok := m.StartTime()

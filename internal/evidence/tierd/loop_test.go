@@ -61,17 +61,9 @@ func TestLoopWritesServingOnce(t *testing.T) {
 // setBytes is the size of every file of the journal set at path.
 func setBytes(t *testing.T, path string) int64 {
 	t.Helper()
-	files, err := journal.SetFiles(path)
+	n, err := journal.SetBytes(path)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var n int64
-	for _, f := range files {
-		fi, err := os.Stat(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n += fi.Size()
 	}
 	return n
 }
