@@ -2,8 +2,8 @@ package serving
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/narwhal-go/narwhal/internal/evidence/decision"
@@ -127,24 +127,10 @@ func (f *folder) chargeUnplaced() {
 	}
 }
 
-func (f *folder) sortedKeys() []string {
-	keys := make([]string, 0, len(f.groups))
-	for k := range f.groups {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func (f *folder) sortedKeys() []string { return slices.Sorted(maps.Keys(f.groups)) }
 
 // iids are the group's engines, sorted.
-func (g *group) iids() []string {
-	out := make([]string, 0, len(g.replicas))
-	for iid := range g.replicas {
-		out = append(out, iid)
-	}
-	sort.Strings(out)
-	return out
-}
+func (g *group) iids() []string { return slices.Sorted(maps.Keys(g.replicas)) }
 
 // bootRecords are the replicas' boot records, each once.
 func (g *group) bootRecords() []string {
