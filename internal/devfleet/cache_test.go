@@ -21,27 +21,7 @@ func TestDevFleetPrefillsTheSecondTurnWhereTheFirstIs(t *testing.T) {
 	defer run.stop()
 	system := strings.Repeat("You are the harbour master's assistant; answer in one line. ", 10)
 	msgs := []map[string]string{{"role": "system", "content": system}, {"role": "user", "content": "When is high tide?"}}
-	// A 429 is load that passes (a loaded CI machine's profile and loop
-	// lag can refuse a turn): the client retries it, as an SDK would,
-	// a bounded number of times.
-	chat := func(m []map[string]string) string {
-		b, _ := json.Marshal(map[string]any{"model": "narwhal/sim-llama-3-8b", "max_tokens": 4, "messages": m})
-		for try := 0; ; try++ {
-			resp, err := http.Post(run.base+"/v1/chat/completions", "application/json", strings.NewReader(string(b)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusTooManyRequests && try < 20 {
-				time.Sleep(250 * time.Millisecond)
-				continue
-			}
-			if resp.StatusCode != 200 {
-				t.Fatalf("HTTP %d after %d tries", resp.StatusCode, try+1)
-			}
-			return resp.Header.Get("X-Narwhal-Request-Id")
-		}
-	}
+	chat := func(m []map[string]string) string { id, _ := chatTurn(t, run.base, m); return id }
 	first := rowOf(t, run.dir, chat(msgs))
 	if first.PrefillIID == nil {
 		t.Fatalf("first turn has no prefill engine: %+v", first)
@@ -91,30 +71,7 @@ func TestDevFleetPricesEveryFollowUpTurnWarm(t *testing.T) {
 	defer run.stop()
 	system := strings.Repeat("You are the harbour master's assistant for the port of Tobermory; answer tide and berth questions in one line. ", 52)
 	msgs := []map[string]string{{"role": "system", "content": system}, {"role": "user", "content": "When is high tide?"}}
-	chat := func(m []map[string]string) (string, int) {
-		b, _ := json.Marshal(map[string]any{"model": "narwhal/sim-llama-3-8b", "max_tokens": 4, "messages": m})
-		for try := 0; ; try++ {
-			resp, err := http.Post(run.base+"/v1/chat/completions", "application/json", strings.NewReader(string(b)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var out struct {
-				Usage struct {
-					PromptTokens int `json:"prompt_tokens"`
-				} `json:"usage"`
-			}
-			json.NewDecoder(resp.Body).Decode(&out)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusTooManyRequests && try < 20 {
-				time.Sleep(250 * time.Millisecond)
-				continue
-			}
-			if resp.StatusCode != 200 {
-				t.Fatalf("HTTP %d after %d tries", resp.StatusCode, try+1)
-			}
-			return resp.Header.Get("X-Narwhal-Request-Id"), out.Usage.PromptTokens
-		}
-	}
+	chat := func(m []map[string]string) (string, int) { return chatTurn(t, run.base, m) }
 	// waitLearned waits until the router has applied iid's KV events past
 	// seq (read before a turn was sent) and no more arrive for 300 ms: the
 	// engine publishes a turn's evictions and stores in a few batches, and
@@ -212,4 +169,34 @@ func cacheTokens(t *testing.T, base, iid string) (predicted, reported float64) {
 		}
 	}
 	return predicted, reported
+}
+
+// chatTurn sends one chat turn to the dev fleet's router and returns its
+// request id and prompt tokens. A 429 is load that passes (a loaded CI
+// machine's profile and loop lag can refuse a turn): the client retries
+// it, as an SDK would, a bounded number of times.
+func chatTurn(t *testing.T, base string, m []map[string]string) (string, int) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"model": "narwhal/sim-llama-3-8b", "max_tokens": 4, "messages": m})
+	for try := 0; ; try++ {
+		resp, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(string(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out struct {
+			Usage struct {
+				PromptTokens int `json:"prompt_tokens"`
+			} `json:"usage"`
+		}
+		json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusTooManyRequests && try < 20 {
+			time.Sleep(250 * time.Millisecond)
+			continue
+		}
+		if resp.StatusCode != 200 {
+			t.Fatalf("HTTP %d after %d tries", resp.StatusCode, try+1)
+		}
+		return resp.Header.Get("X-Narwhal-Request-Id"), out.Usage.PromptTokens
+	}
 }
