@@ -116,7 +116,7 @@ func (s *Supervisor) recordLeg(f Failure) {
 		return
 	}
 	s.quarantine(iid)
-	switch s.failed(iid, lifecycle.Class(e.Class)) {
+	switch s.failed(iid, e.Class) {
 	case lifecycle.Eject:
 		s.eject(iid, string(lifecycle.Connection), false)
 	case lifecycle.VerifyHealth:

@@ -95,8 +95,8 @@ func Strings(rs []Reason) []string {
 }
 
 // Class is the breaker class of a leg failure (runtime.md §3.2): each has
-// its own failure streak per engine. lifecycle.Class spells the same
-// values for the breaker.
+// its own failure streak per engine. lifecycle.Class is this type, with
+// the breaker's own liveness class beside these.
 type Class string
 
 // The classes an Error carries ("" for a failure that is no engine's:

@@ -9,22 +9,29 @@
 // scheduling core.
 package lifecycle
 
-// Class is a kind of leg failure; each has its own streak per engine.
-type Class string
+import "github.com/narwhal-go/narwhal/internal/fault"
 
-// Failure classes (runtime.md §3.2).
+// Class is a kind of leg failure; each has its own streak per engine. It
+// is fault.Class, the one spelling, so a leg's error feeds the breaker as
+// it is.
+type Class = fault.Class
+
+// Failure classes (runtime.md §3.2): fault's, and the one only the
+// breaker has.
 const (
-	Connection      Class = "connection"       // refused or unreachable
-	Timeout         Class = "timeout"          // transport timeout
-	Overload        Class = "overload"         // 408/429, or no first token while the engine emits other output
-	InferenceStatus Class = "inference_status" // other 5xx
-	KVHandoff       Class = "kv_handoff"       // a prefill 200 without a readable handoff
-	Stream          Class = "stream"           // silence or an invalid end of a decode stream
-	Liveness        Class = "liveness"         // missed liveness sweeps (its own threshold)
+	Connection      = fault.ClassConnection      // refused or unreachable
+	Timeout         = fault.ClassTimeout         // transport timeout
+	Overload        = fault.ClassOverload        // 408/429, or no first token while the engine emits other output
+	InferenceStatus = fault.ClassInferenceStatus // other 5xx
+	KVHandoff       = fault.ClassKVHandoff       // a prefill 200 without a readable handoff
+	Stream          = fault.ClassStream          // silence or an invalid end of a decode stream
 	// OutputCut: a decode stream that had produced tokens ended without
 	// [DONE]. Its own class because a short probe passes on an engine that
 	// cuts long streams: only a stream reaching [DONE] clears it.
-	OutputCut Class = "output_cut"
+	OutputCut = fault.ClassOutputCut
+	// Liveness is missed liveness sweeps (its own threshold); no leg
+	// error carries it.
+	Liveness Class = "liveness"
 )
 
 // Classes lists every class, for zero-valued metrics and state.
