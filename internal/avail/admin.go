@@ -131,7 +131,7 @@ func (s *Supervisor) lifecycleGauges() {
 }
 
 func (s *Supervisor) lifecycleEvent(action string, fields map[string]any) {
-	s.lf.Note(s.wallNow(), action, fields)
+	s.lf.step(lifecycle.Note{At: s.wallNow(), Action: action, Fields: fields})
 	s.flushLifecycleEvents()
 }
 

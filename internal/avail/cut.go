@@ -41,7 +41,7 @@ func (s *Supervisor) quarantineFor(iid string, q float64) {
 	if q <= 0 || s.lastOfRole(iid) {
 		return
 	}
-	if s.lf.Quarantine(iid, s.now()+q) {
+	if s.lf.step(lifecycle.Quarantine{IID: iid, Until: s.now() + q}).Changed {
 		s.holdLen.Store(iid, q)
 		s.publishLive()
 		s.journalEvent(journal.Event{Name: journal.EventEngineHoldStarted, At: s.now(),

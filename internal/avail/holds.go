@@ -38,7 +38,7 @@ func (s *Supervisor) credentialProbe(ctx context.Context, iid string) error {
 		s.credentialRefused(iid, fault.As(e))
 		return e
 	case e == nil:
-		if s.lf.Release(iid, lifecycle.HoldEngineAuth) {
+		if s.lf.step(lifecycle.ReleaseHold{IID: iid, Cause: lifecycle.HoldEngineAuth}).Changed {
 			s.publishHolds("verification")
 		}
 	}
@@ -51,7 +51,7 @@ func (s *Supervisor) credentialRefused(iid string, e *fault.Error) {
 	if s.cfg.Engine.EngineAPIKeyEnv == "" {
 		detail = fmt.Sprintf("refused a request without a credential (HTTP %d): set engine.engine_api_key_env to a variable holding this engine's --api-key", e.Status)
 	}
-	if s.lf.Hold(iid, lifecycle.HoldEngineAuth, detail, s.now()) {
+	if s.lf.step(lifecycle.HoldOut{IID: iid, Cause: lifecycle.HoldEngineAuth, Detail: detail}).Changed {
 		s.publishHolds("")
 	}
 }
@@ -59,8 +59,8 @@ func (s *Supervisor) credentialRefused(iid string, e *fault.Error) {
 // observeIdentity applies the build rule to the version iid reported and
 // lifts an incompatible-kv hold from a new process.
 func (s *Supervisor) observeIdentity(iid string, id vllm.Identity) {
-	s.lf.ObserveVersion(iid, id.Version, s.now())
-	s.lf.NewProcess(iid, id.ProcessStart)
+	s.lf.step(lifecycle.ObserveVersion{IID: iid, Version: id.Version})
+	s.lf.step(lifecycle.NewProcess{IID: iid, Start: id.ProcessStart})
 	s.publishHolds("verification")
 }
 
@@ -69,8 +69,8 @@ func (s *Supervisor) observeIdentity(iid string, id vllm.Identity) {
 // why, and its probes watch the process accepted here for the next
 // change, which is validated like any restart.
 func (s *Supervisor) holdSupersedes(iid string, id vllm.Identity) {
-	s.lf.AcceptIdentity(iid, id)
-	if s.lf.Recovered(iid) {
+	s.lf.step(lifecycle.AcceptIdentity{IID: iid, ID: id})
+	if s.lf.step(lifecycle.Recover{IID: iid}).Changed {
 		s.publishLive()
 		s.changed()
 	}
@@ -79,7 +79,7 @@ func (s *Supervisor) holdSupersedes(iid string, id vllm.Identity) {
 // kvRefused handles a NIXL handshake refusal between consumer and
 // producer on a live leg: the odd engine of the pair is held out.
 func (s *Supervisor) kvRefused(consumer, producer string, hs vllm.Handshake) {
-	s.lf.KVRefused(consumer, producer, hs.LocalHash, hs.RemoteHash, s.now())
+	s.lf.step(lifecycle.KVRefused{Consumer: consumer, Producer: producer, LocalHash: hs.LocalHash, RemoteHash: hs.RemoteHash})
 	s.publishHolds("verification")
 }
 

@@ -132,7 +132,7 @@ func (s *Supervisor) quarantine(iid string) { s.quarantineFor(iid, s.cfg.Recover
 
 // releaseQuarantines returns engines whose timed hold ended (the monitor
 // pass learns them from its tick's Ready instead).
-func (s *Supervisor) releaseQuarantines() { s.released(s.lf.ReleaseQuarantines(s.now())) }
+func (s *Supervisor) releaseQuarantines() { s.released(s.lf.step(lifecycle.ReleaseQuarantines{}).IIDs) }
 
 // released publishes and journals the end of the timed holds of iids.
 func (s *Supervisor) released(iids []string) {
@@ -197,7 +197,7 @@ func (s *Supervisor) eject(iid, cause string, protect bool) {
 		s.log.Warn("keeping the last live engine of its role in placement despite a failed probe", "iid", iid)
 		return
 	}
-	if !s.lf.Eject(iid, cause) {
+	if !s.lf.step(lifecycle.Ejection{IID: iid, Cause: cause}).Changed {
 		return
 	}
 	s.publishLive()

@@ -1,6 +1,8 @@
 package avail
 
 import (
+	"go/ast"
+	"go/token"
 	"testing"
 
 	"github.com/narwhal-go/narwhal/internal/lifecycle"
@@ -37,5 +39,35 @@ func TestDegradedReasonTakesNoLock(t *testing.T) {
 			t.Fatalf("DegradedReason = %q, want %q", got, want)
 		}
 		f.s.PassEnded(nil)
+	}
+}
+
+// lifecycleReads are the Manager methods that change nothing (Record
+// changes who hears); Step and Ready are the only writes.
+var lifecycleReads = map[string]bool{"Build": true, "Ejected": true, "Events": true, "Held": true, "Holds": true,
+	"NextRelease": true, "ProcessStarts": true, "Quarantined": true, "Records": true, "Streaks": true,
+	"Suspect": true, "Marked": true, "LiveSet": true, "Live": true, "Step": true, "Ready": true, "Record": true}
+
+// avail changes the lifecycle core only with Step and Ready, so that the
+// manager's history is a log of them that replays (lifecycle.Replay):
+// every other call on the manager (through lockedLife's m or the
+// supervisor's life) is a read.
+func TestLifecycleChangesOnlyThroughStep(t *testing.T) {
+	fset := token.NewFileSet()
+	for _, f := range parseDir(t, fset, ".") {
+		ast.Inspect(f, func(n ast.Node) bool {
+			c, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			sel, ok := c.Fun.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if recv, ok := sel.X.(*ast.SelectorExpr); ok && (recv.Sel.Name == "m" || recv.Sel.Name == "life") && !lifecycleReads[sel.Sel.Name] {
+				t.Errorf("%s: lifecycle.Manager.%s changes the core outside Step", fset.Position(c.Pos()), sel.Sel.Name)
+			}
+			return true
+		})
 	}
 }

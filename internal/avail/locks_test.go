@@ -21,11 +21,15 @@ const maxMutexes = 1
 // stalls whoever waits for the lock.
 func TestNoLockAroundIO(t *testing.T) {
 	fset := token.NewFileSet()
-	var files []*ast.File
-	for _, dir := range []string{".", filepath.Join("..", "lifecycle")} {
-		files = append(files, parseDir(t, fset, dir)...)
+	own, pure := parseDir(t, fset, "."), parseDir(t, fset, filepath.Join("..", "lifecycle"))
+	files := append(own, pure...)
+	// lifecycle is a pure core: it calls nothing that does I/O, so its
+	// functions never count as I/O (a lifecycle method and an avail one
+	// may share a name: Restore, Drain).
+	if io := ioFuncs(pure); len(io) > 0 {
+		t.Errorf("lifecycle functions do I/O: %v", io)
 	}
-	for _, f := range lockedIO(fset, files) {
+	for _, f := range lockedIO(fset, files, ioFuncs(own)) {
 		t.Errorf("%s", f)
 	}
 	if m := mutexSites(fset, files); len(m) > maxMutexes {
@@ -51,7 +55,7 @@ var m sync.Mutex
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := strings.Join(lockedIO(fset, []*ast.File{f}), "\n")
+	got := strings.Join(lockedIO(fset, []*ast.File{f}, ioFuncs([]*ast.File{f})), "\n")
 	for _, want := range []string{"in bad1", "in bad2", "in bad3Locked"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no finding %q in:\n%s", want, got)
@@ -138,9 +142,10 @@ func ioFuncs(files []*ast.File) map[string]bool {
 	return io
 }
 
-// lockedIO lists every I/O call made while a mutex is held.
-func lockedIO(fset *token.FileSet, files []*ast.File) []string {
-	w := lockWalk{fset: fset, io: ioFuncs(files)}
+// lockedIO lists every call made in files while a mutex is held that is
+// I/O directly or names a function of io.
+func lockedIO(fset *token.FileSet, files []*ast.File, io map[string]bool) []string {
+	w := lockWalk{fset: fset, io: io}
 	for _, f := range files {
 		for _, d := range f.Decls {
 			if fn, ok := d.(*ast.FuncDecl); ok && fn.Body != nil {

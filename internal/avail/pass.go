@@ -42,15 +42,13 @@ func (s *Supervisor) LivenessSweeps() bool { return s.cfg.Recovery.LivenessEvery
 // RestoreEvents puts a handoff document's lifecycle events back; they are
 // already in the old run's journal, so they are not journalled again.
 func (s *Supervisor) RestoreEvents(evs []lifecycle.Event) {
-	s.pub.mu.Lock()
-	defer s.pub.mu.Unlock()
-	s.life.RestoreEvents(evs) // never handed out by Ready: not journalled again
+	s.lf.step(lifecycle.RestoreEvents{Events: evs}) // never handed out by Ready: not journalled again
 }
 
 // Restore applies a handoff document's lifecycle records, ejections and
 // accepted process starts, and publishes the liveness they imply.
 func (s *Supervisor) Restore(records []lifecycle.Record, ejected map[string]string, starts map[string]float64) {
-	s.lf.Restore(records, ejected, starts)
+	s.lf.step(lifecycle.Restore{Records: records, Ejected: ejected, Starts: starts})
 	s.publishLive()
 }
 
@@ -73,3 +71,12 @@ func (h Handoff) Restore(records []lifecycle.Record, ejected map[string]string, 
 
 // RestoreEvents is Supervisor.RestoreEvents.
 func (h Handoff) RestoreEvents(ev []lifecycle.Event) { h.s.RestoreEvents(ev) }
+
+// Record makes fn hear every lifecycle Step and Ready from now on (nil
+// stops it), under avail's lock: a test replays the log into a fresh
+// manager (lifecycle.Replay). fn must not call into the supervisor.
+func (s *Supervisor) Record(fn func(lifecycle.Entry)) {
+	s.pub.mu.Lock()
+	defer s.pub.mu.Unlock()
+	s.life.Record(fn)
+}

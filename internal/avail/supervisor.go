@@ -185,7 +185,7 @@ func New(c Config) *Supervisor {
 		metrics: c.Metrics, core: c.Core, probes: c.Probes, status: c.Status, changed: c.StateChanged, reply: c.Reply,
 		ctx: c.Context, goBg: c.Go,
 		life: lifecycle.New(c.Fleet)}
-	s.lf = lockedLife{p: &s.pub, m: s.life}
+	s.lf = lockedLife{p: &s.pub, m: s.life, now: s.now}
 	s.SetGenerations(c.Generations)
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

@@ -38,8 +38,8 @@ func (s *Supervisor) readmissionProbe(ctx context.Context, iid string) {
 		s.lifecycleEvent("profile_recovery_blocked", map[string]any{"iid": iid, "reason": err.Error()})
 		return
 	}
-	s.lf.AcceptIdentity(iid, id)
-	if s.lf.Recovered(iid) {
+	s.lf.step(lifecycle.AcceptIdentity{IID: iid, ID: id})
+	if s.lf.step(lifecycle.Recover{IID: iid}).Changed {
 		s.publishLive()
 		s.log.Info("engine readmitted", "iid", iid)
 		s.journalEvent(journal.EngineReadmitted(s.now(), iid, "health"))
@@ -106,8 +106,8 @@ func (s *Supervisor) checkIdentity(ctx context.Context, iid string) {
 		}
 		return
 	}
-	if changed, prev := s.lf.CheckIdentity(iid, id); changed {
-		s.excludeProcess(iid, "the engine process changed (new version or process start)", prev.ProcessStart, id.ProcessStart)
+	if a := s.lf.step(lifecycle.CheckIdentity{IID: iid, Seen: id}); a.Changed {
+		s.excludeProcess(iid, "the engine process changed (new version or process start)", a.Previous.ProcessStart, id.ProcessStart)
 	}
 	s.observeIdentity(iid, id) // after the exclusion: a released hold never lets the new process serve unvalidated
 }
@@ -146,7 +146,7 @@ func (s *Supervisor) CaptureIdentities(ctx context.Context) {
 	})
 	for i, id := range ids {
 		if id != nil {
-			s.lf.CheckIdentity(s.order[i], *id)
+			s.lf.step(lifecycle.CheckIdentity{IID: s.order[i], Seen: *id})
 			s.observeIdentity(s.order[i], *id)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
+	"github.com/narwhal-go/narwhal/internal/lifecycle"
 	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
@@ -68,8 +69,8 @@ func (s *Supervisor) readmitWave(w http.ResponseWriter) {
 		return
 	}
 	for iid, id := range ids {
-		s.lf.AcceptIdentity(iid, id)
-		if s.lf.Recovered(iid) {
+		s.lf.step(lifecycle.AcceptIdentity{IID: iid, ID: id})
+		if s.lf.step(lifecycle.Recover{IID: iid}).Changed {
 			s.journalEvent(journal.EngineReadmitted(s.now(), iid, "lifecycle"))
 		}
 	}

@@ -69,11 +69,12 @@ type Manager struct {
 	contract *fleet.EngineContract
 	engines  map[string]*engine
 	order    []string
-	events   []Event   // the last maxEvents recorded
-	recorded int       // events ever recorded (restored ones included)
-	handed   int       // of those, the ones Ready handed out
-	pending  pending   // what Step produced for the next Ready (step.go)
-	holds    holdState // engines held out whatever their role coverage (holds.go)
+	events   []Event     // the last maxEvents recorded
+	recorded int         // events ever recorded (restored ones included)
+	handed   int         // of those, the ones Ready handed out
+	pending  pending     // what Step produced for the next Ready (step.go)
+	holds    holdState   // engines held out whatever their role coverage (holds.go)
+	recorder func(Entry) // hears every Step and Ready (record.go); nil when none
 }
 
 // Event is one engine_lifecycle journal event.

@@ -9,9 +9,9 @@ package lifecycle
 // reads a clock; an owner that serializes the manager under a lock takes
 // Step and Ready in one critical section and acts with the lock released.
 //
-// Probe results and operator actions still enter through the methods
-// (CheckIdentity, ObserveVersion, Drain, Readmit, …); their events reach
-// the journal through the next Ready.
+// Probe results, operator actions and restored handoffs are inputs too
+// (inputs.go): an owner changes the manager only with Step and Ready, so
+// a recorded log of both replays into a fresh manager (Replay).
 
 // Input is one thing that happened, for Step.
 type Input interface{ input() }
@@ -62,8 +62,16 @@ type pending struct {
 	released []string
 }
 
-// Step applies one input at router time now.
-func (m *Manager) Step(now float64, in Input) {
+// Step applies one input at router time now and returns its answer.
+func (m *Manager) Step(now float64, in Input) Answer {
+	a := m.apply(now, in)
+	if m.recorder != nil {
+		m.recorder(Entry{Now: now, Input: in, Answer: a})
+	}
+	return a
+}
+
+func (m *Manager) apply(now float64, in Input) Answer {
 	switch in := in.(type) {
 	case LegFailure:
 		if v := m.Failure(in.IID, in.Class); v != None {
@@ -75,12 +83,27 @@ func (m *Manager) Step(now float64, in Input) {
 		m.Settle(in.Wall, func(iid string) int { return in.Resident[iid] })
 		m.pending.released = append(m.pending.released, m.ReleaseQuarantines(now)...)
 		m.pending.probe = append(m.pending.probe, m.DueForProbe()...)
+	default:
+		if a, ok := m.stepProbe(now, in); ok {
+			return a
+		}
+		a, _ := m.stepAction(in)
+		return a
 	}
+	return Answer{}
 }
 
 // Ready hands out what the Steps since the last call produced, the
 // events recorded since then by any method, and the state to publish.
 func (m *Manager) Ready() Ready {
+	r := m.ready()
+	if m.recorder != nil {
+		m.recorder(Entry{Ready: &r})
+	}
+	return r
+}
+
+func (m *Manager) ready() Ready {
 	r := Ready{Verdicts: m.pending.verdicts, Probe: m.pending.probe, Released: m.pending.released,
 		Events: m.newEvents(), Live: m.LiveSet(), States: map[string]State{}, Streaks: m.Streaks()}
 	for _, iid := range m.order {

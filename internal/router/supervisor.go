@@ -1,7 +1,9 @@
 package router
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/narwhal-go/narwhal/internal/avail"
@@ -22,8 +24,8 @@ type coreSide struct{ r *Router }
 
 func (c coreSide) SetLive(live map[string]bool) {
 	c.r.locked(func() {
-		for iid, ok := range live {
-			c.r.core.SetLive(iid, ok)
+		for _, iid := range slices.Sorted(maps.Keys(live)) { // iid order: a replayable log
+			c.r.core.SetLive(iid, live[iid])
 		}
 		c.r.serveQueueLocked() // a readmitted engine is room
 	})

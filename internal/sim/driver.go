@@ -50,13 +50,19 @@ func (d driver) finish(now float64, rid string) { d.core.Finished(now, rid) }
 
 func (d driver) tick(now float64) []sched.Decision { return d.core.Tick(now) }
 
+// setLive is the availability core's verdict on an engine: out of
+// placement (an ejection, a drain) or back (a readmission). The router's
+// supervisor publishes it; the simulator takes it for a drained engine
+// (Spec.Drains).
+func (d driver) setLive(iid string, live bool) { d.core.SetLive(iid, live) }
+
 // Replay feeds log, the steps another driver (the router) took, through
 // the simulator's driver into core, a core built from the same fleet and
 // profiles, and returns the steps core recorded this time. The core is
 // deterministic, so the two logs are equal exactly when the simulator
 // takes the same steps with the same arguments and gets the same answers.
-// A step the simulator never takes (an engine's liveness, role or
-// probation changing) is an error.
+// A step the simulator never takes (an engine's role restored from a
+// handoff, its probation or its profile changing) is an error.
 func Replay(core *sched.Core, log []sched.Step) ([]sched.Step, error) {
 	var got []sched.Step
 	core.Record(func(s sched.Step) { got = append(got, s) })
@@ -95,8 +101,10 @@ func (d driver) replay(s sched.Step, tracked map[string]*sched.Request) error {
 		d.tick(s.Now)
 	case sched.StepCacheEvidence:
 		d.core.SetCacheEvidence(s.RID, sched.CachedMap(s.Cached))
+	case sched.StepSetLive:
+		d.setLive(s.IID, s.On)
 	default:
-		return fmt.Errorf("the simulator takes no %s step: it models no engine failures, restarts or drift", s.Kind)
+		return fmt.Errorf("the simulator takes no %s step: it models no role handoffs, drift probation or profile reloads", s.Kind)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/sched"
 )
 
@@ -41,10 +42,10 @@ func TestReplayRefusesStepsTheSimulatorNeverTakes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := []sched.Step{{Kind: sched.StepTick, Now: 1}, {Kind: sched.StepSetLive, IID: IID(0)}}
+	log := []sched.Step{{Kind: sched.StepTick, Now: 1}, {Kind: sched.StepSetRole, IID: IID(0), Role: fleet.Decode}}
 	got, err := Replay(rn.d.core, log)
-	if err == nil || !strings.Contains(err.Error(), "step 1 (set_live") || len(got) != 1 {
-		t.Fatalf("replay of a liveness change: %v after %d steps, want an error at step 1", err, len(got))
+	if err == nil || !strings.Contains(err.Error(), "step 1 (set_role") || len(got) != 1 {
+		t.Fatalf("replay of a role handoff: %v after %d steps, want an error at step 1", err, len(got))
 	}
 }
 
@@ -62,4 +63,63 @@ func recordedRun(t *testing.T, f Fleet, a Arm, tr Trace) (*runner, []sched.Step)
 		t.Fatal(err)
 	}
 	return rn, log
+}
+
+// An outage takes its engine out of placement for its window and back,
+// as two liveness steps, and the run with them replays step for step.
+func TestOutageLeavesPlacementAndReplays(t *testing.T) {
+	f := DemoFleet(4)
+	f.Outages = []Outage{{Engine: 3, FromS: 5, ToS: 15}}
+	tr := mustGenerate(t, MovingSegments(20), 10, 3)
+	_, log := recordedRun(t, f, Static(1, 4), tr)
+	var live []sched.Step
+	placedOut := 0
+	for _, s := range log {
+		switch {
+		case s.Kind == sched.StepSetLive:
+			live = append(live, s)
+		case (s.Kind == sched.StepPlace || s.Kind == sched.StepPlaceDecode) && s.Refusal == nil &&
+			s.Placement.IID == IID(3) && s.Now > 5 && s.Now < 15:
+			placedOut++
+		}
+	}
+	if len(live) != 2 || live[0].IID != IID(3) || live[1].IID != IID(3) || live[0].On || !live[1].On {
+		t.Fatalf("liveness steps %+v, want e03 out then back", live)
+	}
+	if placedOut != 0 {
+		t.Errorf("%d placements on e03 during its outage", placedOut)
+	}
+	fresh, err := newRunner(f, Static(1, 4), tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Replay(fresh.d.core, log)
+	if err != nil || !reflect.DeepEqual(got, log) {
+		t.Fatalf("replay of the outage run: %v (%d of %d steps equal)", err, equalPrefix(got, log), len(log))
+	}
+}
+
+// An outage must name an engine of the fleet and a window that ends after
+// it starts, and one engine's outages must not overlap.
+func TestOutageIsChecked(t *testing.T) {
+	for _, o := range [][]Outage{
+		{{Engine: 4, FromS: 1, ToS: 2}},
+		{{Engine: 0, FromS: 2, ToS: 2}},
+		{{Engine: 0, FromS: -1, ToS: 2}},
+		{{Engine: 1, FromS: 1, ToS: 5}, {Engine: 1, FromS: 4, ToS: 6}},
+	} {
+		f := DemoFleet(4)
+		f.Outages = o
+		if _, err := newRunner(f, Static(1, 4), one(10, 2)); err == nil || !strings.Contains(err.Error(), "outages[") {
+			t.Errorf("outages %+v: %v, want an outages error", o, err)
+		}
+	}
+}
+
+func equalPrefix(a, b []sched.Step) int {
+	n := 0
+	for n < min(len(a), len(b)) && reflect.DeepEqual(a[n], b[n]) {
+		n++
+	}
+	return n
 }

@@ -8,6 +8,7 @@ const (
 	evKV                         // reqs[idx]'s KV reached its decode engine
 	evTick                       // monitor interval
 	evDeadline                   // reqs[idx]'s deadline-queue wait ends
+	evOutage                     // Outages[idx/2] begins (idx even) or ends
 )
 
 // event is one thing that happens at a virtual instant. Events at the same

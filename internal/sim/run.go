@@ -180,6 +180,10 @@ func (rn *runner) loop() error {
 	if rn.tickNS > 0 {
 		rn.q.push(event{at: rn.tickNS, kind: evTick})
 	}
+	for k, o := range rn.f.Outages {
+		rn.q.push(event{at: nanos(o.FromS), kind: evOutage, idx: 2 * k})
+		rn.q.push(event{at: nanos(o.ToS), kind: evOutage, idx: 2*k + 1})
+	}
 	for rn.q.len() > 0 {
 		ev, _ := rn.q.pop()
 		if ev.at > rn.capNS {
@@ -221,6 +225,8 @@ func (rn *runner) handle(ev event) error {
 		if r := &rn.reqs[ev.idx]; r.waiting && !r.done {
 			rn.placeFirst(r)
 		}
+	case evOutage:
+		rn.d.setLive(IID(rn.f.Outages[ev.idx/2].Engine), ev.idx%2 == 1)
 	}
 	rn.serveQueue()
 	return nil

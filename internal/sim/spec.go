@@ -54,6 +54,18 @@ type Fleet struct {
 	// Configure edits the fleet document before validation (pins, floors,
 	// thresholds); nil keeps fleet.Defaults.
 	Configure func(*fleet.Config) `json:"-"`
+	// Outages take engines out of placement for a while, as an ejection
+	// or an operator's drain does: resident work finishes, nothing new is
+	// placed there until the outage ends.
+	Outages []Outage `json:"outages,omitempty"`
+}
+
+// Outage is engine Engine (an index: IID(Engine)) out of placement from
+// FromS to ToS seconds of virtual time.
+type Outage struct {
+	Engine int     `json:"engine"`
+	FromS  float64 `json:"from_s"`
+	ToS    float64 `json:"to_s"`
 }
 
 // DemoFleet is the fleet make demo runs: n engines of DemoProfile, a 2 s
@@ -97,6 +109,17 @@ func (f Fleet) check() error {
 		return fmt.Errorf("sim: KV link needs a positive bandwidth and nonnegative size and latency")
 	case !(f.DrainS >= 0):
 		return fmt.Errorf("sim: drain_s must be nonnegative")
+	}
+	for k, o := range f.Outages {
+		if o.Engine < 0 || o.Engine >= f.Engines || !(o.FromS >= 0) || !(o.ToS > o.FromS) {
+			return fmt.Errorf("sim: outages[%d]: engine %d from %gs to %gs: name an engine below %d and a window with to_s after from_s >= 0",
+				k, o.Engine, o.FromS, o.ToS, f.Engines)
+		}
+		for j, p := range f.Outages[:k] {
+			if p.Engine == o.Engine && o.FromS < p.ToS && p.FromS < o.ToS {
+				return fmt.Errorf("sim: outages[%d] overlaps outages[%d] of engine %d: merge them into one window", k, j, o.Engine)
+			}
+		}
 	}
 	return nil
 }
