@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/lifecycle"
 	"github.com/narwhal-go/narwhal/internal/sched"
 	"github.com/narwhal-go/narwhal/internal/sim"
 	"github.com/narwhal-go/narwhal/internal/simengine"
@@ -62,6 +63,90 @@ func TestRouterStepsReplayThroughTheSimulator(t *testing.T) {
 	if got := core.Snapshot(end); !reflect.DeepEqual(got, wantSnap) {
 		t.Errorf("core snapshot after replay\n  %+v\nwant the router's\n  %+v", got, wantSnap)
 	}
+}
+
+// An ejection and a readmission replay too: a decode engine restarted
+// between requests is excluded as a new process, serving goes on without
+// it, and it comes back validated. The core's steps, the two liveness
+// changes among them, replay through the simulator's driver; the
+// lifecycle core's Steps and Readys (identity checks, the ejection, the
+// readmission probe's outcome) replay into a fresh lifecycle manager
+// answer for answer.
+func TestRouterAvailabilityReplays(t *testing.T) {
+	var steps []sched.Step     // under the router's mu
+	var life []lifecycle.Entry // under avail's lock
+	h := startHarness(t, ppdd, harnessOptions{mod: fastRecovery, built: func(r *Router) {
+		r.core.Record(func(s sched.Step) { steps = append(steps, s) })
+		r.av.Record(func(e lifecycle.Entry) { life = append(life, e) })
+	}})
+	complete := func(n int) {
+		for k := range n {
+			if resp, body := h.post(ctx(t), "/v1/completions", map[string]any{"prompt": fmt.Sprint("turn ", k), "max_tokens": 3}); resp.StatusCode != 200 {
+				t.Fatalf("completion %d: %d %s", k, resp.StatusCode, body)
+			}
+		}
+	}
+	complete(3)
+	h.engines.Engines[3].Restart() // d1, with nothing in flight: no leg fails, none is retried
+	eventually(t, "d1 excluded as a new process", func() bool { return h.router.life.Ejected()["d1"] == "process_identity" })
+	complete(3)
+	eventually(t, "d1 back in service", func() bool { return !h.ejected("d1") })
+	complete(3)
+	h.router.av.Record(nil)
+	h.router.mu.Lock()
+	h.router.core.Record(nil)
+	recorded := append([]sched.Step(nil), steps...)
+	h.router.mu.Unlock()
+
+	checkLiveness(t, recorded, "d1")
+	core, err := sched.New(h.cfg, h.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayed, err := sim.Replay(core, recorded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(replayed, recorded) {
+		t.Fatalf("the simulator's driver took %d steps, the router %d, not all equal", len(replayed), len(recorded))
+	}
+	checkEjectedAndBack(t, life, "d1")
+	if err := lifecycle.Replay(lifecycle.New(h.cfg), life); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkLiveness fails a log without iid leaving placement and coming back.
+func checkLiveness(t *testing.T, log []sched.Step, iid string) {
+	t.Helper()
+	var got []bool
+	for _, s := range log {
+		if s.Kind == sched.StepSetLive && s.IID == iid {
+			got = append(got, s.On)
+		}
+	}
+	if !reflect.DeepEqual(got, []bool{false, true}) {
+		t.Fatalf("%s's liveness steps %v, want out then back", iid, got)
+	}
+}
+
+// checkEjectedAndBack fails a lifecycle log in which iid was not ejected
+// and then recovered.
+func checkEjectedAndBack(t *testing.T, log []lifecycle.Entry, iid string) {
+	t.Helper()
+	ejected := false
+	for _, e := range log {
+		switch in := e.Input.(type) {
+		case lifecycle.Ejection:
+			ejected = ejected || in.IID == iid && e.Answer.Changed
+		case lifecycle.Recover:
+			if ejected && in.IID == iid && e.Answer.Changed {
+				t.Logf("%d lifecycle entries", len(log))
+				return
+			}
+		}
+	}
+	t.Fatalf("the lifecycle log (%d entries) has no ejection of %s followed by its recovery", len(log), iid)
 }
 
 // serveMixedTraffic sends concurrent completions of several sizes, and one
