@@ -35,7 +35,7 @@ func TestResumeRestoresRolesButNotPins(t *testing.T) {
 	}
 	defer a.Close()
 	h := a.ha.Handoff()
-	h.Roles = map[string]string{"p0": "decode", "p1": "decode", "d0": "prefill"} // a controller moved them
+	h.Roles = map[string]fleet.Role{"p0": fleet.Decode, "p1": fleet.Decode, "d0": fleet.Prefill} // a controller moved them
 	h.Ejected = []string{"d0"}
 	h.Counters.Served = 7
 	if err := state.Write(path, h); err != nil {

@@ -1,6 +1,10 @@
 package state
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/narwhal-go/narwhal/internal/fleet"
+)
 
 // Handoff document identity.
 const (
@@ -8,12 +12,6 @@ const (
 	HandoffSchemaVersion = 1
 	// MaxLifecycleEvents bounds lifecycle.events (the last ≤ 200 rows).
 	MaxLifecycleEvents = 200
-)
-
-// Engine roles in Handoff.Roles.
-const (
-	RolePrefill = "prefill"
-	RoleDecode  = "decode"
 )
 
 // Restart policies (recovery.engine_restart_policy).
@@ -43,18 +41,18 @@ type Handoff struct {
 	// RunAt is when the document was taken, on run's monotonic clock (the
 	// journal's arrived scale). Resume uses it to count the journal rows
 	// the counters do not hold yet. Absent in documents of older builds.
-	RunAt            *float64            `json:"run_at,omitempty"`
-	Model            string              `json:"model"`
-	Epoch            int                 `json:"epoch"`  // lease epoch, 0 without a lease
-	Holder           string              `json:"holder"` // lease holder token, "" without a lease
-	Engines          []string            `json:"engines"`
-	Roles            map[string]string   `json:"roles"`
-	Ejected          []string            `json:"ejected"`
-	InferenceSources map[string][]string `json:"inference_sources"` // suspect → producers or "" (local probe)
-	Counters         Counters            `json:"counters"`
-	OutcomeReasons   OutcomeReasons      `json:"outcome_reasons"`
-	Lifecycle        *Lifecycle          `json:"lifecycle"` // required; a pointer so absence is detectable
-	DemandRisk       *DemandRisk         `json:"demand_risk"`
+	RunAt            *float64              `json:"run_at,omitempty"`
+	Model            string                `json:"model"`
+	Epoch            int                   `json:"epoch"`  // lease epoch, 0 without a lease
+	Holder           string                `json:"holder"` // lease holder token, "" without a lease
+	Engines          []string              `json:"engines"`
+	Roles            map[string]fleet.Role `json:"roles"`
+	Ejected          []string              `json:"ejected"`
+	InferenceSources map[string][]string   `json:"inference_sources"` // suspect → producers or "" (local probe)
+	Counters         Counters              `json:"counters"`
+	OutcomeReasons   OutcomeReasons        `json:"outcome_reasons"`
+	Lifecycle        *Lifecycle            `json:"lifecycle"` // required; a pointer so absence is detectable
+	DemandRisk       *DemandRisk           `json:"demand_risk"`
 }
 
 // Counters are the request counters restored on resume (runtime.md §5.5).

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/narwhal-go/narwhal/internal/fleet"
 )
 
 func ptr(f float64) *float64 { return &f }
@@ -17,7 +19,7 @@ func fullDoc() *Handoff {
 		Schema: HandoffSchema, SchemaVersion: 1, At: 1790000000.5, Run: "1790000000-3fa2c91b",
 		Model: "m", Epoch: 3, Holder: "router-a:0123456789abcdef0123456789abcdef",
 		Engines:          []string{"e0", "e1", "e2"},
-		Roles:            map[string]string{"e0": "prefill", "e1": "decode", "e2": "decode"},
+		Roles:            map[string]fleet.Role{"e0": fleet.Prefill, "e1": fleet.Decode, "e2": fleet.Decode},
 		Ejected:          []string{"e1"},
 		InferenceSources: map[string][]string{"e2": {"e0", ""}},
 		Counters:         Counters{Offered: 9, Served: 7, SLOMet: 6, Failed: 1, Refused: 1},
@@ -43,7 +45,7 @@ func fullDoc() *Handoff {
 // emptyDoc is the smallest valid document: no lease, nothing recorded.
 func emptyDoc() *Handoff {
 	return &Handoff{Schema: HandoffSchema, SchemaVersion: 1, At: 1790000000,
-		Engines: []string{"e0", "e1"}, Roles: map[string]string{"e0": "prefill", "e1": "decode"},
+		Engines: []string{"e0", "e1"}, Roles: map[string]fleet.Role{"e0": fleet.Prefill, "e1": fleet.Decode},
 		Lifecycle: &Lifecycle{EngineRestartPolicy: PolicyIndividual}}
 }
 

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
+
+	"github.com/narwhal-go/narwhal/internal/fleet"
 )
 
 // Validate checks h against the fleet it will be applied to or served
@@ -91,7 +93,7 @@ func (v validator) roles(h *Handoff) error {
 		if err := v.engine("roles."+iid, iid); err != nil {
 			return err
 		}
-		if r := h.Roles[iid]; r != RolePrefill && r != RoleDecode {
+		if r := h.Roles[iid]; r != fleet.Prefill && r != fleet.Decode {
 			return problem("roles."+iid, "is %q, not prefill or decode", "use prefill or decode", r)
 		}
 	}

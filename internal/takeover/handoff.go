@@ -89,7 +89,7 @@ func (h *HA) Handoff() *state.Handoff {
 	snap := h.rt.Snapshot()
 	c := h.cfg
 	doc := &state.Handoff{Schema: state.HandoffSchema, SchemaVersion: state.HandoffSchemaVersion,
-		At: wallSeconds(c), Model: c.Fleet.Model, Roles: map[string]string{}, InferenceSources: map[string][]string{}}
+		At: wallSeconds(c), Model: c.Fleet.Model, Roles: map[string]fleet.Role{}, InferenceSources: map[string][]string{}}
 	if c.Journal != nil {
 		runAt := snap.At
 		doc.Run, doc.RunAt = c.Journal.Run(), &runAt
@@ -99,7 +99,7 @@ func (h *HA) Handoff() *state.Handoff {
 	}
 	for _, e := range snap.Roles {
 		doc.Engines = append(doc.Engines, e.IID)
-		doc.Roles[e.IID] = string(e.Role)
+		doc.Roles[e.IID] = e.Role
 	}
 	for iid := range c.Life.Ejected() {
 		doc.Ejected = append(doc.Ejected, iid)
@@ -203,7 +203,7 @@ func (h *HA) apply(doc *state.Handoff) {
 		"rejected": from64(doc.OutcomeReasons.Rejected), "expired": from64(doc.OutcomeReasons.Expired)}}
 	for iid, role := range doc.Roles {
 		if !pinned[iid] {
-			out.Roles[iid] = fleet.Role(role)
+			out.Roles[iid] = role
 		}
 	}
 	h.cfg.Metrics.Restore(restoredMetrics(doc))

@@ -31,7 +31,7 @@ func TestHandoffRecordsTheRouterAndTheLifecycle(t *testing.T) {
 	if err := doc.Validate(h.cfg.Engines, h.cfg.Fleet.Recovery.EngineRestartPolicy); err != nil {
 		t.Fatalf("the built document does not validate: %v", err)
 	}
-	wantRoles := map[string]string{"d0": "decode", "p0": "prefill", "p1": "decode"}
+	wantRoles := map[string]fleet.Role{"d0": fleet.Decode, "p0": fleet.Prefill, "p1": fleet.Decode}
 	if !reflect.DeepEqual(doc.Engines, []string{"d0", "p0", "p1"}) || !reflect.DeepEqual(doc.Roles, wantRoles) {
 		t.Errorf("engines %v roles %v, want the snapshot's", doc.Engines, doc.Roles)
 	}
