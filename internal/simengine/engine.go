@@ -372,15 +372,28 @@ func (e *Engine) restartLocked() {
 	e.leases = map[string]*lease{}
 	e.met = newMetrics(e.cfg.Model)
 	e.engineID = e.cfg.IDs.NewID()
-	now := e.clock.Now()
-	if !now.After(e.startTime) {
-		now = e.startTime.Add(time.Millisecond) // a new process never shares its predecessor's start time
-	}
-	e.startTime = now
+	e.startTime = laterStart(e.clock.Now(), e.startTime)
 	e.generation++
 	e.resetPrefixLocked()
 	e.signal()
 	e.log.Info("simengine restarted", "engine_id", e.engineID)
+}
+
+// minStartGap is how much later than its predecessor a restarted
+// process starts at the least. Readers treat starts within
+// vllm.StartTolerance (1 µs) as one process, and the gauge is a float of
+// seconds, so a restart 1 ns later would read as the same process; 1 ms
+// is far past both.
+const minStartGap = time.Millisecond
+
+// laterStart is a restarted process's start: now, but never sooner than
+// minStartGap after prev, so callers may restart right away and still see
+// a new process start — the clock's resolution is not the caller's worry.
+func laterStart(now, prev time.Time) time.Time {
+	if floor := prev.Add(minStartGap); now.Before(floor) {
+		return floor
+	}
+	return now
 }
 
 func (e *Engine) abortAll() {

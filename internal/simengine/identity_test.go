@@ -1,13 +1,16 @@
 package simengine
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/narwhal-go/narwhal/internal/ports"
 	"github.com/narwhal-go/narwhal/internal/testkit"
+	"github.com/narwhal-go/narwhal/internal/vllm"
 )
 
 func status(t *testing.T, method, url, key, body string) int {
@@ -58,7 +61,6 @@ func TestRestartAs(t *testing.T) {
 	e := startEngine(t, nil)
 	_, m0 := testkit.Get(t, e.URL()+"/metrics")
 	before := CompatibilityHash(e.Compat())
-	time.Sleep(5 * time.Millisecond)
 	id := DefaultCompat("")
 	id.VLLMVersion = "0.22.0"
 	e.RestartAs(id)
@@ -76,4 +78,60 @@ func TestRestartAs(t *testing.T) {
 	if CompatibilityHash(e.Compat()) == before || startLine(m0) == startLine(m1) {
 		t.Error("RestartAs kept the compatibility hash or the process start")
 	}
+}
+
+// A restart is a new process start as the router reads it (the /metrics
+// gauge, compared with vllm.SameStart) however little the clock moved:
+// max(now, previous start + 1 ms), so tests may restart right away. A
+// clock that moved 1 ns would otherwise read as the same process.
+func TestRestartStartsStrictlyLater(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	cases := []struct {
+		name     string
+		moved    time.Duration // the clock's move between start and restart
+		wantFrom time.Duration // the restarted start, from t0
+	}{
+		{"clock still", 0, time.Millisecond},
+		{"clock moved 1 ns", time.Nanosecond, time.Millisecond},
+		{"clock moved 500 µs", 500 * time.Microsecond, time.Millisecond},
+		{"clock moved 1 ms", time.Millisecond, time.Millisecond},
+		{"clock moved 2 s", 2 * time.Second, 2 * time.Second},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			clk := ports.NewFake(t0)
+			e := startEngine(t, func(cf *Config) { cf.Clock = clk })
+			first := processStart(t, e)
+			clk.Advance(c.moved)
+			e.Restart()
+			got := processStart(t, e)
+			if want := float64(t0.Add(c.wantFrom).UnixNano()) / 1e9; !vllm.SameStart(got, want) || vllm.SameStart(got, first) {
+				t.Errorf("restarted start %.6f (first %.6f), want %.6f: a process other than the first", got, first, want)
+			}
+		})
+	}
+}
+
+// Back-to-back restarts on a still clock are each a new process.
+func TestRestartsInARowEachLater(t *testing.T) {
+	e := startEngine(t, func(cf *Config) { cf.Clock = ports.NewFake(time.Unix(1_700_000_000, 0)) })
+	prev := processStart(t, e)
+	for i := range 3 {
+		e.Restart()
+		got := processStart(t, e)
+		if got <= prev || vllm.SameStart(got, prev) {
+			t.Fatalf("restart %d: start %.6f after %.6f, want a later process", i+1, got, prev)
+		}
+		prev = got
+	}
+}
+
+func processStart(t *testing.T, e *Engine) float64 {
+	t.Helper()
+	_, b := testkit.Get(t, e.URL()+"/metrics")
+	v, err := vllm.ParseProcessStart(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
