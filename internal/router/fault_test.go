@@ -89,7 +89,15 @@ func TestBusyButHealthyEngineIsNotEjected(t *testing.T) {
 			t.Fatalf("request %d: %d, want 504 from the prefill timeout", i, resp.StatusCode)
 		}
 	}
-	time.Sleep(300 * time.Millisecond) // the health verification runs in the background
+	// The /health checks run in the background (the liveness sweep between
+	// these requests, the breaker's verification at eject_after timeouts in
+	// a row), and a failed one ejects: wait until a probe of p0 has ended
+	// since the last 504 and a /health answer has cleared its timeouts, then
+	// look.
+	from := h.router.av.ProbesDone("p0")
+	eventually(t, "a probe of p0 since the 504s and its timeout streak cleared", func() bool {
+		return h.router.av.ProbesDone("p0") > from && h.router.life.Streaks()["p0"]["timeout"] == 0
+	})
 	if h.ejected("p0") {
 		t.Fatal("a slow engine that answers /health was ejected")
 	}
@@ -130,7 +138,6 @@ func TestEngineKilledMidStream(t *testing.T) {
 func TestRestartedEngineLeavesServiceAndReturns(t *testing.T) {
 	h := newHarness(t, ppdd, fastRecovery)
 	before := h.router.life.ProcessStarts()["d1"]
-	time.Sleep(20 * time.Millisecond) // a later process start
 	h.engines.Engines[3].Restart()
 	restarted := time.Now()
 	eventually(t, "d1 excluded as a new process", func() bool { return h.router.life.Ejected()["d1"] == "process_identity" })

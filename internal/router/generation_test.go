@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/profile"
@@ -63,7 +62,6 @@ func TestRestartedEngineStaysOutUntilReprofiled(t *testing.T) {
 		d := liveDigest(t, fl.URLs()[3])
 		st.Profiles[3].GenerationDigest = &d
 	}})
-	time.Sleep(20 * time.Millisecond) // a later process start
 	h.engines.Engines[3].Restart()
 	eventually(t, "d1 excluded as a new process", func() bool { return h.router.life.Ejected()["d1"] == "process_identity" })
 	h.probesRun(t, "d1", 5) // readmission probes
@@ -89,7 +87,6 @@ func TestReprofiledEngineIsReadmittedWithoutARestart(t *testing.T) {
 				t.Fatal(err)
 			}
 		}})
-	time.Sleep(20 * time.Millisecond) // a later process start
 	h.engines.Engines[3].Restart()
 	eventually(t, "d1 excluded as a new process", func() bool { return h.router.life.Ejected()["d1"] == "process_identity" })
 	reprofiled := *h.store

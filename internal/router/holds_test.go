@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
@@ -125,7 +124,6 @@ func otherBuild(version string) simengine.CompatFactors {
 func TestDifferentBuildIsHeldOut(t *testing.T) {
 	logs := &logBuffer{}
 	h := startHarness(t, pd, harnessOptions{mod: fastRecovery, logger: logs.logger()})
-	time.Sleep(20 * time.Millisecond) // a later process start
 	h.engines.Engines[1].RestartAs(otherBuild("0.22.0"))
 	h.settleRestart(t, "d0")
 	for i := 0; i < 4; i++ {
@@ -173,7 +171,6 @@ func TestDifferentBuildOnTheLastOfItsRoleIsRefusedClearly(t *testing.T) {
 		fastRecovery(c)
 		c.Engines[0].Pin = true
 	})
-	time.Sleep(20 * time.Millisecond)
 	h.engines.Engines[1].RestartAs(otherBuild("0.22.0"))
 	h.settleRestart(t, "d0")
 	d := h.ready(t)
@@ -198,7 +195,6 @@ func TestKVRefusalOnALiveLegHoldsTheEngine(t *testing.T) {
 	for _, pinned := range []bool{false, true} {
 		t.Run(fmt.Sprint("prefill pinned ", pinned), func(t *testing.T) {
 			h := newHarness(t, pd, func(c *fleet.Config) { fastRecovery(c); c.Engines[0].Pin = pinned })
-			time.Sleep(20 * time.Millisecond)
 			odd := simengine.DefaultCompat(model)
 			odd.DType = "torch.float16"
 			h.engines.Engines[1].RestartAs(odd)
@@ -236,7 +232,6 @@ func (h *harness) drainRestart(t *testing.T, i int, iid string) {
 	eventually(t, iid+" drained", func() bool {
 		return h.router.life.Records()[indexOf(h.router.order, iid)].State == "drained"
 	})
-	time.Sleep(20 * time.Millisecond)
 	h.engines.Engines[i].Restart()
 }
 
