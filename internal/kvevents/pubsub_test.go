@@ -146,8 +146,19 @@ func TestSubscriberIgnoresOtherTopics(t *testing.T) {
 	p := startPub(t, 10)
 	r := run(t, p, "other")
 	r.waitFor(t, "begin", func() bool { return len(r.begun) == 1 })
+	// A subscriber of the publisher's topic, connected after r, is the
+	// evidence r had its chance: zmq4's PUB writer hands each batch to
+	// every connection whose subscription matches before it takes the
+	// next, so once kv has applied the last batch live, each batch was
+	// offered to r as well.
+	kv := run(t, p, "kv")
+	kv.waitFor(t, "kv begin", func() bool { return len(kv.begun) == 1 })
+	publishUntilLive(t, p, kv, 0)
 	publishN(t, p, 2)
-	time.Sleep(100 * time.Millisecond)
+	p.mu.Lock()
+	last := p.next - 1
+	p.mu.Unlock()
+	kv.waitFor(t, "the kv subscriber has the last batch", func() bool { return len(kv.seqs) > 0 && kv.seqs[len(kv.seqs)-1] == last })
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.seqs) != 0 {
