@@ -6,12 +6,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/narwhal-go/narwhal/internal/etcdlease/etcdtest"
 	"github.com/narwhal-go/narwhal/internal/fleet"
+	"github.com/narwhal-go/narwhal/internal/routerdoc"
 )
 
 // Routers sharing a lease in a real etcd (runtime.md §3.8 over
@@ -37,7 +39,7 @@ func (w *world) router(id string, args ...string) *proc {
 // standbyOf starts a standby of p and waits for its first good probes.
 func (w *world) standbyOf(p *proc, id string) *proc {
 	s := w.router(id, "--standby-of", p.base)
-	time.Sleep(700 * time.Millisecond)
+	waitWarm(w.t, s, 1)
 	if ready(s.base) {
 		w.t.Fatal("the standby is ready while the primary serves")
 	}
@@ -84,10 +86,14 @@ func TestEtcdSIGKILLedPrimaryStandbyServes(t *testing.T) {
 // answer is one completion a router answered with 200.
 type answer struct{ start, end time.Time }
 
+// hammered counts a hammer's finished attempts and its answers as they
+// happen, for the test to wait on.
+type hammered struct{ tries, answers atomic.Int64 }
+
 // hammer sends short completions to base until stop closes and returns
 // those answered with 200. A request the client gave up on (1 s) is not
 // an answer.
-func hammer(base string, stop <-chan struct{}) []answer {
+func hammer(base string, stop <-chan struct{}, n *hammered) []answer {
 	c := &http.Client{Timeout: time.Second}
 	var out []answer
 	for {
@@ -102,10 +108,32 @@ func hammer(base string, stop <-chan struct{}) []answer {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				out = append(out, answer{start, time.Now()})
+				n.answers.Add(1)
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
+		n.tries.Add(1)
+		time.Sleep(10 * time.Millisecond) // pacing between requests, not a wait for a result
 	}
+}
+
+// until polls cond every 20 ms and fails the test with what if it does
+// not hold within d.
+func until(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// healthStatus is p's /health status word.
+func healthStatus(t *testing.T, p *proc) string {
+	var h struct{ Status string }
+	readJSON(t, p.base+"/health", &h)
+	return h.Status
 }
 
 // A primary paused (SIGSTOP) past its lease is fenced when it resumes: it
@@ -119,24 +147,27 @@ func TestEtcdSIGSTOPPedPrimaryIsFencedOnResume(t *testing.T) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	answers := make([][]answer, 2)
+	counts := make([]hammered, 2)
 	for i, p := range []*proc{a, b} {
 		wg.Add(1)
-		go func() { defer wg.Done(); answers[i] = hammer(p.base, stop) }()
+		go func() { defer wg.Done(); answers[i] = hammer(p.base, stop, &counts[i]) }()
 	}
-	time.Sleep(500 * time.Millisecond)
+	until(t, 5*time.Second, "the primary answers the hammer", func() bool { return counts[0].answers.Load() >= 5 })
 	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	paused := time.Now()
 	// A paused primary's /ready hangs until each probe's 1 s timeout, so
-	// the standby needs longer here than after a kill.
+	// the standby needs longer here than after a kill. Once the standby
+	// serves it holds the lease: etcd expired a's, and a's own clock
+	// (ttl − margin after its last renewal) is past it too.
 	took := waitReady(t, b, 5*etcdTTL)
-	time.Sleep(time.Until(paused.Add(2 * etcdTTL)))
 	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	resumed := time.Now()
-	time.Sleep(2 * time.Second)
+	resumed, tried := time.Now(), counts[0].tries.Load()
+	// Twenty requests sent to the resumed primary, and it says fenced.
+	until(t, 10*time.Second, "twenty tries at the resumed primary", func() bool { return counts[0].tries.Load() >= tried+20 })
+	until(t, 5*time.Second, "the resumed primary fenced", func() bool { return healthStatus(t, a) == "fenced" })
 	close(stop)
 	wg.Wait()
 	fromA, fromB := answers[0], answers[1]
@@ -150,10 +181,8 @@ func TestEtcdSIGSTOPPedPrimaryIsFencedOnResume(t *testing.T) {
 	if first := fromB[0]; !lastA.end.Before(first.start) {
 		t.Errorf("split brain: the old primary answered until %v, the new one from %v", lastA.end.Format(time.StampMilli), first.start.Format(time.StampMilli))
 	}
-	var h struct{ Status string }
-	readJSON(t, a.base+"/health", &h)
-	if h.Status != "fenced" || ready(a.base) {
-		t.Errorf("resumed primary: /health %q, ready %v; want fenced and not ready", h.Status, ready(a.base))
+	if st := healthStatus(t, a); st != "fenced" || ready(a.base) {
+		t.Errorf("resumed primary: /health %q, ready %v; want fenced and not ready", st, ready(a.base))
 	}
 	t.Logf("takeover %v after SIGSTOP; answers: %d by the old primary, %d by the new one", took, len(fromA), len(fromB))
 }
@@ -166,7 +195,9 @@ func TestEtcdOutageFencesBothThenOnePrimary(t *testing.T) {
 	waitReady(t, a, 5*time.Second)
 	b := w.standbyOf(a, "b")
 	srv.Stop()
-	time.Sleep(etcdTTL) // past a's ttl − margin: fenced by its clock
+	// Past ttl − margin after its last renewal, a is fenced by its own
+	// clock; from then on neither router may serve.
+	until(t, 2*etcdTTL, "the primary fenced with etcd down", func() bool { return healthStatus(t, a) == "fenced" })
 	for i := 0; i < 10; i++ {
 		for _, p := range []*proc{a, b} {
 			resp, err := http.Post(p.base+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"x","max_tokens":2}`))
@@ -180,16 +211,34 @@ func TestEtcdOutageFencesBothThenOnePrimary(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	srv.Start()
-	deadline := time.Now().Add(5 * etcdTTL)
-	for !ready(a.base) && !ready(b.base) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no primary within %v of etcd's return:\na: %s\nb: %s", 5*etcdTTL, a.errb.String(), b.errb.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+	var goodsAtReturn int64
+	if rd := readyDoc(t, b.base); rd.Standby != nil {
+		goodsAtReturn = rd.Standby.GoodProbes
 	}
-	time.Sleep(time.Second)
-	if ra, rb := ready(a.base), ready(b.base); ra == rb {
-		t.Fatalf("after etcd's return: a ready %v, b ready %v; want exactly one primary", ra, rb)
+	srv.Start()
+	// One router claims and serves; the other has met the live store:
+	// its claim refused because the lease is held (not because etcd is
+	// away), or, still a standby, a good probe of the one serving.
+	settled := func(rd routerdoc.Ready) bool {
+		if rd.Standby != nil {
+			return rd.Standby.Misses == 0 && rd.Standby.GoodProbes > goodsAtReturn
+		}
+		return strings.Contains(rd.Reason, "lease held by another router")
+	}
+	var loser *proc
+	until(t, 5*etcdTTL, "one primary serving and the other settled behind it", func() bool {
+		ra, rb := readyDoc(t, a.base), readyDoc(t, b.base)
+		switch {
+		case ra.Status == "ready" && rb.Status == "ready":
+			t.Fatalf("split brain after etcd's return: both routers ready")
+		case ra.Status == "ready" && settled(rb):
+			loser = b
+		case rb.Status == "ready" && settled(ra):
+			loser = a
+		}
+		return loser != nil
+	})
+	if ready(loser.base) {
+		t.Fatalf("after etcd's return: both routers ready; want exactly one primary\nloser: %+v", readyDoc(t, loser.base))
 	}
 }

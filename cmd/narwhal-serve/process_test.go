@@ -20,7 +20,9 @@ import (
 	"github.com/narwhal-go/narwhal/internal/fleet"
 	"github.com/narwhal-go/narwhal/internal/journal"
 	"github.com/narwhal-go/narwhal/internal/profile"
+	"github.com/narwhal-go/narwhal/internal/routerdoc"
 	"github.com/narwhal-go/narwhal/internal/simengine"
+	"github.com/narwhal-go/narwhal/internal/state"
 	"github.com/narwhal-go/narwhal/internal/testkit"
 )
 
@@ -162,6 +164,12 @@ func (r *proc) wait(t *testing.T) int {
 
 // stream sends a streaming completion and returns its body and rid.
 func stream(ctx context.Context, base string, tokens int) (string, string, error) {
+	return streamStarted(ctx, base, tokens, nil)
+}
+
+// streamStarted is stream that also sends on started (when not nil) once
+// the response headers are in: the router has admitted the request.
+func streamStarted(ctx context.Context, base string, tokens int, started chan<- struct{}) (string, string, error) {
 	body := fmt.Sprintf(`{"prompt":"hello","max_tokens":%d,"stream":true}`, tokens)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/completions", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -170,6 +178,9 @@ func stream(ctx context.Context, base string, tokens int) (string, string, error
 		return "", "", err
 	}
 	defer resp.Body.Close()
+	if started != nil {
+		started <- struct{}{}
+	}
 	b, err := io.ReadAll(resp.Body)
 	return string(b), resp.Header.Get("X-Request-Id"), err
 }
@@ -182,13 +193,20 @@ func TestSIGTERMUnderLoadLetsStreamsFinish(t *testing.T) {
 		err       error
 	}
 	results := make(chan result, 4)
+	started := make(chan struct{}, 4)
 	for i := 0; i < 4; i++ {
 		go func() {
-			b, rid, err := stream(context.Background(), r.base, 60) // ~0.8 s of decode
+			b, rid, err := streamStarted(context.Background(), r.base, 60, started) // ~0.8 s of decode
 			results <- result{b, rid, err}
 		}()
 	}
-	time.Sleep(300 * time.Millisecond) // streams are in flight
+	for range 4 { // every stream has its headers: admitted and in flight
+		select {
+		case <-started:
+		case <-time.After(10 * time.Second):
+			t.Fatal("streams did not start within 10 s")
+		}
+	}
 	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -245,10 +263,10 @@ func TestSIGKILLThenResumeRestoresLifecycleAndCounters(t *testing.T) {
 		}
 	}
 	// Streams in flight when the router is killed.
-	for i := 0; i < 3; i++ {
-		go stream(context.Background(), a.base, 200)
-	}
-	time.Sleep(300 * time.Millisecond) // a monitor pass has written the handoff
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	openStreams(t, ctx, a.base, 3)
+	waitHandoff(t, w, func(c state.Counters) bool { return c.Served >= 3 && c.Offered >= 6 }) // a monitor pass wrote them
 	a.cmd.Process.Kill()
 	a.wait(t)
 
@@ -309,7 +327,7 @@ func TestStandbyTakesOverAndTheOldPrimaryStaysFenced(t *testing.T) {
 		t.Fatal("primary not ready")
 	}
 	b := w.start(freePort(t), append(leaseArgs, "--router-id", "b", "--standby-of", a.base)...)
-	time.Sleep(600 * time.Millisecond) // a few good probes
+	waitWarm(t, b, 3) // a few good probes: the standby holds a document and still does not serve
 	if ready(b.base) {
 		t.Fatal("the standby is ready while the primary serves")
 	}
@@ -338,10 +356,11 @@ func TestStandbyTakesOverAndTheOldPrimaryStaysFenced(t *testing.T) {
 	}
 
 	// The old primary comes back: the lease is held by b, so it must not serve.
+	// Its claim at start is refused before it serves /health (Start runs
+	// before the listener is served), so its reason already says so.
 	a2 := w.start(portA, append(leaseArgs, "--router-id", "a")...)
-	time.Sleep(300 * time.Millisecond)
-	if ready(a2.base) {
-		t.Fatal("the returning old primary is ready while the new one holds the lease")
+	if rd := readyDoc(t, a2.base); rd.Status == "ready" || !strings.Contains(rd.Reason, "lease held by another router") {
+		t.Fatalf("the returning old primary: /ready %+v; want not ready, its claim refused while the new one holds the lease", rd)
 	}
 	resp, _ = http.Post(a2.base+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"x","max_tokens":2}`))
 	if resp.StatusCode != 503 {
@@ -352,6 +371,49 @@ func TestStandbyTakesOverAndTheOldPrimaryStaysFenced(t *testing.T) {
 	readJSON(t, a2.base+"/health", &h)
 	if h.Status != "fenced" {
 		t.Errorf("old primary /health status %q, want fenced", h.Status)
+	}
+}
+
+// readyDoc is /ready's document, whatever its status code.
+func readyDoc(t *testing.T, base string) routerdoc.Ready {
+	t.Helper()
+	var rd routerdoc.Ready
+	readJSON(t, base+"/ready", &rd)
+	return rd
+}
+
+// waitWarm waits (up to 10 s) until the standby p has had n good probes
+// of its primary, each one a handoff document it could take over with.
+func waitWarm(t *testing.T, p *proc, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rd := readyDoc(t, p.base)
+		if rd.Standby != nil && rd.Standby.GoodProbes >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the standby had not %d good probes within 10 s: /ready %+v\n%s", n, rd, p.errb.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitHandoff waits (up to 10 s) until the handoff document the routers
+// of w write has counters that satisfy ok.
+func waitHandoff(t *testing.T, w *world, ok func(state.Counters) bool) {
+	t.Helper()
+	path := filepath.Join(w.dir, "state.json")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		doc, err := state.Read(path)
+		if err == nil && ok(doc.Counters) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the handoff at %s did not reach the counters wanted within 10 s (%v): %+v", path, err, doc)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -395,7 +457,7 @@ func TestSIGKILLClosesEveryAdmittedRequest(t *testing.T) {
 		}
 		rids = append(rids, rid)
 	}
-	time.Sleep(250 * time.Millisecond) // a monitor pass writes the handoff with these in flight
+	waitHandoff(t, w, func(c state.Counters) bool { return c.Offered >= 3+inflight }) // a monitor pass wrote these in flight
 	a.cmd.Process.Kill()
 	a.wait(t)
 	cancel()

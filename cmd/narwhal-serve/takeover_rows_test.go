@@ -155,7 +155,7 @@ func TestTakeoverLeavesOneRowPerRequest(t *testing.T) {
 			a := w.start(freePort(t), append(args, "--router-id", "a")...)
 			waitReady(t, a, 5*time.Second)
 			b := w.start(freePort(t), append(args, "--router-id", "b", "--standby-of", a.base)...)
-			time.Sleep(700 * time.Millisecond) // the standby's first good probes
+			waitWarm(t, b, 1)
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			rids := openStreams(t, ctx, a.base, 50)
@@ -210,7 +210,7 @@ func TestRouterThatClaimsBackClosesItsSuccessorsRequests(t *testing.T) {
 	a := w.start(freePort(t), append(args, "--router-id", "a")...)
 	waitReady(t, a, 5*time.Second)
 	b := w.start(freePort(t), append(args, "--router-id", "b", "--standby-of", a.base)...)
-	time.Sleep(700 * time.Millisecond) // the standby's first good probes
+	waitWarm(t, b, 1)
 	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}

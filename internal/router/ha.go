@@ -105,7 +105,7 @@ func (r *Router) serveReady(w http.ResponseWriter, _ *http.Request) {
 	}
 	epoch, holder := r.ha.LeaseIdentity()
 	body := routerdoc.Ready{Status: "ready", ControlReady: r.ha.Controls(), Epoch: epoch, Holder: holder, Reason: reason,
-		Held: routerdoc.Holds(r.life.Holds())}
+		Held: routerdoc.Holds(r.life.Holds()), Standby: standbyDoc(r.ha.Following())}
 	if !ready {
 		body.Status = "not_ready"
 		w.Header().Set("Retry-After", "1")
@@ -113,6 +113,15 @@ func (r *Router) serveReady(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	writeJSON(w, 200, body)
+}
+
+// standbyDoc is /ready's standby section, nil on a router not following.
+func standbyDoc(st *state.FollowerStatus) *routerdoc.Standby {
+	if st == nil {
+		return nil
+	}
+	return &routerdoc.Standby{Primary: st.Primary, GoodProbes: st.GoodProbes, Misses: st.Misses, LastMiss: st.LastMiss,
+		HandoffAt: st.HandoffAt}
 }
 
 func (r *Router) serveHandoff(w http.ResponseWriter, _ *http.Request) {

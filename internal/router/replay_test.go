@@ -41,14 +41,7 @@ func TestRouterStepsReplayThroughTheSimulator(t *testing.T) {
 	h.router.mu.Unlock()
 	checkStepMix(t, recorded)
 
-	core, err := sched.New(h.cfg, h.store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	replayed, err := sim.Replay(core, recorded)
-	if err != nil {
-		t.Fatal(err)
-	}
+	core, replayed := replayThroughSim(t, h, recorded)
 	for k := range min(len(recorded), len(replayed)) {
 		if !reflect.DeepEqual(recorded[k], replayed[k]) {
 			t.Fatalf("step %d: the router took\n  %+v\nthe simulator's driver took\n  %+v", k, recorded[k], replayed[k])
@@ -99,6 +92,21 @@ func TestRouterAvailabilityReplays(t *testing.T) {
 	h.router.mu.Unlock()
 
 	checkLiveness(t, recorded, "d1")
+	_, replayed := replayThroughSim(t, h, recorded)
+	if !reflect.DeepEqual(replayed, recorded) {
+		t.Fatalf("the simulator's driver took %d steps, the router %d, not all equal", len(replayed), len(recorded))
+	}
+	checkEjectedAndBack(t, life, "d1")
+	if err := lifecycle.Replay(lifecycle.New(h.cfg), life); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// replayThroughSim feeds the router's recorded core steps through the
+// simulator's driver into a fresh core built from the same fleet and
+// profiles; it returns that core and the steps it took.
+func replayThroughSim(t *testing.T, h *harness, recorded []sched.Step) (*sched.Core, []sched.Step) {
+	t.Helper()
 	core, err := sched.New(h.cfg, h.store)
 	if err != nil {
 		t.Fatal(err)
@@ -107,13 +115,7 @@ func TestRouterAvailabilityReplays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(replayed, recorded) {
-		t.Fatalf("the simulator's driver took %d steps, the router %d, not all equal", len(replayed), len(recorded))
-	}
-	checkEjectedAndBack(t, life, "d1")
-	if err := lifecycle.Replay(lifecycle.New(h.cfg), life); err != nil {
-		t.Fatal(err)
-	}
+	return core, replayed
 }
 
 // checkLiveness fails a log without iid leaving placement and coming back.

@@ -327,5 +327,17 @@ type Ready struct {
 	Held         []Hold `json:"held"`
 	Holder       string `json:"holder"`
 	Reason       string `json:"reason"`
-	Status       string `json:"status"`
+	// Standby is present only on a standby: whether it is warm.
+	Standby *Standby `json:"standby,omitempty"`
+	Status  string   `json:"status"`
+}
+
+// Standby is a standby router's view of its primary in /ready: a standby
+// with good_probes 0 (or a stale handoff_at) has nothing to take over with.
+type Standby struct {
+	Primary    string  `json:"primary"`
+	GoodProbes int64   `json:"good_probes"` // probes that returned a usable handoff since start
+	Misses     int     `json:"misses"`      // consecutive misses now; a takeover needs 4
+	LastMiss   string  `json:"last_miss"`   // why the last probe missed; "" after a good one
+	HandoffAt  float64 `json:"handoff_at"`  // the last good handoff's at (Unix s); 0 before one
 }

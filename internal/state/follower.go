@@ -45,8 +45,9 @@ type Follower struct {
 	StatePath     string        // where good documents are written; "" to skip
 	Logger        *slog.Logger  // nil: no logs
 
-	mu           sync.Mutex
-	doc          *Handoff // last good document
+	mu           sync.Mutex // guards the fields below: the loop writes them, /ready reads them
+	doc          *Handoff   // last good document
+	goods        int64      // good probes since start
 	misses       int
 	lastMiss     string
 	blocked      string
@@ -66,6 +67,28 @@ func (f *Follower) LastMiss() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.lastMiss
+}
+
+// FollowerStatus is what a standby reports about its primary: an
+// operator (and a test) reads from it whether the standby is warm, that
+// is holds a fresh document to take over with.
+type FollowerStatus struct {
+	Primary    string
+	GoodProbes int64   // probes that returned a usable handoff since start
+	Misses     int     // consecutive misses now
+	LastMiss   string  // why the last probe missed; "" after a good one
+	HandoffAt  float64 // the last good document's at (primary wall clock, Unix s); 0 before one
+}
+
+// Status is the follower's current FollowerStatus.
+func (f *Follower) Status() FollowerStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := FollowerStatus{Primary: f.Primary, GoodProbes: f.goods, Misses: f.misses, LastMiss: f.lastMiss}
+	if f.doc != nil {
+		st.HandoffAt = f.doc.At
+	}
+	return st
 }
 
 // Run probes the primary every Interval until it takes over, ctx ends, or
@@ -134,6 +157,7 @@ func (f *Follower) step(ctx context.Context) (*Handoff, int, error) {
 func (f *Follower) good(doc *Handoff) {
 	f.mu.Lock()
 	f.doc, f.misses, f.lastMiss, f.blocked, f.epochBlocked = doc, 0, "", "", false
+	f.goods++
 	f.mu.Unlock()
 	if f.StatePath == "" {
 		return

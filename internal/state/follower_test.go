@@ -108,6 +108,9 @@ func TestFollowerGoodProbeStoresAndWrites(t *testing.T) {
 	if r.f.LastMiss() != "" || r.f.FailoverBlocked() != "" {
 		t.Fatalf("miss %q blocked %q after a good probe", r.f.LastMiss(), r.f.FailoverBlocked())
 	}
+	if st := r.f.Status(); st.GoodProbes != 1 || st.Misses != 0 || st.HandoffAt != r.doc.At || st.Primary != r.f.Primary {
+		t.Fatalf("status after one good probe = %+v, want 1 good, 0 misses, handoff at %v", st, r.doc.At)
+	}
 	got, err := Read(r.f.StatePath)
 	if err != nil || got.Epoch != 1 || got.Holder != r.leaseA.Holder() {
 		t.Fatalf("standby state file = %+v, %v", got, err)
@@ -152,6 +155,13 @@ func TestFollowerProbeMisses(t *testing.T) {
 			r.step(t)
 			if got := r.f.LastMiss(); (tc.miss == "") != (got == "") || !strings.Contains(got, tc.miss) {
 				t.Fatalf("miss = %q, want %q", got, tc.miss)
+			}
+			want := FollowerStatus{Primary: r.f.Primary, GoodProbes: 0, Misses: 1, LastMiss: r.f.LastMiss()}
+			if tc.miss == "" {
+				want = FollowerStatus{Primary: r.f.Primary, GoodProbes: 1, HandoffAt: r.doc.At}
+			}
+			if st := r.f.Status(); st != want {
+				t.Fatalf("status = %+v, want %+v", st, want)
 			}
 		})
 	}

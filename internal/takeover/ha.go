@@ -279,6 +279,17 @@ func (h *HA) Blocked() string {
 // Standby says this router is shadowing a primary.
 func (h *HA) Standby() bool { return h.standby.Load() }
 
+// Following is what the standby knows of its primary, or nil when this
+// router is not following one.
+func (h *HA) Following() *state.FollowerStatus {
+	f := h.follower.Load()
+	if f == nil || !h.standby.Load() {
+		return nil
+	}
+	st := f.Status()
+	return &st
+}
+
 // Controls says this router places work: it is not a standby, and its
 // lease, when it has one, is valid.
 func (h *HA) Controls() bool {

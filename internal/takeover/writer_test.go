@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -42,26 +43,31 @@ func TestWriterCoalescesChangesDuringAWrite(t *testing.T) {
 }
 
 // Close returns only after the change made before it is written; a
-// change after Close is not written.
+// change after Close is not written. In a synctest bubble, so the slow
+// disk is fake time and synctest.Wait says when every goroutine the
+// writer could have started is idle.
 func TestWriterFlushesOnClose(t *testing.T) {
-	var writes atomic.Int32
-	w := NewWriter(func() error {
-		time.Sleep(20 * time.Millisecond) // a slow disk
-		writes.Add(1)
-		return nil
-	}, nil)
-	w.Changed()
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if n := writes.Load(); n != 1 {
-		t.Fatalf("%d writes when Close returned, want the pending one written", n)
-	}
-	w.Changed()
-	time.Sleep(50 * time.Millisecond)
-	if n := writes.Load(); n != 1 {
-		t.Errorf("a change after Close was written (%d writes); the writer is stopped", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var writes atomic.Int32
+		w := NewWriter(func() error {
+			time.Sleep(20 * time.Millisecond) // a slow disk
+			writes.Add(1)
+			return nil
+		}, nil)
+		w.Changed()
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if n := writes.Load(); n != 1 {
+			t.Fatalf("%d writes when Close returned, want the pending one written", n)
+		}
+		w.Changed()
+		time.Sleep(time.Second) // fake: any write started would finish
+		synctest.Wait()
+		if n := writes.Load(); n != 1 {
+			t.Errorf("a change after Close was written (%d writes); the writer is stopped", n)
+		}
+	})
 }
 
 // A background write's error is logged, kept for Err and returned by
