@@ -132,17 +132,13 @@ func run(ctx context.Context, f flags) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := fleet.Load(f.fleet)
+	cfg, profiles, digest, err := loadFleet(f.fleet)
 	if err != nil {
-		return cli.Invalid(err)
+		return err
 	}
 	graceful, err := gracefulTimeout(f.graceful, cfg)
 	if err != nil {
 		return err
-	}
-	profiles, digest, err := profile.LoadDigest(cfg.Profiles.Path)
-	if err != nil {
-		return cli.Invalid(fmt.Errorf("%w (profiles.path in %s)", err, f.fleet))
 	}
 	jw, err := openJournal(f, cfg)
 	if err != nil {
@@ -180,6 +176,20 @@ func run(ctx context.Context, f flags) error {
 	log.Info("narwhal-serve listening", "addr", ln.Addr().String(), "model", cfg.Model,
 		"engines", len(cfg.Engines), "journal", jw.Path(), "journal_run", jw.Run(), "version", version.String())
 	return serveUntilSignal(ctx, ln, r, graceful, log)
+}
+
+// loadFleet reads the fleet file and the profile store it names, with
+// the store's digest (what a reload compares against).
+func loadFleet(path string) (*fleet.Config, *profile.Store, string, error) {
+	cfg, err := fleet.Load(path)
+	if err != nil {
+		return nil, nil, "", cli.Invalid(err)
+	}
+	profiles, digest, err := profile.LoadDigest(cfg.Profiles.Path)
+	if err != nil {
+		return nil, nil, "", cli.Invalid(fmt.Errorf("%w (profiles.path in %s)", err, path))
+	}
+	return cfg, profiles, digest, nil
 }
 
 // listen binds --host:--port, saying what to do when the port is taken.

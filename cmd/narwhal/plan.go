@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/narwhal-go/narwhal/internal/cli"
 	"github.com/narwhal-go/narwhal/internal/cmdresult"
@@ -32,7 +33,22 @@ func newPlanCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "plan --model-dir DIR --gpu NAME [flags]",
 		Short: "Predict, without a GPU, whether a model fits: weights per GPU, KV tokens, feasible max_model_len",
-		Long: `Read the model's safetensors headers (never its weights) and config.json,
+		Long:  planLong,
+		Example: `  narwhal plan --model-dir /models/Llama-3.1-8B-Instruct --gpu h100-sxm
+  narwhal plan --model-dir /models/Llama-3.1-70B --gpu a100-80gb --tp 4 --max-model-len 32768
+  narwhal plan --model-dir /models/Llama-3.1-70B --gpu h100-sxm --tp 8
+  narwhal plan --model-dir /models/Qwen3-30B-A3B --gpu h100-sxm --dp 8 --enable-expert-parallel
+  narwhal plan --model-dir /models/m --gpu-memory-gib 48 --format json
+  narwhal plan --model-dir /models/m --gpu l40s --compare-log vllm-startup.log`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runPlan(cmd, f) },
+	}
+	planFlagsOn(c.Flags(), &f)
+	return c
+}
+
+// planLong is plan's help text.
+const planLong = `Read the model's safetensors headers (never its weights) and config.json,
 and predict per GPU what vLLM will do with it: weight bytes each rank
 loads, the activation, non-torch and CUDA-graph memory with their
 uncertainty band, the memory left for the KV cache under
@@ -64,17 +80,10 @@ of each.
 
 Exit codes: 0 the plan was made (whether or not the model fits), 1 the
 store could not be written, 2 bad input (a malformed header, an unknown
-GPU, an unsupported vLLM version); nothing is written on bad input.`,
-		Example: `  narwhal plan --model-dir /models/Llama-3.1-8B-Instruct --gpu h100-sxm
-  narwhal plan --model-dir /models/Llama-3.1-70B --gpu a100-80gb --tp 4 --max-model-len 32768
-  narwhal plan --model-dir /models/Llama-3.1-70B --gpu h100-sxm --tp 8
-  narwhal plan --model-dir /models/Qwen3-30B-A3B --gpu h100-sxm --dp 8 --enable-expert-parallel
-  narwhal plan --model-dir /models/m --gpu-memory-gib 48 --format json
-  narwhal plan --model-dir /models/m --gpu l40s --compare-log vllm-startup.log`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runPlan(cmd, f) },
-	}
-	fl := c.Flags()
+GPU, an unsupported vLLM version); nothing is written on bad input.`
+
+// planFlagsOn declares plan's flags on fl, bound to f.
+func planFlagsOn(fl *pflag.FlagSet, f *planFlags) {
 	l := &f.req.Launch
 	fl.StringVar(&f.req.ModelDir, "model-dir", "", "the model directory: config.json and *.safetensors (sharded with model.safetensors.index.json or not)")
 	fl.StringVar(&f.req.GPU, "gpu", "", "GPU name from the built-in table (h100-sxm, a100-80gb, l40s, rtx-4090, …)")
@@ -99,7 +108,6 @@ GPU, an unsupported vLLM version); nothing is written on bad input.`,
 	fl.StringVar(&f.storeDir, "store", "evidence", "evidence store directory the prediction record is written to")
 	fl.StringVar(&f.compareLog, "compare-log", "", "a vLLM startup log to compare the prediction with, figure by figure")
 	fl.StringVar(&f.cpuArch, "cpu-arch", hostCPUArch(), "CPU architecture of the serving host (x86_64, aarch64), for the engine support state")
-	return c
 }
 
 func runPlan(cmd *cobra.Command, f planFlags) error {

@@ -63,6 +63,25 @@ func (s *sanitizer) reject(f fieldID, r RejectReason, v val) {
 func (s *sanitizer) sanitize(v *vals) Facts {
 	var out Facts
 	s.crossCheck(v)
+	s.numbers(v, &out)
+	out.ComputeCapability = s.capability(fCC, v[fCC], true)
+	out.RequiredComputeCapability = s.capability(fReqCC, v[fReqCC], false)
+	out.GPU = s.gpuKey(v[fGPU])
+	out.DType = textFact(s, fDType, v[fDType], RejectNotInEnum, ParseDType)
+	out.Quantization = textFact(s, fQuant, v[fQuant], RejectNotInEnum, ParseQuantMethod)
+	out.ExceptionClass = textFact(s, fExcClass, v[fExcClass], RejectBadIdentifier, ParseExceptionClass)
+	out.EngineVersion = s.version(v[fVersion])
+	out.EngineEra = textFact(s, fEra, v[fEra], RejectNotInEnum, parseEra)
+	out.Architecture = textFact(s, fArch, v[fArch], RejectBadIdentifier, ParseArchitecture)
+	if x := v[fArchRegistered]; x.set && out.Architecture != nil {
+		reg := x.i == 1
+		out.ArchitectureRegistered = &reg
+	}
+	return out
+}
+
+// numbers validates the byte, fraction and integer candidates into out.
+func (s *sanitizer) numbers(v *vals, out *Facts) {
 	bytesFields := []struct {
 		f      fieldID
 		signed bool
@@ -108,20 +127,6 @@ func (s *sanitizer) sanitize(v *vals) Facts {
 			*n.dst = &i
 		}
 	}
-	out.ComputeCapability = s.capability(fCC, v[fCC], true)
-	out.RequiredComputeCapability = s.capability(fReqCC, v[fReqCC], false)
-	out.GPU = s.gpuKey(v[fGPU])
-	out.DType = textFact(s, fDType, v[fDType], RejectNotInEnum, ParseDType)
-	out.Quantization = textFact(s, fQuant, v[fQuant], RejectNotInEnum, ParseQuantMethod)
-	out.ExceptionClass = textFact(s, fExcClass, v[fExcClass], RejectBadIdentifier, ParseExceptionClass)
-	out.EngineVersion = s.version(v[fVersion])
-	out.EngineEra = textFact(s, fEra, v[fEra], RejectNotInEnum, parseEra)
-	out.Architecture = textFact(s, fArch, v[fArch], RejectBadIdentifier, ParseArchitecture)
-	if x := v[fArchRegistered]; x.set && out.Architecture != nil {
-		reg := x.i == 1
-		out.ArchitectureRegistered = &reg
-	}
-	return out
 }
 
 // crossCheck rejects candidates that contradict each other or the model

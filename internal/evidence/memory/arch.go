@@ -161,16 +161,8 @@ func ParseArch(config []byte) (ArchFacts, error) {
 	if err != nil {
 		return ArchFacts{}, err
 	}
-	var a ArchFacts
-	archs, err := top.strings("architectures")
+	a, err := archNames(top)
 	if err != nil {
-		return ArchFacts{}, err
-	}
-	if len(archs) == 0 {
-		return ArchFacts{}, fmt.Errorf("config.json: architectures is missing or empty; the calculator dispatches on it")
-	}
-	a.Architecture = archs[0]
-	if a.ModelType, err = top.str("model_type"); err != nil {
 		return ArchFacts{}, err
 	}
 	if m, ok := notImplemented[a.Architecture]; ok {
@@ -202,21 +194,46 @@ func ParseArch(config []byte) (ArchFacts, error) {
 		return a, nil
 	}
 	a.Family, a.FFN = fam.name, fam.ffn
-	if err := common(c, top, &a); err != nil {
-		return ArchFacts{}, err
-	}
-	if err := fam.mechanism(c, &a); err != nil {
-		return ArchFacts{}, err
-	}
-	if fam.ffn == "moe" {
-		if err := moeFacts(c, &a); err != nil {
-			return ArchFacts{}, err
-		}
-	}
-	if err := quantFacts(top, c, &a); err != nil {
+	if err := fam.facts(c, top, &a); err != nil {
 		return ArchFacts{}, err
 	}
 	return a, nil
+}
+
+// archNames reads what the calculator dispatches on: the first of
+// architectures, and model_type.
+func archNames(top cfg) (ArchFacts, error) {
+	var a ArchFacts
+	archs, err := top.strings("architectures")
+	if err != nil {
+		return ArchFacts{}, err
+	}
+	if len(archs) == 0 {
+		return ArchFacts{}, fmt.Errorf("config.json: architectures is missing or empty; the calculator dispatches on it")
+	}
+	a.Architecture = archs[0]
+	if a.ModelType, err = top.str("model_type"); err != nil {
+		return ArchFacts{}, err
+	}
+	return a, nil
+}
+
+// facts reads the fields of a dispatched family: the common sizes, its
+// attention mechanism, MoE and quantization facts. c is the text model's
+// config, top the whole config.
+func (fam family) facts(c, top cfg, a *ArchFacts) error {
+	if err := common(c, top, a); err != nil {
+		return err
+	}
+	if err := fam.mechanism(c, a); err != nil {
+		return err
+	}
+	if fam.ffn == "moe" {
+		if err := moeFacts(c, a); err != nil {
+			return err
+		}
+	}
+	return quantFacts(top, c, a)
 }
 
 // common reads the fields every dispatched family has. top is the whole
