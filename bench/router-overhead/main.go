@@ -16,6 +16,14 @@
 //   - "baseline": a second narwhal-serve binary (-baseline-bin, e.g. the
 //     previous build), so a change is measured against its predecessor
 //     in the same run.
+//   - "relay": a minimal two-leg proxy in its own process (relay.go): the
+//     prefill leg, the KV parameters handed on, the decode bytes copied
+//     through. It is the floor any router could reach; router ÷ relay is
+//     what narwhal's own work costs over it, CPU and RSS included.
+//
+// The engines run as narwhal-engine sim processes of their own, as
+// operators run them, so neither the router's nor this process's CPU
+// holds theirs (-engines-inprocess serves them in this process instead).
 //
 // Each round runs every path once at one level, in an order that rotates
 // from round to round; ratios are taken inside a round (router ÷ two-leg,
@@ -23,7 +31,7 @@
 //
 //	go run ./bench/router-overhead [-levels 1,50,200,1000] [-duration 5s] [-runs 3]
 //	    [-router-bin PATH] [-baseline-bin PATH] [-prefill-ms 0.1] [-decode-ms 1]
-//	    [-tokens 16] [-engines 2] [-format text|json]
+//	    [-tokens 16] [-engines 2] [-engines-inprocess] [-format text|json]
 //
 // -engines N runs the router over N engines (half prefill, half decode);
 // the baselines still use one prefill and one decode engine, so the
@@ -57,7 +65,6 @@ import (
 
 	"github.com/narwhal-go/narwhal/internal/profile"
 	"github.com/narwhal-go/narwhal/internal/router"
-	"github.com/narwhal-go/narwhal/internal/simengine"
 )
 
 // options are the command line.
@@ -67,6 +74,7 @@ type options struct {
 	tokens, runs, nEng  int
 	routerBin, baseline string
 	inProcess           bool
+	engInProcess        bool
 	routersOnly         bool
 	prefill, decode     float64 // seconds
 	format, jsonOut     string
@@ -85,12 +93,22 @@ func main() {
 	flag.StringVar(&o.baseline, "baseline-bin", "", "a second narwhal-serve binary measured in the same rounds, e.g. the previous build")
 	flag.BoolVar(&o.inProcess, "inprocess", false, "serve the router inside this process (for -cpuprofile/-memprofile; CPU is then the whole process's)")
 	flag.BoolVar(&o.routersOnly, "routers-only", false, "measure only router and baseline (an A/B of two builds in less time)")
+	flag.BoolVar(&o.engInProcess, "engines-inprocess", false, "serve the simulated engines inside this process instead of as narwhal-engine sim processes")
+	relayPrefill := flag.String("relay-prefill", "", "internal: serve as the relay over this prefill engine (with -relay-decode)")
+	relayDecode := flag.String("relay-decode", "", "internal: the relay's decode engine")
 	prefillMS := flag.Float64("prefill-ms", 0.1, "simulated prefill time per request, ms")
 	decodeMS := flag.Float64("decode-ms", 1, "simulated decode step, ms")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process to this file")
 	memProfile := flag.String("memprofile", "", "write an allocation profile of this process to this file")
 	flag.StringVar(&midHeapProfile, "heapprofile", "", "with -inprocess: write the live heap halfway through each router round to this file (the last round's is kept)")
 	flag.Parse()
+	if *relayPrefill != "" || *relayDecode != "" {
+		if err := serveRelay(*relayPrefill, *relayDecode); err != nil {
+			fmt.Fprintln(os.Stderr, "router-overhead relay:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var err error
 	if o.levels, err = parseLevels(*levels); err != nil || (o.format != "text" && o.format != "json") {
 		fmt.Fprintf(os.Stderr, "router-overhead: bad -levels %q or -format %q (text or json)\n", *levels, o.format)
@@ -189,13 +207,17 @@ type path struct {
 }
 
 func run(o options) error {
-	fl, err := simengine.StartFleet(o.nEng, simengine.Config{Model: "bench", Profile: benchProfile("x", o.prefill, o.decode),
-		MaxNumSeqs: 4096, KVCapacityTokens: 1 << 22, MaxModelLen: 8192}, nil)
+	dir, err := os.MkdirTemp("", "router-overhead-engines-")
 	if err != nil {
 		return err
 	}
-	defer fl.Close()
-	paths, stop, err := startPaths(o, fl.URLs())
+	defer os.RemoveAll(dir)
+	urls, stopEngines, err := startEngines(o, dir)
+	if err != nil {
+		return err
+	}
+	defer stopEngines()
+	paths, stop, err := startPaths(o, urls)
 	if err != nil {
 		return err
 	}
@@ -242,6 +264,15 @@ func startPaths(o options, urls []string) ([]path, func(), error) {
 			p.stop()
 		}
 		os.RemoveAll(dir)
+	}
+	if !o.routersOnly {
+		p, err := startRelay(urls[0], dec)
+		if err != nil {
+			stop()
+			return nil, nil, err
+		}
+		procs = append(procs, p)
+		paths = append(paths, path{name: "relay", one: streamTo(p.base, o.tokens), proc: p})
 	}
 	bins := []struct{ name, bin string }{{"router", o.routerBin}, {"baseline", o.baseline}}
 	if bins[0].bin == "" {

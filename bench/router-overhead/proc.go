@@ -39,14 +39,20 @@ func startServe(name, bin, dir string, urls []string, prefill, decode float64) (
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "--fleet", fleetPath, "--port", "0", "--log-format", "json",
+	return startProc(name, bin, "--fleet", fleetPath, "--port", "0", "--log-format", "json",
 		"--journal", filepath.Join(dir, name, "journal.jsonl"))
+}
+
+// startProc starts bin with args and waits for its JSON "… listening"
+// log line on stderr, which carries the address it serves.
+func startProc(name, bin string, args ...string) (*routerProc, error) {
+	cmd := exec.Command(bin, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s (%s): %w; build it with go build -o %s ./cmd/narwhal-serve", name, bin, err, bin)
+		return nil, fmt.Errorf("start %s (%s): %w", name, bin, err)
 	}
 	p := &routerProc{name: name, cmd: cmd, done: make(chan struct{})}
 	addr := make(chan string, 1)
@@ -60,7 +66,7 @@ func startServe(name, bin, dir string, urls []string, prefill, decode float64) (
 		return nil, fmt.Errorf("%s (%s) exited before listening; its log is above", name, bin)
 	case <-time.After(30 * time.Second):
 		p.stop()
-		return nil, fmt.Errorf("%s (%s) did not log \"narwhal-serve listening\" within 30 s", name, bin)
+		return nil, fmt.Errorf("%s (%s) did not log that it listens within 30 s", name, bin)
 	}
 }
 
@@ -78,7 +84,7 @@ func (p *routerProc) readLog(r io.Reader, addr chan<- string) {
 			Addr  string `json:"addr"`
 		}
 		if json.Unmarshal(sc.Bytes(), &line) == nil && line.Level == "INFO" {
-			if line.Msg == "narwhal-serve listening" {
+			if strings.HasSuffix(line.Msg, " listening") && line.Addr != "" {
 				addr <- line.Addr
 			}
 			continue

@@ -55,7 +55,8 @@ type comparison struct {
 }
 
 // summarize takes the medians of each path over the rounds and compares
-// the routers with two-leg, and the router with the baseline.
+// the routers with two-leg and with the relay (the floor), and the router
+// with the baseline.
 func summarize(c int, rounds [][]result) levelReport {
 	lr := levelReport{Concurrency: c}
 	for i := range rounds[0] {
@@ -66,9 +67,14 @@ func summarize(c int, rounds [][]result) levelReport {
 		idx[r.Path] = i
 	}
 	for _, of := range []string{"router", "baseline"} {
-		_, ok := idx[of]
-		if _, base := idx["two-leg"]; ok && base {
+		if _, ok := idx[of]; !ok {
+			continue
+		}
+		if _, base := idx["two-leg"]; base {
 			lr.Compare = append(lr.Compare, compare(rounds, idx[of], idx["two-leg"], false))
+		}
+		if _, floor := idx["relay"]; floor { // both processes: CPU and RSS compare too
+			lr.Compare = append(lr.Compare, compare(rounds, idx[of], idx["relay"], true))
 		}
 	}
 	if _, ok := idx["baseline"]; ok {
@@ -160,7 +166,7 @@ func (rep report) text(w io.Writer) error {
 	s := rep.Setup
 	fmt.Fprintf(w, "engines %d (%.2g ms prefill, %.2g ms decode step), %d output tokens, %d rounds of %.0f s per path; medians, [min–max] over rounds\n\n",
 		s.Engines, s.PrefillMS, s.DecodeMS, s.Tokens, s.Rounds, s.DurationS)
-	for _, name := range []string{"router", "baseline"} {
+	for _, name := range []string{"router", "baseline", "relay"} {
 		if v, ok := rep.Idle[name]; ok {
 			fmt.Fprintf(w, "%s idle: %.1f ms CPU per second\n", name, v)
 		}
@@ -177,7 +183,7 @@ func (rep report) text(w io.Writer) error {
 		}
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "\ncpu µs/req: the router process's own for router and baseline; this process's (clients and engines) for direct and two-leg")
+	fmt.Fprintln(w, "\ncpu µs/req: the process's own for router, baseline and relay; this process's (the clients, and the engines with -engines-inprocess) for direct and two-leg")
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "streams\tcompare\treq/s ratio\tadded ttfb p50 ms\tadded ttfb p99 ms\tcpu ratio\tRSS ratio\t")

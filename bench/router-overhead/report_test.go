@@ -46,3 +46,18 @@ func TestSummarizeRoutersOnly(t *testing.T) {
 		t.Fatalf("text report %q (%v)", b.String(), err)
 	}
 }
+
+// With the relay measured, each router is also compared with it, CPU and
+// RSS included (both are processes of their own).
+func TestSummarizeAgainstTheRelay(t *testing.T) {
+	round := []result{{Path: "two-leg", RPS: 100}, {Path: "relay", RPS: 100, CPUus: 50, RSSMB: 10},
+		{Path: "router", RPS: 90, CPUus: 200, RSSMB: 60}}
+	lr := summarize(50, [][]result{round})
+	if len(lr.Compare) != 2 {
+		t.Fatalf("comparisons %+v, want router ÷ two-leg and router ÷ relay", lr.Compare)
+	}
+	c := lr.Compare[1]
+	if c.Of != "router" || c.To != "relay" || c.CPURatio == nil || c.CPURatio.Median != 4 || c.RSSRatio.Median != 6 || c.RPSRatio.Median != 0.9 {
+		t.Errorf("router ÷ relay %+v, want CPU 4×, RSS 6×, req/s 0.9×", c)
+	}
+}

@@ -19,7 +19,7 @@ import (
 
 type simFlags struct {
 	host, model, profilePath, profileIID, engineID, vllmVersion, apiKey, failStartup string
-	port, maxModelLen, kvCap, scPort, adminPort, attestPort                          int
+	port, maxModelLen, kvCap, maxNumSeqs, scPort, adminPort, attestPort              int
 	attest                                                                           bool
 	lease                                                                            time.Duration
 	faults                                                                           simengine.Faults
@@ -37,6 +37,7 @@ func (f *simFlags) register(c *cobra.Command, single bool) {
 	fs.StringVar(&f.vllmVersion, "vllm-version", "0.21.0", "version reported by /version and hashed for NIXL compatibility")
 	fs.IntVar(&f.maxModelLen, "max-model-len", 4096, "context length")
 	fs.IntVar(&f.kvCap, "kv-capacity-tokens", 0, "GPU KV cache size in tokens (default: the profile's, else 65536)")
+	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 0, "sequences the simulated scheduler runs at once, as vLLM's --max-num-seqs (0: 256)")
 	fs.StringVar(&f.apiKey, "api-key", "", "require Authorization: Bearer <key> on /v1 paths")
 	fs.DurationVar(&f.lease, "kv-lease-duration", 30*time.Second, "how long a prefill's KV waits for its consumer")
 	fs.Float64Var(&f.faults.LatencyMultiplier, "fault-latency-multiplier", 0, "scale every step's duration")
@@ -83,7 +84,7 @@ func (f *simFlags) config(store *profile.Store, i int) (simengine.Config, error)
 	id := simengine.DefaultCompat(f.model)
 	id.VLLMVersion = f.vllmVersion
 	c := simengine.Config{Host: f.host, Port: f.port, Model: f.model, MaxModelLen: f.maxModelLen, Profile: row,
-		KVCapacityTokens: f.kvCap, EngineID: f.engineID, Compat: id, APIKey: f.apiKey, SideChannelPort: f.scPort,
+		KVCapacityTokens: f.kvCap, MaxNumSeqs: f.maxNumSeqs, EngineID: f.engineID, Compat: id, APIKey: f.apiKey, SideChannelPort: f.scPort,
 		AdminPort: f.adminPort, LeaseDuration: f.lease, Faults: f.faults, FailStartup: f.failStartup,
 		Seed: uint64(i), StartupLog: f.startupW, Boot: f.bootSpec,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))}

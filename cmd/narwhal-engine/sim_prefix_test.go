@@ -44,3 +44,17 @@ func TestPrefixFlags(t *testing.T) {
 		})
 	}
 }
+
+// --max-num-seqs reaches the simulated scheduler; unset keeps its default.
+func TestMaxNumSeqsFlag(t *testing.T) {
+	for _, n := range []int{0, 4096} {
+		f := &simFlags{maxNumSeqs: n, failStartup: ""}
+		c, err := f.config(nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.MaxNumSeqs != n {
+			t.Errorf("--max-num-seqs %d: config has %d", n, c.MaxNumSeqs)
+		}
+	}
+}
