@@ -116,19 +116,6 @@ func hammer(base string, stop <-chan struct{}, n *hammered) []answer {
 	}
 }
 
-// until polls cond every 20 ms and fails the test with what if it does
-// not hold within d.
-func until(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // healthStatus is p's /health status word.
 func healthStatus(t *testing.T, p *proc) string {
 	var h struct{ Status string }

@@ -386,17 +386,10 @@ func readyDoc(t *testing.T, base string) routerdoc.Ready {
 // of its primary, each one a handoff document it could take over with.
 func waitWarm(t *testing.T, p *proc, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	until(t, 10*time.Second, fmt.Sprintf("%d good probes by the standby at %s", n, p.base), func() bool {
 		rd := readyDoc(t, p.base)
-		if rd.Standby != nil && rd.Standby.GoodProbes >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the standby had not %d good probes within 10 s: /ready %+v\n%s", n, rd, p.errb.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return rd.Standby != nil && rd.Standby.GoodProbes >= n
+	})
 }
 
 // waitHandoff waits (up to 10 s) until the handoff document the routers
@@ -404,14 +397,20 @@ func waitWarm(t *testing.T, p *proc, n int64) {
 func waitHandoff(t *testing.T, w *world, ok func(state.Counters) bool) {
 	t.Helper()
 	path := filepath.Join(w.dir, "state.json")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	until(t, 10*time.Second, "the counters wanted in the handoff at "+path, func() bool {
 		doc, err := state.Read(path)
-		if err == nil && ok(doc.Counters) {
-			return
-		}
+		return err == nil && ok(doc.Counters)
+	})
+}
+
+// until polls cond every 20 ms and fails the test with what if it does
+// not hold within d.
+func until(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("the handoff at %s did not reach the counters wanted within 10 s (%v): %+v", path, err, doc)
+			t.Fatalf("%s: not within %v", what, d)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
